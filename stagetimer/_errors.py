@@ -1,0 +1,84 @@
+"""The exceptions and the warning category of stagetimer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "InvalidRecordError",
+    "LockTimeoutError",
+    "NoActiveRecorderError",
+    "SchemaVersionError",
+    "SidecarCorruptError",
+    "StageTimerError",
+    "StageTimerWarning",
+]
+
+
+class StageTimerError(Exception):
+    """Base class of every error stagetimer raises."""
+
+
+class InvalidRecordError(StageTimerError, ValueError):
+    """An argument of a record is not valid; nothing was written.
+
+    ``.value`` holds the offending value.
+    """
+
+    def __init__(self, message: str, value: Any = None) -> None:
+        super().__init__(message)
+        self.value = value
+
+
+class SidecarCorruptError(StageTimerError):
+    """A sidecar on disk does not parse or does not have the expected shape.
+
+    It is never overwritten; ``.path`` names it.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(
+            f"{path}: {problem}; it is left untouched: move it aside or repair it"
+        )
+        self.path = path
+        self.problem = problem
+
+
+class SchemaVersionError(StageTimerError):
+    """A hardware sidecar was written by a newer stagetimer; it is never overwritten."""
+
+    def __init__(self, path: str, found: object, supported: int) -> None:
+        super().__init__(
+            f"{path}: schema_version {found!r} is newer than {supported}, the newest this "
+            "version of stagetimer understands; upgrade stagetimer to write into this directory"
+        )
+        self.path = path
+        self.found = found
+        self.supported = supported
+
+
+class NoActiveRecorderError(StageTimerError):
+    """No recorder was given, none is active and ``STAGETIMER_DIR`` is not set."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no recorder: pass recorder=Recorder(dir), run inside 'with Recorder(dir):', "
+            "or set the STAGETIMER_DIR environment variable to the artifact directory "
+            "(STAGETIMER_DISABLE=1 turns recording off)"
+        )
+
+
+class LockTimeoutError(StageTimerError, TimeoutError):
+    """The advisory lock of a sidecar was not acquired within ``lock_timeout`` seconds."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__(
+            f"{path}: lock not acquired within {timeout} s; another process holds it "
+            "(raise lock_timeout, or check for a hung writer)"
+        )
+        self.path = path
+        self.timeout = timeout
+
+
+class StageTimerWarning(UserWarning):
+    """A stage finished but its record could not be saved yet (it is kept pending)."""
