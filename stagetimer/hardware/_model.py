@@ -1,0 +1,116 @@
+"""The hardware description: frozen attrs classes stored verbatim in ``timings_hardware.json``.
+
+Every field is something the timed process could use that does not change while
+it runs; nothing volatile (free memory, current clock, time, pid) belongs here,
+since the description is hashed into ``hardware_id`` and deduplicated.
+Missing values stay ``None``; ``Hardware.sources`` says where each value came
+from, or why it is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "CpuInfo",
+    "GpuInfo",
+    "Hardware",
+    "MemoryInfo",
+    "SchedulerInfo",
+    "description",
+    "hardware_id",
+]
+
+
+@attrs.frozen
+class MemoryInfo:
+    """Memory the process may use: the smallest finite limit, and the node's RAM beside it."""
+
+    limit_bytes: int | None = None
+    #: "cgroup_v2", "cgroup_v1", "slurm" or None
+    source: str | None = None
+    #: total RAM of the node; never used as the limit
+    node_total_bytes: int | None = None
+    #: cgroup v2 ``memory.high`` (throttling threshold), smallest finite over ancestors
+    high_bytes: int | None = None
+
+
+@attrs.frozen
+class CpuInfo:
+    """CPUs the process may run on, their cores, clock range and model."""
+
+    affinity: tuple[int, ...] = ()
+    logical_cpus: int = 0
+    physical_cores: int | None = None
+    clock_min_mhz: float | None = None
+    clock_max_mhz: float | None = None
+    #: "cpufreq", "cpufreq+cppc", "kvm_cpuinfo" or None
+    clock_source: str | None = None
+    model_name: str | None = None
+    model_name_guest_visible: bool = False
+    #: CPU bandwidth quota in CPUs (cgroup ``cpu.max`` / ``cpu.cfs_quota_us``), None if none
+    quota_cpus: float | None = None
+
+
+@attrs.frozen
+class GpuInfo:
+    """One NVIDIA GPU visible to the process (fields None where NVML does not expose them)."""
+
+    index: int | None = None
+    name: str | None = None
+    uuid: str | None = None
+    memory_usable_bytes: int | None = None
+    memory_bus_width_bits: int | None = None
+    max_memory_clock_mhz: int | None = None
+    peak_memory_bandwidth_bytes_per_s: int | None = None
+
+
+@attrs.frozen
+class SchedulerInfo:
+    """The batch job the process runs in, if any."""
+
+    #: "slurm", "pbs" or None
+    kind: str | None = None
+    job_id: str | None = None
+    #: the job's SLURM_* / PBS_* variables that describe the job and its allocation
+    env: dict[str, str] = attrs.Factory(dict)
+
+
+@attrs.frozen
+class Hardware:
+    """What the timed process could use. Stored once per ``hardware_id``."""
+
+    host: str | None = None
+    os: str | None = None
+    python: str | None = None
+    machine: str | None = None
+    cpu: CpuInfo = attrs.Factory(CpuInfo)
+    memory: MemoryInfo = attrs.Factory(MemoryInfo)
+    gpus: tuple[GpuInfo, ...] = ()
+    #: why ``gpus`` is empty (no driver, CUDA_VISIBLE_DEVICES empty, ...); None when GPUs listed
+    gpu_reason: str | None = None
+    scheduler: SchedulerInfo = attrs.Factory(SchedulerInfo)
+    #: field path ("memory.limit_bytes") -> file or variable it came from, or why it is missing
+    sources: dict[str, str] = attrs.Factory(dict)
+
+
+def description(hardware: Hardware | Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON-ready description of ``hardware``, exactly as stored in the sidecar."""
+    if isinstance(hardware, Hardware):
+        return attrs.asdict(hardware)
+    return dict(hardware)
+
+
+def hardware_id(hardware: Hardware | Mapping[str, Any]) -> str:
+    """``"hw-"`` + the first 16 hex digits of the SHA-256 of the canonical JSON description.
+
+    >>> hardware_id({"host": "a"})
+    'hw-...'
+    """
+    canonical = json.dumps(description(hardware), sort_keys=True, separators=(",", ":"))
+    return "hw-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
