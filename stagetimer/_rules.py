@@ -1,0 +1,98 @@
+"""The replacement rules (SPEC section 3), applied to the parsed ``timings.json`` in place.
+
+The functions work on the raw JSON mapping so that keys this version does not
+know (top level, stage or run) survive every rewrite unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from stagetimer._errors import InvalidRecordError
+
+__all__ = ["POLICIES", "apply_run", "is_stage", "keep_completed_prefix"]
+
+POLICIES = ("sequential", "upsert")
+AUTO_RESUME_SUFFIX = "_auto_resume"
+
+
+def is_stage(value: object) -> bool:
+    """A top-level value that is an object holding a ``runs`` list is a stage."""
+    return isinstance(value, dict) and isinstance(value.get("runs"), list)
+
+
+def _run_idx(run: object) -> object:
+    return run.get("run_idx") if isinstance(run, dict) else None
+
+
+def _set_runs(stage: dict[str, Any], runs: list[Any]) -> None:
+    stage["runs"] = runs
+    stage["total_seconds"] = math.fsum(
+        s
+        for r in runs
+        if isinstance(r, dict)
+        and isinstance(s := r.get("seconds"), (int, float))
+        and not isinstance(s, bool)
+    )
+
+
+def _upsert_key(run: object) -> tuple[int, int | str]:
+    # Runs without a run_idx first, then by run_idx; anything odd last, in a stable order.
+    idx = _run_idx(run)
+    if idx is None:
+        return (0, 0)
+    if isinstance(idx, int) and not isinstance(idx, bool):
+        return (1, idx)
+    return (2, repr(idx))
+
+
+def apply_run(data: dict[str, Any], name: str, run: dict[str, Any], policy: str) -> None:
+    """Record ``run`` into stage ``name`` of ``data`` following ``policy``."""
+    existing = data.get(name)
+    if existing is not None and not is_stage(existing):
+        raise InvalidRecordError(
+            f"stage name {name!r} holds other data in timings.json (not an object with a "
+            "'runs' list); choose another stage name",
+            name,
+        )
+    old_runs: list[Any] = existing["runs"] if existing is not None else []
+    run_idx = run.get("run_idx")
+    if policy == "sequential":
+        if run_idx is None or run_idx == 0:
+            runs = [run]
+            if run_idx == 0 and is_stage(data.get(name + AUTO_RESUME_SUFFIX)):
+                del data[name + AUTO_RESUME_SUFFIX]
+        else:
+            runs = [*old_runs, run]
+    else:
+        key = (run_idx, run.get("label"))
+        runs = [
+            r
+            for r in old_runs
+            if not (isinstance(r, dict) and (r.get("run_idx"), r.get("label")) == key)
+        ]
+        runs.append(run)
+        runs.sort(key=_upsert_key)
+    if existing is None:
+        existing = data[name] = {"total_seconds": 0.0, "runs": runs}
+    _set_runs(existing, runs)
+
+
+def keep_completed_prefix(data: dict[str, Any], completed_runs: int) -> None:
+    """Resume: indexed stages keep runs with ``run_idx < completed_runs``; others are kept.
+
+    A stage left with no run is removed.
+    """
+    for name, value in list(data.items()):
+        if not is_stage(value) or all(_run_idx(r) is None for r in value["runs"]):
+            continue
+        kept = [
+            r
+            for r in value["runs"]
+            if not isinstance(idx := _run_idx(r), int) or idx < completed_runs
+        ]
+        if kept:
+            _set_runs(value, kept)
+        else:
+            del data[name]
