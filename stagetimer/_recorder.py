@@ -228,9 +228,10 @@ class Recorder:
         self._save_hardware({p.hardware_id: p.hardware for p in self._pending})
         rejected: list[tuple[_Pending, InvalidRecordError]] = []
 
-        def change(data: dict[str, Any]) -> str:
+        def change(data: dict[str, Any]) -> str | None:
             rejected.clear()
-            if self.resume_partial_runs and not self._resume_done:
+            truncate = self.resume_partial_runs and not self._resume_done
+            if truncate:
                 assert self.completed_runs is not None
                 keep_completed_prefix(data, self.completed_runs)
             for pending in self._pending:
@@ -238,6 +239,8 @@ class Recorder:
                     apply_run(data, pending.name, pending.run, self.policy)
                 except InvalidRecordError as exc:
                     rejected.append((pending, exc))
+            if not truncate and len(rejected) == len(self._pending):
+                return None  # nothing changed: leave the file's bytes alone
             return dumps_timings(data)
 
         update_file(self.timings_path, parse_timings, change, self.lock_timeout)

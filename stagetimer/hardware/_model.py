@@ -99,10 +99,15 @@ class Hardware:
     sources: dict[str, str] = attrs.Factory(dict)
 
 
+def _json_ready(instance: object, field: object, value: Any) -> Any:
+    # attrs.asdict keeps tuples; the stored description is plain JSON (lists).
+    return list(value) if isinstance(value, tuple) else value
+
+
 def description(hardware: Hardware | Mapping[str, Any]) -> dict[str, Any]:
     """The JSON-ready description of ``hardware``, exactly as stored in the sidecar."""
     if isinstance(hardware, Hardware):
-        return attrs.asdict(hardware)
+        return attrs.asdict(hardware, value_serializer=_json_ready)
     return dict(hardware)
 
 
