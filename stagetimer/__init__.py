@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from stagetimer import stages
 from stagetimer._errors import (
     InvalidRecordError,
@@ -18,11 +21,41 @@ from stagetimer._errors import (
     StageTimerError,
     StageTimerWarning,
 )
-from stagetimer._load import load_hardware, load_timings
 from stagetimer._recorder import Recorder
-from stagetimer._records import HardwareSidecar, RunTiming, StageTiming, Timings
 from stagetimer._stage import record_timing, stage, timed_stage
-from stagetimer.hardware import Hardware, capture_hardware, hardware_id
+
+if TYPE_CHECKING:
+    from stagetimer._load import load_hardware, load_timings
+    from stagetimer._records import HardwareSidecar, RunTiming, StageTiming, Timings
+    from stagetimer.hardware import Hardware, capture_hardware, hardware_id
+
+# Reading sidecars and probing hardware are imported on first use, so that
+# ``import stagetimer`` stays as light as the recording path needs.
+_LAZY = {
+    "load_hardware": "stagetimer._load",
+    "load_timings": "stagetimer._load",
+    "HardwareSidecar": "stagetimer._records",
+    "RunTiming": "stagetimer._records",
+    "StageTiming": "stagetimer._records",
+    "Timings": "stagetimer._records",
+    "Hardware": "stagetimer.hardware",
+    "capture_hardware": "stagetimer.hardware",
+    "hardware_id": "stagetimer.hardware",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stagetimer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

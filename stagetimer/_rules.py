@@ -6,12 +6,11 @@ know (top level, stage or run) survive every rewrite unchanged.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from stagetimer._errors import InvalidRecordError
 
-__all__ = ["POLICIES", "apply_run", "is_stage", "keep_completed_prefix"]
+__all__ = ["POLICIES", "add_seconds", "apply_run", "is_stage", "keep_completed_prefix"]
 
 POLICIES = ("sequential", "upsert")
 AUTO_RESUME_SUFFIX = "_auto_resume"
@@ -26,15 +25,21 @@ def _run_idx(run: object) -> object:
     return run.get("run_idx") if isinstance(run, dict) else None
 
 
+def add_seconds(total: float, runs: list[Any]) -> float:
+    """``total`` plus the ``seconds`` of ``runs``, left to right (runs without a number add 0).
+
+    A left fold, so the total of a grown list continues the total of its prefix exactly.
+    """
+    for run in runs:
+        seconds = run.get("seconds") if isinstance(run, dict) else None
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+            total += seconds
+    return total
+
+
 def _set_runs(stage: dict[str, Any], runs: list[Any]) -> None:
     stage["runs"] = runs
-    stage["total_seconds"] = math.fsum(
-        s
-        for r in runs
-        if isinstance(r, dict)
-        and isinstance(s := r.get("seconds"), (int, float))
-        and not isinstance(s, bool)
-    )
+    stage["total_seconds"] = add_seconds(0.0, runs)
 
 
 def _upsert_key(run: object) -> tuple[int, int | str]:
@@ -47,8 +52,19 @@ def _upsert_key(run: object) -> tuple[int, int | str]:
     return (2, repr(idx))
 
 
-def apply_run(data: dict[str, Any], name: str, run: dict[str, Any], policy: str) -> None:
-    """Record ``run`` into stage ``name`` of ``data`` following ``policy``."""
+def apply_run(
+    data: dict[str, Any],
+    name: str,
+    run: dict[str, Any],
+    policy: str,
+    *,
+    trusted_total: bool = False,
+) -> None:
+    """Record ``run`` into stage ``name`` of ``data`` following ``policy``.
+
+    ``trusted_total``: the stage's ``total_seconds`` is known to be the sum of its runs
+    (this process wrote it), so an appended run only adds to it.
+    """
     existing = data.get(name)
     if existing is not None and not is_stage(existing):
         raise InvalidRecordError(
@@ -63,8 +79,17 @@ def apply_run(data: dict[str, Any], name: str, run: dict[str, Any], policy: str)
             runs = [run]
             if run_idx == 0 and is_stage(data.get(name + AUTO_RESUME_SUFFIX)):
                 del data[name + AUTO_RESUME_SUFFIX]
+        elif existing is not None:
+            # In place, and the total continued rather than recomputed: for a file of many
+            # runs the encoder then reuses the text of the earlier runs (see _sidecar).
+            old_runs.append(run)
+            existing["total_seconds"] = add_seconds(
+                existing.get("total_seconds", 0.0) if trusted_total else 0.0,
+                [run] if trusted_total else old_runs,
+            )
+            return
         else:
-            runs = [*old_runs, run]
+            runs = [run]
     else:
         key = (run_idx, run.get("label"))
         runs = [

@@ -22,6 +22,7 @@ __all__ = [
     "HARDWARE_FILE",
     "SCHEMA_VERSION",
     "TIMINGS_FILE",
+    "TimingsCache",
     "dumps_hardware",
     "dumps_timings",
     "locked",
@@ -29,6 +30,7 @@ __all__ = [
     "parse_timings",
     "read_bytes",
     "update_file",
+    "write_atomic",
 ]
 
 TIMINGS_FILE = "timings.json"
@@ -38,37 +40,42 @@ HARDWARE_FILE = "timings_hardware.json"
 #: 1 (stagetimer 0.1): {"schema_version": 1, "hardware": {hardware_id: description}}.
 SCHEMA_VERSION = 1
 
-# Threads of one process serialise per file here; processes through the flock.
-_thread_locks: dict[str, threading.Lock] = {}
-_thread_locks_guard = threading.Lock()
+# Threads of one process serialise per file on a threading.Lock; processes through the
+# flock of one cached FileLock per file (building a FileLock costs more than a save's I/O).
+_locks: dict[str, tuple[threading.Lock, Any]] = {}
+_locks_guard = threading.Lock()
 
 
-def _thread_lock(path: str) -> threading.Lock:
-    with _thread_locks_guard:
-        lock = _thread_locks.get(path)
-        if lock is None:
-            lock = _thread_locks[path] = threading.Lock()
-        return lock
+def _locks_for(path: str) -> tuple[threading.Lock, Any]:
+    with _locks_guard:
+        pair = _locks.get(path)
+        if pair is None:
+            import filelock  # imported here: import stagetimer stays light
+
+            pair = _locks[path] = (
+                threading.Lock(),
+                filelock.FileLock(path + ".lock", thread_local=False),
+            )
+        return pair
 
 
 @contextlib.contextmanager
 def locked(path: str, timeout: float) -> Iterator[None]:
     """Hold the advisory lock ``path + ".lock"`` (and this process's lock for ``path``)."""
-    import filelock  # imported here: import stagetimer stays light
+    import filelock
 
-    thread_lock = _thread_lock(path)
+    thread_lock, file_lock = _locks_for(path)
     if not thread_lock.acquire(timeout=timeout):
         raise LockTimeoutError(path + ".lock", timeout)
     try:
-        lock = filelock.FileLock(path + ".lock", timeout=timeout)
         try:
-            lock.acquire()
+            file_lock.acquire(timeout=timeout)
         except filelock.Timeout:
             raise LockTimeoutError(path + ".lock", timeout) from None
         try:
             yield
         finally:
-            lock.release()
+            file_lock.release()
     finally:
         thread_lock.release()
 
@@ -129,26 +136,60 @@ def _indented(value: Any, depth: int) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
 
 
-def _dumps_stage(stage: dict[str, Any]) -> str:
-    items = []
+_RUN_SEPARATOR = ",\n      "
+
+
+def _runs_pieces(runs: list[Any], cached: tuple[list[Any], list[str]] | None) -> list[str]:
+    # The runs list of a stage only ever grows in place (sequential appends); any other
+    # change replaces the list object. So the pieces cached for the same list object are
+    # the text of its first runs: encode only the rest.
+    pieces = cached[1] if cached is not None and cached[0] is runs else []
+    done = (len(pieces) + 1) // 2  # run, separator, run, ...
+    if done > len(runs):
+        pieces, done = [], 0
+    for run in runs[done:]:
+        if pieces:
+            pieces.append(_RUN_SEPARATOR)
+        pieces.append(_encode(run))
+    return pieces
+
+
+def _stage_pieces(
+    name: str, stage: dict[str, Any], cache: TimingsCache | None, out: list[str]
+) -> None:
+    out.append("{\n")
+    first = True
     for key, value in stage.items():
+        out.append("    " if first else ",\n    ")
+        first = False
         if key == "runs" and value:
-            runs = ",\n      ".join(map(_encode, value))
-            items.append(f'    "runs": [\n      {runs}\n    ]')
+            pieces = _runs_pieces(value, cache.runs_text.get(name) if cache else None)
+            if cache is not None:
+                cache.runs_text[name] = (value, pieces)
+            out.append('"runs": [\n      ')
+            out.extend(pieces)
+            out.append("\n    ]")
         else:
-            items.append(f"    {_encode(key)}: {_indented(value, 2)}")
-    return "{\n" + ",\n".join(items) + "\n  }"
+            out.append(f"{_encode(key)}: {_indented(value, 2)}")
+    out.append("\n  }")
 
 
-def dumps_timings(data: dict[str, Any]) -> str:
-    """``timings.json`` text: indented, one run per line (readable, diffable, C-encoded)."""
+def dumps_timings(data: dict[str, Any], cache: TimingsCache | None = None) -> str:
+    """``timings.json`` text: indented, one run per line (readable, diffable, C-encoded).
+
+    With a ``cache``, the runs a stage already had are not encoded again.
+    """
     if not data:
         return "{}\n"
-    items = [
-        f"  {_encode(key)}: {_dumps_stage(value) if is_stage(value) else _indented(value, 1)}"
-        for key, value in data.items()
-    ]
-    return "{\n" + ",\n".join(items) + "\n}\n"
+    out = ["{\n"]
+    for i, (key, value) in enumerate(data.items()):
+        out.append(f"  {_encode(key)}: " if i == 0 else f",\n  {_encode(key)}: ")
+        if is_stage(value):
+            _stage_pieces(key, value, cache, out)
+        else:
+            out.append(_indented(value, 1))
+    out.append("\n}\n")
+    return "".join(out)
 
 
 def dumps_hardware(data: dict[str, Any]) -> str:
@@ -164,8 +205,8 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Replace ``path`` by ``text`` atomically and durably, keeping an existing file's mode.
+def write_atomic(path: str, content: bytes) -> None:
+    """Replace ``path`` by ``content`` atomically and durably, keeping an existing file's mode.
 
     The temporary file has a fixed name: it is only written under the file's
     lock, so whatever a killed writer left there is overwritten by the next save.
@@ -183,7 +224,7 @@ def write_atomic(path: str, text: str) -> None:
         try:
             if mode is not None:
                 os.fchmod(fd, mode)
-            view = memoryview(text.encode("utf-8"))
+            view = memoryview(content)
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
@@ -197,18 +238,55 @@ def write_atomic(path: str, text: str) -> None:
     _fsync_directory(directory or ".")
 
 
+class TimingsCache:
+    """What one writer last saved to a file, reused while the file still holds those bytes.
+
+    Saves of large files are dominated by parsing and encoding; when the bytes on disk
+    are the bytes this writer wrote, its parsed data and encoded runs are still exact.
+    """
+
+    def __init__(self) -> None:
+        self.raw: bytes | None = None
+        self.data: dict[str, Any] | None = None
+        #: stage -> (its runs list, the text of its runs: run, separator, run, ...)
+        self.runs_text: dict[str, tuple[list[Any], list[str]]] = {}
+        #: stages whose total_seconds this writer computed from their runs
+        self.trusted_totals: set[str] = set()
+
+    def clear(self) -> None:
+        self.raw, self.data = None, None
+        self.runs_text.clear()
+        self.trusted_totals.clear()
+
+
 def update_file(
     path: str,
     parse: Callable[[str, bytes | None], dict[str, Any]],
     change: Callable[[dict[str, Any]], str | None],
     timeout: float,
+    cache: TimingsCache | None = None,
 ) -> None:
     """One save: under the lock, parse the file, let ``change`` edit it and write the result.
 
-    ``change`` returns the new text, or None when nothing needs writing.
+    ``change`` returns the new text, or None when nothing needs writing. With a
+    ``cache``, unchanged bytes are not parsed again.
     """
     with locked(path, timeout):
-        data = parse(path, read_bytes(path))
-        text = change(data)
-        if text is not None:
-            write_atomic(path, text)
+        raw = read_bytes(path)
+        if cache is not None and cache.data is not None and raw is not None and raw == cache.raw:
+            data = cache.data
+        else:
+            if cache is not None:
+                cache.clear()
+            data = parse(path, raw)
+        try:
+            text = change(data)
+            if text is not None:
+                encoded = text.encode("utf-8")
+                write_atomic(path, encoded)
+                if cache is not None:
+                    cache.raw, cache.data = encoded, data
+        except BaseException:
+            if cache is not None:
+                cache.clear()  # ``data`` may hold a change that did not reach the disk
+            raise

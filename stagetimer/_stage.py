@@ -6,6 +6,7 @@ import functools
 import inspect
 import time
 from collections.abc import Callable, Mapping
+from time import perf_counter
 from typing import Any, TypeVar, overload
 
 from stagetimer._errors import InvalidRecordError
@@ -75,14 +76,27 @@ class stage:
         self._wall0 = 0.0
 
     def __enter__(self) -> stage:
-        check_record(self.name, self.run_idx, self.label, self.metadata)
-        self._target = None if recording_disabled() else resolve_recorder(self._recorder)
-        self._wall0 = time.time()
-        self._t0 = time.perf_counter()
+        name, run_idx = self.name, self.run_idx
+        # Fast path for the common arguments; anything else gets the full checks.
+        if (
+            type(name) is not str
+            or not name.isprintable()
+            or not name
+            or (run_idx is not None and (type(run_idx) is not int or run_idx < 0))
+            or self.label is not None
+            or self.metadata
+        ):
+            check_record(name, run_idx, self.label, self.metadata)
+        if recording_disabled():
+            self._target = None
+        else:
+            self._target = resolve_recorder(self._recorder)
+            self._wall0 = time.time()
+        self._t0 = perf_counter()
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.seconds = seconds = time.perf_counter() - self._t0
+        self.seconds = seconds = perf_counter() - self._t0
         if exc_type is None and self._target is not None:
             self._target.record(
                 self.name,

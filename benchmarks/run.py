@@ -1,0 +1,236 @@
+"""Benchmarks: the cost of one recorded stage beside its floor, measured in one run.
+
+Run:  python benchmarks/run.py            (needs the 'bench' extra: pip install '.[bench]')
+      python benchmarks/run.py --quick    (fewer repetitions)
+
+Every figure is a ratio against a floor measured in the same run on the same
+machine (these machines are noisy); medians over repeated calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+from stagetimer import Recorder, record_timing, stage
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def floor_write(path: str, data: bytes) -> None:
+    """The physical floor: the same bytes through a bare temp file + fsync + rename + dir fsync."""
+    tmp = path + ".floor-tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path))
+
+
+def record_cost(existing: int, repeats: int) -> tuple[float, float]:
+    """Median seconds of one record_timing at ``existing`` runs, and of its floor."""
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as directory:
+        rec = Recorder(directory, strict=True)
+        # Build the file fast: one stage with `existing` runs, written by the library.
+        record_timing("warmup", 0.0, recorder=rec)
+        timings = os.path.join(directory, "timings.json")
+        with open(timings, encoding="utf-8") as f:
+            data = json.load(f)
+        hw = data["warmup"]["runs"][0]["hardware_id"]
+        runs = [
+            {"seconds": 1.0 + i * 1e-3, "hardware_id": hw, "run_idx": i,
+             "started_at": "2026-11-29T12:00:00.000Z", "reward": 0.5}
+            for i in range(existing)
+        ]
+        data["ippo_train"] = {"total_seconds": sum(r["seconds"] for r in runs), "runs": runs}
+        from stagetimer._sidecar import dumps_timings
+
+        floor_path = os.path.join(directory, "floor.json")
+        with open(timings, "w", encoding="utf-8") as f:
+            f.write(dumps_timings(data))
+        ours, floor = [], []
+        for k in range(repeats):
+            t0 = time.perf_counter()
+            record_timing("ippo_train", 1.0, run_idx=existing + k, recorder=rec, reward=0.5)
+            ours.append(time.perf_counter() - t0)
+            with open(timings, "rb") as f:
+                written = f.read()
+            t0 = time.perf_counter()
+            floor_write(floor_path, written)
+            floor.append(time.perf_counter() - t0)
+        return statistics.median(ours), statistics.median(floor)
+
+
+CONTENTION_WRITER = """
+import sys
+from stagetimer import Recorder, record_timing
+directory, worker, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rec = Recorder(directory, strict=True)
+for i in range(count):
+    record_timing("stage_" + worker, 0.001, run_idx=i, recorder=rec)
+"""
+
+
+def contention(processes: int, count: int) -> float:
+    """Records per second with ``processes`` writers on one directory; checks every record."""
+    from stagetimer import load_timings
+
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as directory:
+        t0 = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", CONTENTION_WRITER, directory, str(w), str(count)]
+            )
+            for w in range(processes)
+        ]
+        if any(p.wait() != 0 for p in procs):
+            raise SystemExit("a contention writer failed")
+        elapsed = time.perf_counter() - t0
+        stages = load_timings(directory).stages
+        for w in range(processes):
+            got = [r.run_idx for r in stages[f"stage_{w}"].runs]
+            if got != list(range(count)):
+                raise SystemExit(f"contention: writer {w} lost records: {got}")
+        return processes * count / elapsed
+
+
+def import_time(module: str, repeats: int) -> float:
+    """Median cumulative import time of ``module`` (µs) from ``python -X importtime``."""
+    times = []
+    for _ in range(repeats):
+        out = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+            capture_output=True, text=True, check=True,
+        ).stderr
+        line = [x for x in out.splitlines() if re.search(rf"\|\s+{re.escape(module)}$", x)][-1]
+        times.append(int(line.split("|")[1]))
+    return statistics.median(times)
+
+
+def heavy_imports() -> list[str]:
+    code = "import sys, stagetimer; print(sorted({'psutil','pynvml','cattrs'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.replace("'", '"'))
+
+
+def capture_cold(repeats: int) -> float:
+    code = (
+        "import time, stagetimer; t = time.perf_counter(); stagetimer.capture_hardware();"
+        "print(time.perf_counter() - t)"
+    )
+    return statistics.median(
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout)
+        for _ in range(repeats)
+    )
+
+
+def per_call(fn: Callable[[], object], number: int, repeats: int) -> float:
+    results = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        results.append((time.perf_counter() - t0) / number)
+    return statistics.median(results)
+
+
+def disabled_stage(number: int, repeats: int) -> tuple[float, float]:
+    from codetiming import Timer
+
+    os.environ["STAGETIMER_DISABLE"] = "1"
+    try:
+        def ours() -> None:
+            with stage("ippo_train", run_idx=3):
+                pass
+
+        def theirs() -> None:
+            with Timer(logger=None):
+                pass
+
+        ours_t, theirs_t = [], []
+        for _ in range(repeats):  # interleaved so drift hits both
+            ours_t.append(per_call(ours, number, 1))
+            theirs_t.append(per_call(theirs, number, 1))
+        return statistics.median(ours_t), statistics.median(theirs_t)
+    finally:
+        del os.environ["STAGETIMER_DISABLE"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    reps = 9 if args.quick else 31
+    rows: list[tuple[str, str, str, str]] = []
+
+    def row(figure: str, value: str, goal: str, ok: bool | None) -> None:
+        verdict = "-" if ok is None else ("ok" if ok else "MISSED")
+        rows.append((figure, value, goal, verdict))
+
+    growth = {}
+    for existing in (10, 100, 1_000, 10_000):
+        ours, floor = record_cost(existing, reps if existing < 10_000 else max(reps // 2, 7))
+        growth[existing] = (ours, floor)
+        goal = {100: 1.5, 10_000: 2.0}.get(existing)
+        row(
+            f"record at {existing:,} runs",
+            f"{ours * 1e3:.2f} ms vs floor {floor * 1e3:.2f} ms = {ours / floor:.2f}x",
+            f"<= {goal}x" if goal else "(growth)",
+            ours / floor <= goal if goal else None,
+        )
+    per_run_10 = growth[10][0]
+    per_run_10k = growth[10_000][0]
+    size_ratio = 10_000 / 10
+    row("growth 10 -> 10,000 runs",
+        f"{per_run_10k / per_run_10:.1f}x cost for {size_ratio:.0f}x runs",
+        "no worse than linear", per_run_10k / per_run_10 <= size_ratio)
+    for n in (1, 2, 4, 8):
+        rate = contention(n, 40 if args.quick else 100)
+        row(f"contention, {n} process(es)", f"{rate:.0f} records/s, all present", "printed", None)
+    ours_imp, attrs_imp = import_time("stagetimer", reps), import_time("attrs", reps)
+    heavy = heavy_imports()
+    row("import stagetimer", f"{ours_imp / 1e3:.1f} ms vs attrs {attrs_imp / 1e3:.1f} ms = "
+        f"{ours_imp / attrs_imp:.2f}x; heavy modules: {heavy or 'none'}", "<= 1.5x, none",
+        ours_imp / attrs_imp <= 1.5 and not heavy)
+    cold = capture_cold(max(reps // 3, 5))
+    row("capture_hardware cold", f"{cold * 1e3:.1f} ms", "<= 150 ms", cold <= 0.150)
+    from stagetimer import capture_hardware
+
+    capture_hardware()
+    cached = per_call(capture_hardware, 10_000, reps)
+    row("capture_hardware cached", f"{cached * 1e6:.2f} µs", "<= 50 µs", cached <= 50e-6)
+    ours_off, codetiming = disabled_stage(20_000, reps)
+    row("stage() with STAGETIMER_DISABLE=1", f"{ours_off * 1e6:.2f} µs vs codetiming.Timer "
+        f"{codetiming * 1e6:.2f} µs = {ours_off / codetiming:.2f}x", "<= 1.0x",
+        ours_off <= codetiming)
+
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    widths = [max(len(r[i]) for r in [("figure", "measured", "goal", ""), *rows]) for i in range(4)]
+    header = ("figure", "measured", "goal", "")
+    for r in [header, tuple("-" * w for w in widths), *rows]:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + " |")
+    return 0 if all(r[3] != "MISSED" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
