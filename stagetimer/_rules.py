@@ -6,6 +6,8 @@ know (top level, stage or run) survive every rewrite unchanged.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from stagetimer._errors import InvalidRecordError
@@ -63,7 +65,8 @@ def apply_run(
     """Record ``run`` into stage ``name`` of ``data`` following ``policy``.
 
     ``trusted_total``: the stage's ``total_seconds`` is known to be the sum of its runs
-    (this process wrote it), so an appended run only adds to it.
+    (this process wrote it), so an appended run only adds to it. Nothing is changed
+    when the record is refused.
     """
     existing = data.get(name)
     if existing is not None and not is_stage(existing):
@@ -74,22 +77,16 @@ def apply_run(
         )
     old_runs: list[Any] = existing["runs"] if existing is not None else []
     run_idx = run.get("run_idx")
-    if policy == "sequential":
-        if run_idx is None or run_idx == 0:
-            runs = [run]
-            if run_idx == 0 and is_stage(data.get(name + AUTO_RESUME_SUFFIX)):
-                del data[name + AUTO_RESUME_SUFFIX]
-        elif existing is not None:
-            # In place, and the total continued rather than recomputed: for a file of many
-            # runs the encoder then reuses the text of the earlier runs (see _sidecar).
-            old_runs.append(run)
-            existing["total_seconds"] = add_seconds(
-                existing.get("total_seconds", 0.0) if trusted_total else 0.0,
-                [run] if trusted_total else old_runs,
-            )
-            return
-        else:
-            runs = [run]
+    append = policy == "sequential" and run_idx not in (None, 0) and existing is not None
+    if append:
+        # In place, and the total continued rather than recomputed: for a file of many
+        # runs the encoder then reuses the text of the earlier runs (see _sidecar).
+        start = existing.get("total_seconds", 0.0) if trusted_total else add_seconds(0.0, old_runs)
+        total = add_seconds(start, [run])
+        runs = old_runs
+    elif policy == "sequential":
+        runs = [run]
+        total = add_seconds(0.0, runs)
     else:
         key = (run_idx, run.get("label"))
         runs = [
@@ -99,9 +96,19 @@ def apply_run(
         ]
         runs.append(run)
         runs.sort(key=_upsert_key)
+        total = add_seconds(0.0, runs)
+    if not math.isfinite(total):
+        raise InvalidRecordError(
+            f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
+        )
+    if policy == "sequential" and run_idx == 0 and is_stage(data.get(name + AUTO_RESUME_SUFFIX)):
+        del data[name + AUTO_RESUME_SUFFIX]
     if existing is None:
-        existing = data[name] = {"total_seconds": 0.0, "runs": runs}
-    _set_runs(existing, runs)
+        existing = data[name] = {"total_seconds": total, "runs": runs}
+    elif append:
+        old_runs.append(run)
+    existing["runs"] = runs
+    existing["total_seconds"] = total
 
 
 def keep_completed_prefix(data: dict[str, Any], completed_runs: int) -> None:

@@ -128,8 +128,9 @@ def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
 
 
 # One encoder object: json.dumps with keyword arguments builds a new one per call.
-# Without indent it uses the C encoder.
-_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+# Without indent it uses the C encoder. New values are checked finite before they get
+# here; a NaN read from an older file is written back as it was read.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _indented(value: Any, depth: int) -> str:

@@ -28,12 +28,21 @@ RESERVED_KEYS = frozenset(
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+def _is_utf8(text: str) -> bool:
+    # Lone surrogates (e.g. from os.fsdecode of undecodable bytes) have no UTF-8 form.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_name(name: object) -> str:
     """A stage name is a non-empty string without control characters."""
-    if not isinstance(name, str) or not name or _CONTROL.search(name):
+    if not isinstance(name, str) or not name or _CONTROL.search(name) or not _is_utf8(name):
         raise InvalidRecordError(
             f"stage name {name!r} is not valid: expected a non-empty string without "
-            "control characters",
+            "control characters or lone surrogates",
             name,
         )
     return name
@@ -66,22 +75,26 @@ def check_run_idx(run_idx: object) -> int | None:
 
 def check_label(label: object) -> str | None:
     """A label is None or a string."""
-    if label is not None and not isinstance(label, str):
-        raise InvalidRecordError(f"label {label!r} is not valid: expected a string", label)
+    if label is not None and (not isinstance(label, str) or not _is_utf8(label)):
+        raise InvalidRecordError(
+            f"label {label!r} is not valid: expected a string without lone surrogates", label
+        )
     return label
 
 
 def check_metadata(metadata: Mapping[str, Any]) -> None:
     """Metadata is JSON-serialisable (no NaN) and reuses no reserved key."""
     for key, value in metadata.items():
+        if not _is_utf8(key):
+            raise InvalidRecordError(f"metadata key {key!r} has a lone surrogate", key)
         if key in RESERVED_KEYS:
             raise InvalidRecordError(
                 f"metadata key {key!r} is reserved; reserved keys are {sorted(RESERVED_KEYS)}",
                 key,
             )
         try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
+            json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
             raise InvalidRecordError(
                 f"metadata {key}={value!r} is not JSON-serialisable ({exc})", value
             ) from None

@@ -1,0 +1,210 @@
+"""A real Slurm job array records every seed with the allocation its task could use.
+
+Each test starts a single-node cluster on this machine (``slurm_cluster.py``),
+submits ``examples/slurm/seed_array.sbatch`` as a 4-task array with ``--mem=1G
+--cpus-per-task=1``, every task recording its seed with ``policy="upsert"`` into
+one shared directory, and reads both sidecars back. Without cgroup enforcement
+the memory allocation is visible only as ``SLURM_MEM_PER_NODE``; with
+``ConstrainRAMSpace`` it is the limit of the job's cgroup v1 ancestors (the task's
+own group shows the unlimited sentinel). Facts: ``notes/slurm-single-node.md``.
+
+Needs root and Debian's Slurm packages (installed here when missing); skipped
+with the reason where the machine cannot run a cluster, except that on CI
+(``CI=true``) a failed install fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from slurm_cluster import (
+    ClusterUnavailable,
+    DaemonDied,
+    InstallFailed,
+    SlurmCluster,
+    ensure_installed,
+    slurm_cluster,
+)
+
+from stagetimer import load_hardware, load_timings
+from stagetimer.hardware import Hardware
+
+pytestmark = [pytest.mark.slow, pytest.mark.root]
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "slurm"
+SEEDS = [0, 1, 2, 3]
+ONE_GIB = 1024**3
+CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
+
+
+@pytest.fixture(scope="module")
+def slurm_installed() -> None:
+    if sys.platform != "linux" or os.geteuid() != 0:
+        pytest.skip("a Slurm cluster needs root on Linux")
+    try:
+        ensure_installed()
+    except InstallFailed as error:
+        if _on_ci():
+            pytest.fail(f"CI must be able to install Slurm: {error}")
+        pytest.skip(f"Slurm is not installed and could not be: {error}")
+
+
+def _on_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"true", "1", "yes"}
+
+
+def _cluster(constrain_ram: bool) -> Iterator[SlurmCluster]:
+    with contextlib.ExitStack() as stack:
+        try:
+            cluster = stack.enter_context(slurm_cluster(constrain_ram=constrain_ram))
+        except ClusterUnavailable as error:
+            if _on_ci():
+                pytest.fail(f"CI must be able to run a Slurm cluster: {error}")
+            pytest.skip(f"no Slurm cluster on this machine: {error}")
+        yield cluster
+
+
+@pytest.fixture
+def cluster_without_cgroups(slurm_installed: None) -> Iterator[SlurmCluster]:
+    limited = _own_finite_memory_limit()
+    if limited is not None:
+        pytest.skip(
+            f"this process's memory cgroup is limited ({limited}): "
+            "a job without cgroup enforcement inherits it and the probe rightly reports it "
+            "instead of SLURM_MEM_PER_NODE"
+        )
+    yield from _cluster(constrain_ram=False)
+
+
+@pytest.fixture
+def cluster_with_cgroups(slurm_installed: None) -> Iterator[SlurmCluster]:
+    if not (CGROUP_V1_MEMORY / "memory.limit_in_bytes").is_file():
+        pytest.skip(f"ConstrainRAMSpace with cgroup/v1 needs {CGROUP_V1_MEMORY} (cgroup v1)")
+    yield from _cluster(constrain_ram=True)
+
+
+def _own_finite_memory_limit() -> str | None:
+    """The first finite cgroup v1 memory limit from this process's group up, as 'path=value'."""
+    with open("/proc/self/cgroup") as cgroups:
+        for line in cgroups:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            if "memory" in controllers.split(","):
+                directory = CGROUP_V1_MEMORY / path.lstrip("/")
+                while True:
+                    limit_file = directory / "memory.limit_in_bytes"
+                    if limit_file.is_file():
+                        value = int(limit_file.read_text())
+                        if value < 2**62:  # v1 "unlimited" reads as about 2**63
+                            return f"{limit_file}={value}"
+                    if directory == CGROUP_V1_MEMORY:
+                        break
+                    directory = directory.parent
+    return None
+
+
+def run_seed_array(cluster: SlurmCluster, tmp_path: Path) -> tuple[dict[int, str], Path, str]:
+    """Submit the example array, wait for it; return {array task: job id}, artifacts, diagnostics.
+
+    Fails the test, with the job's output and the daemons' logs, if a task does
+    not end COMPLETED with exit code 0 within 120 s.
+    """
+    artifacts = tmp_path / "exports" / "ippo"
+    output = tmp_path / "slurm-out"
+    output.mkdir()
+    env = {**cluster.env, "PYTHON": sys.executable, "STAGETIMER_DIR": str(artifacts)}
+    env.pop("STAGETIMER_DISABLE", None)
+    array_id = cluster.submit(
+        EXAMPLE / "seed_array.sbatch",
+        f"--array={SEEDS[0]}-{SEEDS[-1]}",
+        "--mem=1G",
+        "--cpus-per-task=1",
+        f"--output={output}/slurm-%A_%a.out",
+        cwd=EXAMPLE,  # the script runs train_seed.py from $SLURM_SUBMIT_DIR
+        env=env,
+    )
+
+    def diagnostics() -> str:
+        tasks = _array_tasks(cluster.show_job(array_id))
+        states = "\n".join(
+            f"task {task}: job {job_id} {state}, exit code {code}"
+            for task, (job_id, state, code) in sorted(tasks.items())
+        )
+        outputs = "\n".join(
+            f"==== {path.name} ====\n{path.read_text(errors='replace')}"
+            for path in sorted(output.glob("*"))
+        )
+        return f"array job {array_id}:\n{states}\n{outputs}\n{cluster.logs()}"
+
+    try:
+        cluster.wait(array_id, timeout=120)
+    except (TimeoutError, DaemonDied) as error:
+        pytest.fail(f"{str(error).splitlines()[0]}\n{diagnostics()}")
+    tasks = _array_tasks(cluster.show_job(array_id))
+    report = diagnostics()
+    assert sorted(tasks) == SEEDS, report
+    assert {(state, code) for _, state, code in tasks.values()} == {("COMPLETED", "0:0")}, report
+    return {task: job_id for task, (job_id, _, _) in tasks.items()}, artifacts, report
+
+
+def _array_tasks(show_job: str) -> dict[int, tuple[str, str, str]]:
+    """``scontrol show job`` of an array → {task id: (job id, state, exit code)}."""
+    tasks = {}
+    for record in show_job.split("\n\n"):
+        fields = dict(re.findall(r"(\w+)=(\S*)", record))
+        if "ArrayTaskId" in fields:
+            task = int(fields["ArrayTaskId"])
+            tasks[task] = (fields["JobId"], fields["JobState"], fields["ExitCode"])
+    return tasks
+
+
+def test_array_without_cgroups_takes_memory_from_slurm_mem_per_node(
+    cluster_without_cgroups: SlurmCluster, tmp_path: Path
+) -> None:
+    job_ids, artifacts, report = run_seed_array(cluster_without_cgroups, tmp_path)
+
+    for hardware in _hardware_of_each_seed(artifacts, job_ids, report):
+        assert (hardware.memory.limit_bytes, hardware.memory.source) == (ONE_GIB, "slurm")
+        assert "SLURM_MEM_PER_NODE" in hardware.sources["memory.limit_bytes"]
+
+
+def test_array_with_constrain_ram_takes_memory_from_the_job_cgroup(
+    cluster_with_cgroups: SlurmCluster, tmp_path: Path
+) -> None:
+    job_ids, artifacts, report = run_seed_array(cluster_with_cgroups, tmp_path)
+
+    for seed, hardware in enumerate(_hardware_of_each_seed(artifacts, job_ids, report)):
+        assert (hardware.memory.limit_bytes, hardware.memory.source) == (ONE_GIB, "cgroup_v1")
+        # The task's own group (task_0) shows the unlimited sentinel; the limit is
+        # on its job_N and step_batch ancestors.
+        where = hardware.sources["memory.limit_bytes"]
+        assert f"/job_{job_ids[seed]}/" in where
+        assert "/task_" not in where
+
+
+def _hardware_of_each_seed(artifacts: Path, job_ids: dict[int, str], report: str) -> list[Hardware]:
+    """Check what every seed's record says about its task; return the descriptions by seed.
+
+    One run per seed, each pointing into the hardware sidecar at a description
+    with one CPU and the job id and array index of the task that ran the seed.
+    """
+    runs = load_timings(artifacts).stages["ippo_train"].runs
+    sidecar = load_hardware(artifacts).hardware
+    assert [run.run_idx for run in runs] == SEEDS, report
+    hardware_ids = [run.hardware_id for run in runs]
+    assert set(hardware_ids) - set(sidecar) == set()  # each resolves; None would be left over
+    described = [sidecar[hardware_id] for hardware_id in hardware_ids if hardware_id is not None]
+    assert [hw.cpu.logical_cpus for hw in described] == [1] * len(SEEDS)
+    assert [len(hw.cpu.affinity) for hw in described] == [1] * len(SEEDS)
+    assert [hw.scheduler.kind for hw in described] == ["slurm"] * len(SEEDS)
+    assert [hw.scheduler.job_id for hw in described] == [job_ids[seed] for seed in SEEDS]
+    assert len({hw.scheduler.job_id for hw in described}) == len(SEEDS)
+    assert [hw.scheduler.env.get("SLURM_ARRAY_TASK_ID") for hw in described] == [
+        str(seed) for seed in SEEDS
+    ]
+    return described
