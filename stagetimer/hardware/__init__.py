@@ -12,6 +12,7 @@ from stagetimer.hardware._model import (
     description,
     hardware_id,
 )
+from stagetimer.hardware._show import format_hardware, summary_line
 
 __all__ = [
     "CpuInfo",
@@ -21,5 +22,7 @@ __all__ = [
     "SchedulerInfo",
     "capture_hardware",
     "description",
+    "format_hardware",
     "hardware_id",
+    "summary_line",
 ]

@@ -5,32 +5,118 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import threading
 from collections.abc import Mapping
 from typing import Any
 
+from stagetimer.hardware._clock import probe_clock
+from stagetimer.hardware._cpu import affinity, cpu_quota, model_name, physical_cores, sysfs_cpus
+from stagetimer.hardware._gpu import probe_gpus
+from stagetimer.hardware._memory import probe_memory
 from stagetimer.hardware._model import CpuInfo, Hardware
+from stagetimer.hardware._scheduler import probe_scheduler
 
-__all__ = ["capture_hardware"]
+__all__ = ["capture_hardware", "clear_cache"]
 
 _live: Hardware | None = None
+_live_lock = threading.Lock()
+
+
+def _probe_cpu(root: str) -> tuple[CpuInfo, dict[str, str]]:
+    cpus, cpus_where = affinity(root)
+    # Without an affinity (a fixture with no /proc), the clock and topology probes
+    # still look at every CPU sysfs lists.
+    scope = cpus or sysfs_cpus(root)
+    cores, cores_where = physical_cores(root, scope)
+    low, high, clock_source, clock_sources = probe_clock(root, scope)
+    name, guest, name_where, guest_where = model_name(root, scope)
+    quota, quota_where = cpu_quota(root)
+    info = CpuInfo(
+        affinity=cpus,
+        logical_cpus=len(cpus),
+        physical_cores=cores,
+        clock_min_mhz=low,
+        clock_max_mhz=high,
+        clock_source=clock_source,
+        model_name=name,
+        model_name_guest_visible=guest,
+        quota_cpus=quota,
+    )
+    sources = {
+        "cpu.affinity": cpus_where,
+        "cpu.logical_cpus": f"number of CPUs in cpu.affinity ({cpus_where})",
+        "cpu.physical_cores": cores_where,
+        "cpu.model_name": name_where,
+        "cpu.model_name_guest_visible": guest_where,
+        "cpu.quota_cpus": quota_where,
+        **clock_sources,
+    }
+    return info, sources
+
+
+def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
+    cpu, sources = _probe_cpu(root)
+    memory, memory_sources = probe_memory(root, environ)
+    gpus, gpu_reason, gpu_sources = probe_gpus(environ, nvml)
+    scheduler, scheduler_sources = probe_scheduler(environ)
+    sources.update(memory_sources)
+    sources.update(gpu_sources)
+    sources.update(scheduler_sources)
+    sources.update(
+        {
+            "host": "socket.gethostname()",
+            "os": "platform.system() platform.release()",
+            "python": "platform.python_implementation() platform.python_version()",
+            "machine": "platform.machine()",
+        }
+    )
+    return Hardware(
+        host=socket.gethostname(),
+        os=f"{platform.system()} {platform.release()}",
+        python=f"{platform.python_implementation()} {platform.python_version()}",
+        machine=platform.machine(),
+        cpu=cpu,
+        memory=memory,
+        gpus=gpus,
+        gpu_reason=gpu_reason,
+        scheduler=scheduler,
+        sources=dict(sorted(sources.items())),
+    )
 
 
 def capture_hardware(
     *, root: str = "/", environ: Mapping[str, str] | None = None, nvml: Any = None
 ) -> Hardware:
-    """Describe what this process can use. Cached once per process for the live system."""
+    """Describe what this process can use (SPEC section 4).
+
+    ``root`` is where ``/proc`` and ``/sys`` are read from (a fixture tree in tests),
+    ``environ`` the environment (default ``os.environ``: Slurm/PBS variables and
+    ``CUDA_VISIBLE_DEVICES``), ``nvml`` an object with ``pynvml``'s functions
+    (default: ``pynvml``, imported only here). No probe raises: what cannot be read
+    is ``None``, and ``Hardware.sources`` says why.
+
+    The live system (``root="/"``, no ``environ``, no ``nvml``) is captured once per
+    process, thread-safely; later calls return the same object.
+
+    >>> hw = capture_hardware()
+    >>> hw.cpu.logical_cpus >= 1
+    True
+    """
     global _live
     live = root == "/" and environ is None and nvml is None
-    if live and _live is not None:
+    if not live:
+        return _capture(root, os.environ if environ is None else environ, nvml)
+    cached = _live
+    if cached is not None:
+        return cached
+    with _live_lock:
+        if _live is None:
+            _live = _capture(root, os.environ, None)
         return _live
-    affinity = tuple(sorted(os.sched_getaffinity(0)))
-    hw = Hardware(
-        host=socket.gethostname(),
-        os=f"{platform.system()} {platform.release()}",
-        python=f"{platform.python_implementation()} {platform.python_version()}",
-        machine=platform.machine(),
-        cpu=CpuInfo(affinity=affinity, logical_cpus=len(affinity)),
-    )
-    if live:
-        _live = hw
-    return hw
+
+
+def clear_cache() -> None:
+    """Forget the cached live description (for tests, or after the process moved cgroup)."""
+    global _live
+    with _live_lock:
+        _live = None

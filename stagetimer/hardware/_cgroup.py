@@ -1,0 +1,210 @@
+"""Locate the process's cgroup directory for one controller, and the ancestors above it.
+
+The cgroup a process belongs to is named in ``/proc/self/cgroup``; the directory
+that shows it is found by matching that name against the mounts listed in
+``/proc/self/mountinfo``. Quirks handled here, each with its source:
+
+- cgroup v1 lines are ``ID:ctrl[,ctrl]:/path`` and the v2 line is ``0::/path``
+  (kernel ``Documentation/admin-guide/cgroup-v2.rst``, "Processes").
+- A removed group is shown with a `` (deleted)`` suffix (same document).
+- Hybrid layouts mount cgroup2 beside v1 hierarchies; a controller is on v2 only
+  if ``<v2 mount>/cgroup.controllers`` lists it (observed here: the v2 mount
+  holds only ``hugetlb`` while memory is on v1).
+- Inside a cgroup namespace the path is relative to the namespace root: ``0::/``,
+  or ``0::/../sibling`` when the process sits outside it, where the only
+  sensible directory is the mount point itself (cgroup-v2.rst "Namespace";
+  OpenJDK does the same).
+- A mount whose ROOT is a subpath (containers) maps the path as OpenJDK's
+  ``CgroupV1Controller::set_subsystem_path`` does: ROOT ``/`` → mount + path;
+  ROOT equal to the path → the mount point; path under ROOT → mount + remainder.
+- Mount points carry octal escapes (``\\040`` is a space; ``fs/proc_namespace.c``
+  ``mangle``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+import attrs
+
+from stagetimer.hardware._files import read_text, why_unreadable
+
+__all__ = ["Located", "Mount", "locate", "parse_cgroup_file", "parse_mountinfo"]
+
+_DELETED = " (deleted)"
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+@attrs.frozen
+class Mount:
+    """One cgroup line of ``/proc/self/mountinfo``."""
+
+    root: str
+    mount_point: str
+    fstype: str
+    super_options: tuple[str, ...]
+
+
+@attrs.frozen
+class Located:
+    """Where a controller shows the process's cgroup: its directory and the walk up to the mount."""
+
+    #: 1 or 2
+    version: int
+    mount_point: str
+    #: the process's own group first, then each ancestor up to and including the mount point
+    dirs: tuple[str, ...]
+    #: a remark about how the directory was found (namespace fall-back), or ""
+    note: str = ""
+
+    def span(self) -> str:
+        """The walk in words, without the process's own group name.
+
+        Reasons for a missing value go into the hashed description; a leaf such as
+        ``session-3.scope`` or a container id changes from one login to the next on
+        the same machine, so only the count of groups and the mount point are named.
+        """
+        count = len(self.dirs)
+        groups = "group" if count == 1 else "groups"
+        return f"the {count} cgroup v{self.version} {groups} up to {self.mount_point}"
+
+
+def _unescape(field: str) -> str:
+    return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mountinfo(text: str) -> list[Mount]:
+    """The cgroup and cgroup2 mounts of a ``mountinfo`` text, in file order.
+
+    Fields: ``id parent maj:min ROOT MOUNTPOINT opts [optional...] - FSTYPE SOURCE SUPEROPTS``
+    (``proc(5)``); the optional fields end at the lone ``-``.
+    """
+    mounts: list[Mount] = []
+    for line in text.splitlines():
+        fields = line.split(" ")
+        try:
+            dash = fields.index("-", 6)
+        except ValueError:
+            continue
+        if len(fields) < dash + 4:
+            continue
+        fstype = fields[dash + 1]
+        if fstype not in ("cgroup", "cgroup2"):
+            continue
+        mounts.append(
+            Mount(
+                root=_unescape(fields[3]),
+                mount_point=_unescape(fields[4]),
+                fstype=fstype,
+                super_options=tuple(fields[dash + 3].split(",")),
+            )
+        )
+    return mounts
+
+
+def parse_cgroup_file(text: str) -> list[tuple[str, tuple[str, ...], str]]:
+    """``(hierarchy id, controllers, path)`` for each line of ``/proc/self/cgroup``.
+
+    The v2 line has hierarchy ``0`` and no controllers; a `` (deleted)`` suffix is dropped.
+    """
+    entries: list[tuple[str, tuple[str, ...], str]] = []
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hierarchy, controllers, path = parts
+        if path.endswith(_DELETED):
+            path = path[: -len(_DELETED)]
+        names = tuple(c for c in controllers.split(",") if c)
+        entries.append((hierarchy, names, path))
+    return entries
+
+
+def _is_under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
+def _subsystem_path(mount: Mount, path: str) -> tuple[str, str]:
+    """The directory for cgroup ``path`` under ``mount``, and a note when falling back."""
+    mount_point = mount.mount_point
+    if path == "/.." or path.startswith("/../"):
+        # cgroup-v2.rst "Namespace": the process is outside this namespace's root.
+        return mount_point, f"cgroup path {path} lies outside the namespace; using the mount point"
+    if mount.root == "/":
+        return (mount_point if path == "/" else posixpath.join(mount_point, path.lstrip("/"))), ""
+    if path == mount.root:
+        return mount_point, ""
+    if _is_under(path, mount.root):
+        rest = path[len(mount.root.rstrip("/")) :]
+        return posixpath.join(mount_point, rest.lstrip("/")), ""
+    return mount_point, (
+        f"cgroup path {path} is not under the mount's root {mount.root}; using the mount point"
+    )
+
+
+def _walk_up(leaf: str, mount_point: str) -> tuple[str, ...]:
+    dirs = [leaf]
+    current = leaf
+    while current != mount_point and _is_under(current, mount_point):
+        parent = posixpath.dirname(current)
+        if parent == current:
+            break
+        dirs.append(parent)
+        current = parent
+    return tuple(dirs)
+
+
+def _pick_mount(candidates: list[Mount], path: str) -> Mount:
+    """Prefer a mount whose ROOT relates to the path cleanly, then one under /sys/fs/cgroup."""
+
+    def rank(mount: Mount) -> tuple[int, int]:
+        clean = mount.root == "/" or _is_under(path, mount.root)
+        standard = _is_under(mount.mount_point, "/sys/fs/cgroup")
+        return (0 if clean else 1, 0 if standard else 1)
+
+    return min(candidates, key=rank)
+
+
+def locate(root: str, controller: str) -> Located | str:
+    """Find the directories holding ``controller``'s files for this process, or say why not.
+
+    Returns a ``Located`` (leaf first, up to the mount point) or a reason string.
+    """
+    cgroup_text = read_text(root, "/proc/self/cgroup")
+    if cgroup_text is None:
+        return f"no cgroups: {why_unreadable(root, '/proc/self/cgroup')}"
+    mountinfo_text = read_text(root, "/proc/self/mountinfo")
+    if mountinfo_text is None:
+        return f"cgroup mounts unknown: {why_unreadable(root, '/proc/self/mountinfo')}"
+    entries = parse_cgroup_file(cgroup_text)
+    mounts = parse_mountinfo(mountinfo_text)
+
+    # cgroup v1: a controller is bound to at most one hierarchy, so a v1 line naming it wins.
+    for hierarchy, controllers, path in entries:
+        if hierarchy == "0" or controller not in controllers:
+            continue
+        v1 = [m for m in mounts if m.fstype == "cgroup" and controller in m.super_options]
+        if not v1:
+            return f"the {controller} controller is on cgroup v1 but no such mount is visible"
+        mount = _pick_mount(v1, path)
+        leaf, note = _subsystem_path(mount, path)
+        return Located(1, mount.mount_point, _walk_up(leaf, mount.mount_point), note)
+
+    for hierarchy, controllers, path in entries:
+        if hierarchy != "0" or controllers:
+            continue
+        v2 = [m for m in mounts if m.fstype == "cgroup2"]
+        if not v2:
+            return "cgroup v2 is in use but no cgroup2 mount is visible"
+        mount = _pick_mount(v2, path)
+        listed = read_text(root, posixpath.join(mount.mount_point, "cgroup.controllers"))
+        if listed is None or controller not in listed.split():
+            return (
+                f"the {controller} controller is not enabled on cgroup v2 "
+                f"({posixpath.join(mount.mount_point, 'cgroup.controllers')} does not list it)"
+            )
+        leaf, note = _subsystem_path(mount, path)
+        return Located(2, mount.mount_point, _walk_up(leaf, mount.mount_point), note)
+
+    return f"/proc/self/cgroup lists no hierarchy with the {controller} controller"

@@ -1,0 +1,169 @@
+"""The CPU clock range: cpufreq, extended by ACPI CPPC, or a KVM guest's fixed ``cpu MHz``.
+
+Only hardware ranges are read, never the current clock (which is volatile and
+would split one machine's description), except in the KVM case, where the
+``cpu MHz`` line is the fixed TSC rate the hypervisor declared.
+"""
+
+from __future__ import annotations
+
+from stagetimer.hardware._cpu import cpuinfo_blocks
+from stagetimer.hardware._files import read_int, why_unreadable
+
+__all__ = ["cppc_max_mhz", "cpufreq_range", "kvm_cpuinfo_mhz", "probe_clock"]
+
+_CPU_DIR = "/sys/devices/system/cpu"
+# 255 is the largest 8-bit perf value; firmware that fills the field with it has been
+# seen where the value means nothing (notes/hardware-facts.md, "Clock").
+_MEANINGLESS_PERF = 255
+_KVM_TOLERANCE_MHZ = 0.1
+
+
+def cpufreq_range(root: str, cpus: tuple[int, ...]) -> tuple[float | None, float | None, str]:
+    """Min and max of ``cpufreq/cpuinfo_{min,max}_freq`` (kHz) over ``cpus``, in MHz.
+
+    These are the hardware limits (``Documentation/admin-guide/pm/cpufreq.rst``);
+    ``scaling_*`` is only the current policy.
+    """
+    lows: list[int] = []
+    highs: list[int] = []
+    for cpu in cpus:
+        base = f"{_CPU_DIR}/cpu{cpu}/cpufreq"
+        low = read_int(root, f"{base}/cpuinfo_min_freq")
+        high = read_int(root, f"{base}/cpuinfo_max_freq")
+        if low is not None and high is not None and 0 < low <= high:
+            lows.append(low)
+            highs.append(high)
+    if not highs:
+        first = cpus[0] if cpus else 0
+        return None, None, (
+            f"no cpufreq: {why_unreadable(root, f'{_CPU_DIR}/cpu{first}/cpufreq/cpuinfo_max_freq')}"
+        )
+    where = f"{_CPU_DIR}/cpuN/cpufreq/cpuinfo_{{min,max}}_freq over {len(highs)} affine CPUs"
+    if len(highs) < len(cpus):
+        where += f" (of {len(cpus)}; the others have no cpufreq)"
+    return round(min(lows) / 1000, 3), round(max(highs) / 1000, 3), where
+
+
+def _cppc_one(root: str, cpu: int) -> float | str:
+    base = f"{_CPU_DIR}/cpu{cpu}/acpi_cppc"
+    nominal_freq = read_int(root, f"{base}/nominal_freq")
+    highest = read_int(root, f"{base}/highest_perf")
+    nominal = read_int(root, f"{base}/nominal_perf")
+    if nominal_freq is None or highest is None or nominal is None:
+        return f"no ACPI CPPC: {base}/{{nominal_freq,highest_perf,nominal_perf}} unreadable"
+    if nominal_freq <= 0:
+        return f"{base}/nominal_freq is {nominal_freq}, which means missing"
+    if highest <= 0 or nominal <= 0:
+        return f"{base} perf values are 0 (highest_perf {highest}, nominal_perf {nominal})"
+    if highest == _MEANINGLESS_PERF:
+        return f"{base}/highest_perf is 255, a meaningless firmware value"
+    if highest < nominal:
+        return f"{base}/highest_perf {highest} is below nominal_perf {nominal}"
+    return nominal_freq * highest / nominal
+
+
+def cppc_max_mhz(root: str, cpus: tuple[int, ...]) -> tuple[float | None, str]:
+    """The CPPC estimate of the highest clock over ``cpus``: nominal_freq * highest/nominal.
+
+    ``acpi_cppc/nominal_freq`` is MHz, the perf values are unitless
+    (``Documentation/ABI/testing/sysfs-devices-system-cpu``); e.g. 3200 * 166 / 119
+    = 4464 MHz. On AMD preferred-core parts ``highest_perf`` ranks cores, so the
+    maximum over the affine CPUs is the best core's. Rounded to whole MHz: an estimate.
+    """
+    best: float | None = None
+    first_problem = "no affine CPUs known"
+    for cpu in cpus:
+        value = _cppc_one(root, cpu)
+        if isinstance(value, str):
+            if best is None and first_problem == "no affine CPUs known":
+                first_problem = value
+            continue
+        best = value if best is None else max(best, value)
+    if best is None:
+        return None, first_problem
+    where = (
+        f"{_CPU_DIR}/cpuN/acpi_cppc nominal_freq * highest_perf / nominal_perf "
+        "over the affine CPUs"
+    )
+    return float(round(best)), where
+
+
+def kvm_cpuinfo_mhz(root: str) -> tuple[float | None, str]:
+    """The KVM guest's ``cpu MHz``, when SPEC's rule admits it, else None and why not.
+
+    Admitted only when every visible vCPU lists both ``hypervisor`` and
+    ``tsc_known_freq`` (the TSC rate was declared by the hypervisor, not
+    calibrated; arch/x86/kernel/tsc.c) and all readings agree within 0.1 MHz:
+    then ``cpu MHz`` is the fixed ``cpu_khz``, printed identically on every vCPU.
+    """
+    blocks = cpuinfo_blocks(root)
+    if blocks is None:
+        return None, why_unreadable(root, "/proc/cpuinfo")
+    if not blocks:
+        return None, "/proc/cpuinfo lists no processor"
+    readings: list[float] = []
+    for block in blocks:
+        cpu = block.get("processor", "?")
+        flags = block.get("flags", "").split()
+        if "hypervisor" not in flags:
+            return None, f"/proc/cpuinfo processor {cpu} lacks the hypervisor flag: not a guest"
+        if "tsc_known_freq" not in flags:
+            return None, (
+                f"/proc/cpuinfo processor {cpu} lacks tsc_known_freq: "
+                "its cpu MHz is a measurement, not a declared rate"
+            )
+        try:
+            readings.append(float(block["cpu MHz"]))
+        except (KeyError, ValueError):
+            return None, f"/proc/cpuinfo processor {cpu} has no cpu MHz reading"
+    spread = max(readings) - min(readings)
+    if spread > _KVM_TOLERANCE_MHZ + 1e-9:
+        return None, (
+            f"/proc/cpuinfo cpu MHz readings differ by {spread:.3f} MHz "
+            f"(more than {_KVM_TOLERANCE_MHZ} MHz): they are not a fixed rate"
+        )
+    value = round(sum(readings) / len(readings), 3)
+    return value, (
+        f"/proc/cpuinfo cpu MHz, identical within {_KVM_TOLERANCE_MHZ} MHz on all "
+        f"{len(readings)} vCPUs, each with hypervisor and tsc_known_freq"
+    )
+
+
+def probe_clock(
+    root: str, cpus: tuple[int, ...]
+) -> tuple[float | None, float | None, str | None, dict[str, str]]:
+    """``(min MHz, max MHz, clock_source, sources)`` for the affine ``cpus``.
+
+    Order (SPEC section 4): cpufreq, extended by CPPC where that gives a higher
+    maximum; with no clock interface at all, the KVM ``cpu MHz`` rule; else None.
+    CPPC without cpufreq yields None: SPEC admits CPPC only as an extension of a
+    cpufreq range, and it gives no minimum the kernel vouches for; its estimate is
+    kept in the reason so a person still sees it.
+    """
+    low, high, freq_where = cpufreq_range(root, cpus)
+    cppc, cppc_where = cppc_max_mhz(root, cpus)
+    if high is not None:
+        if cppc is not None and cppc > high:
+            where = f"{freq_where}; max extended by {cppc_where}"
+            return low, cppc, "cpufreq+cppc", _sources(freq_where, where, where)
+        if cppc is not None:
+            freq_where_max = f"{freq_where} (CPPC estimate {cppc:g} MHz is not higher)"
+        else:
+            freq_where_max = f"{freq_where} ({cppc_where})"
+        return low, high, "cpufreq", _sources(freq_where, freq_where_max, freq_where)
+    if cppc is not None:
+        reason = (
+            f"{freq_where}; ACPI CPPC alone suggests up to {cppc:g} MHz ({cppc_where}), "
+            "but without cpufreq it is not used"
+        )
+        return None, None, None, _sources(reason, reason, reason)
+    mhz, kvm_where = kvm_cpuinfo_mhz(root)
+    if mhz is not None:
+        return mhz, mhz, "kvm_cpuinfo", _sources(kvm_where, kvm_where, kvm_where)
+    reason = f"{freq_where}; {cppc_where}; {kvm_where}"
+    return None, None, None, _sources(reason, reason, reason)
+
+
+def _sources(low: str, high: str, source: str) -> dict[str, str]:
+    return {"cpu.clock_min_mhz": low, "cpu.clock_max_mhz": high, "cpu.clock_source": source}

@@ -1,0 +1,191 @@
+"""CPUs the process may run on: affinity, physical cores, model name and CPU quota."""
+
+from __future__ import annotations
+
+import os
+
+from stagetimer.hardware._cgroup import locate
+from stagetimer.hardware._files import parse_cpu_list, read_int, read_text, why_unreadable
+
+__all__ = [
+    "affinity",
+    "cpu_quota",
+    "cpuinfo_blocks",
+    "model_name",
+    "physical_cores",
+    "sysfs_cpus",
+]
+
+_CPU_DIR = "/sys/devices/system/cpu"
+
+
+def affinity(root: str) -> tuple[tuple[int, ...], str]:
+    """The CPUs the process may run on, sorted, and where that came from.
+
+    Live: ``os.sched_getaffinity(0)``; under a fixture root: ``Cpus_allowed_list``
+    of ``/proc/self/status``. Neither reflects a CPU quota (see ``cpu_quota``).
+    """
+    if root == "/":
+        getaffinity = getattr(os, "sched_getaffinity", None)
+        if getaffinity is not None:
+            return tuple(sorted(getaffinity(0))), "os.sched_getaffinity(0)"
+        count = os.cpu_count()
+        if count:
+            return tuple(range(count)), "os.cpu_count() (no CPU affinity interface here)"
+        return (), "no CPU affinity interface and os.cpu_count() is unknown"
+    text = read_text(root, "/proc/self/status")
+    if text is None:
+        return (), why_unreadable(root, "/proc/self/status")
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key == "Cpus_allowed_list":
+            cpus = parse_cpu_list(value)
+            if cpus is None:
+                return (), f"/proc/self/status Cpus_allowed_list {value.strip()!r} is malformed"
+            return cpus, "/proc/self/status Cpus_allowed_list"
+    return (), "/proc/self/status has no Cpus_allowed_list line"
+
+
+def sysfs_cpus(root: str) -> tuple[int, ...]:
+    """The CPU numbers with a ``/sys/devices/system/cpu/cpuN`` directory."""
+    try:
+        names = os.listdir(os.path.join(root, _CPU_DIR.lstrip("/")))
+    except OSError:
+        return ()
+    return tuple(sorted(int(n[3:]) for n in names if n.startswith("cpu") and n[3:].isdigit()))
+
+
+def _core_key(root: str, cpu: int) -> tuple[object, str] | None:
+    topology = f"{_CPU_DIR}/cpu{cpu}/topology"
+    for name in ("core_cpus_list", "thread_siblings_list"):
+        text = read_text(root, f"{topology}/{name}")
+        if text is not None:
+            siblings = parse_cpu_list(text)
+            if siblings:
+                return siblings, name
+    package = read_int(root, f"{topology}/physical_package_id")
+    core = read_int(root, f"{topology}/core_id")
+    if package is None or core is None:
+        return None
+    die = read_int(root, f"{topology}/die_id")
+    # core_id alone repeats across packages (cputopology.rst): key on the triple.
+    return (package, die if die is not None else 0, core), "physical_package_id/die_id/core_id"
+
+
+def physical_cores(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
+    """Distinct physical cores among ``cpus``, from sysfs topology (or why unknown).
+
+    Siblings share one ``core_cpus_list`` (older kernels: ``thread_siblings_list``);
+    without it, distinct (``physical_package_id``, ``die_id``, ``core_id``).
+    """
+    if not cpus:
+        return None, "no affine CPUs known"
+    keys: set[object] = set()
+    used: set[str] = set()
+    for cpu in cpus:
+        found = _core_key(root, cpu)
+        if found is None:
+            missing = why_unreadable(root, f"{_CPU_DIR}/cpu{cpu}/topology/core_id")
+            return None, f"no topology for cpu{cpu}: {missing}"
+        keys.add(found[0])
+        used.add(found[1])
+    how = " or ".join(sorted(used))
+    return len(keys), f"{_CPU_DIR}/cpuN/topology/{how} over the affine CPUs"
+
+
+def cpuinfo_blocks(root: str) -> list[dict[str, str]] | None:
+    """``/proc/cpuinfo`` as one dict per processor block (keys stripped), or None if unreadable."""
+    text = read_text(root, "/proc/cpuinfo")
+    if text is None:
+        return None
+    blocks: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            current[key.strip()] = value.strip()
+    if current:
+        blocks.append(current)
+    # ARM kernels print shared lines (Hardware, Revision) in a block without "processor".
+    return [b for b in blocks if "processor" in b]
+
+
+def model_name(root: str, cpus: tuple[int, ...]) -> tuple[str | None, bool, str, str]:
+    """``(model name, under a hypervisor, name source, hypervisor source)`` from ``/proc/cpuinfo``.
+
+    Several distinct names among the affine CPUs (hybrid parts) are joined with " / ".
+    The ``hypervisor`` flag is the CPUID hypervisor bit: the name is then what the
+    hypervisor shows the guest and may not identify the host's SKU.
+    """
+    blocks = cpuinfo_blocks(root)
+    if blocks is None:
+        reason = why_unreadable(root, "/proc/cpuinfo")
+        return None, False, reason, reason
+    affine = set(cpus)
+    chosen = [b for b in blocks if b.get("processor", "").isdigit()]
+    chosen = [b for b in chosen if int(b["processor"]) in affine] or blocks
+    names: list[str] = []
+    for block in chosen:
+        name = block.get("model name")
+        if name and name not in names:
+            names.append(name)
+    guest = any("hypervisor" in block.get("flags", "").split() for block in blocks)
+    guest_source = (
+        "/proc/cpuinfo flags: hypervisor"
+        if guest
+        else "/proc/cpuinfo flags: no hypervisor flag"
+    )
+    if not names:
+        return None, guest, "/proc/cpuinfo has no \"model name\" line", guest_source
+    return " / ".join(names), guest, "/proc/cpuinfo model name", guest_source
+
+
+def _v2_quota(root: str, directory: str) -> tuple[float | None, str]:
+    path = f"{directory}/cpu.max"
+    text = read_text(root, path)
+    if text is None:
+        return None, path
+    fields = text.split()
+    if len(fields) != 2 or fields[0] == "max":
+        return None, path
+    try:
+        quota, period = int(fields[0]), int(fields[1])
+    except ValueError:
+        return None, path
+    return (quota / period if quota > 0 and period > 0 else None), path
+
+
+def _v1_quota(root: str, directory: str) -> tuple[float | None, str]:
+    path = f"{directory}/cpu.cfs_quota_us"
+    quota = read_int(root, path)
+    period = read_int(root, f"{directory}/cpu.cfs_period_us")
+    # cpu.cfs_quota_us is -1 when there is no quota (sched-bwc.rst).
+    if quota is None or period is None or quota <= 0 or period <= 0:
+        return None, path
+    return quota / period, f"{path} / cpu.cfs_period_us"
+
+
+def cpu_quota(root: str) -> tuple[float | None, str]:
+    """The smallest CPU bandwidth quota, in CPUs, over the process's group and its ancestors.
+
+    v2 ``cpu.max`` is ``$MAX $PERIOD`` (``max`` = none); v1 ``cpu.cfs_quota_us`` /
+    ``cpu.cfs_period_us`` (kernel ``Documentation/scheduler/sched-bwc.rst``). A quota
+    limits time, not which CPUs: throttling inflates wall-clock time.
+    """
+    located = locate(root, "cpu")
+    if isinstance(located, str):
+        return None, located
+    read = _v2_quota if located.version == 2 else _v1_quota
+    best: tuple[float | None, str] = (None, "")
+    for directory in located.dirs:
+        value, where = read(root, directory)
+        if value is not None and (best[0] is None or value < best[0]):
+            best = (round(value, 4), where)
+    if best[0] is None:
+        return None, f"no CPU quota in {located.span()}"
+    return best

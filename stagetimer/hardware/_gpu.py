@@ -1,0 +1,245 @@
+"""NVIDIA GPUs visible to the process, read through NVML (the ``pynvml`` module).
+
+NVML is initialised once per capture and always shut down. Every NVML error is
+translated here: a missing library or driver gives no GPUs and a reason; a
+function a device does not support leaves that field ``None`` with the reason
+in ``sources``. Names follow ``pynvml.py`` of the ``nvidia-ml-py`` package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from stagetimer.hardware._model import GpuInfo
+
+__all__ = ["peak_bandwidth", "probe_gpus", "select_visible"]
+
+_log = logging.getLogger("stagetimer")
+
+# pynvml.NVML_CLOCK_MEM; read from the module when it defines it.
+_NVML_CLOCK_MEM = 2
+
+
+def peak_bandwidth(clock_mhz: int | None, bus_bits: int | None) -> int | None:
+    """Peak memory bandwidth in bytes/s: clock (MHz) * 10^6 * 2 * bus width / 8.
+
+    NVML's memory clock is already half the data rate, so the x2 holds for HBM and
+    GDDR alike (A100 40GB: 1215 MHz * 5120 bits → 1555.2 GB/s, its datasheet's 1555).
+    """
+    if not clock_mhz or not bus_bits:
+        return None
+    return clock_mhz * 10**6 * 2 * bus_bits // 8
+
+
+_ORDINAL = re.compile(r"\+?(\d+)")
+
+
+def select_visible(
+    value: str | None,
+    uuids: list[str | None],
+    mig_exists: Callable[[str], bool | None] | None = None,
+) -> tuple[list[tuple[int, str]], str]:
+    """The NVML indices ``CUDA_VISIBLE_DEVICES`` selects, each with its entry, and a note.
+
+    Unset: every GPU. Entries are ordinals, ``GPU-`` UUIDs or unique UUID prefixes
+    (any case). The first invalid entry (out of range, negative, not a number or a
+    ``GPU-`` id, unknown or ambiguous) ends the list: ``0,2,-1,1`` selects 0 and 2.
+    Checked against the CUDA driver itself (``cuInit`` + ``cuDeviceGetCount``,
+    driver 580, one H200): ``0,1`` → 1 device, ``1,0`` and ``-1`` → none, `` 0``,
+    ``00``, ``+0`` and ``0x0`` → device 0, ``GPU-43f44b`` (a prefix) and the upper-case
+    UUID → device 0, ``GPU-`` alone or a UUID without ``GPU-`` → none, and a repeated
+    ordinal (``0,0``) makes ``cuInit`` fail (CUDA_ERROR_INVALID_DEVICE): no GPU at all.
+    ``MIG-`` entries name MIG instances: one that ``mig_exists`` confirms is skipped
+    (a slice does not have the device's bandwidth), one it rejects ends the list.
+    """
+    if value is None:
+        return [(i, "") for i in range(len(uuids))], "CUDA_VISIBLE_DEVICES unset: every GPU"
+    chosen: list[tuple[int, str]] = []
+    ordinals: set[int] = set()
+    notes: list[str] = []
+    for raw in value.split(","):
+        entry = raw.strip()
+        index: int | None = None
+        ordinal = _ORDINAL.match(entry) if entry.isascii() else None
+        if ordinal is not None:
+            index = int(ordinal.group(1))
+            if index in ordinals:
+                return [], (
+                    f"CUDA_VISIBLE_DEVICES={value!r} repeats ordinal {index}: "
+                    "CUDA fails to initialise (CUDA_ERROR_INVALID_DEVICE)"
+                )
+            ordinals.add(index)
+            if index >= len(uuids):
+                index = None
+        elif entry[:4].upper() == "MIG-":
+            exists = mig_exists(entry) if mig_exists is not None else None
+            if exists is not False:
+                checked = "" if exists else " (not checked)"
+                notes.append(f"MIG instance {entry!r}{checked} skipped: not described")
+                continue
+        elif entry[:4].upper() == "GPU-" and len(entry) > 4:
+            prefix = entry.lower()
+            matches = [i for i, u in enumerate(uuids) if u and u.lower().startswith(prefix)]
+            index = matches[0] if len(matches) == 1 else None
+        if index is None or index in [i for i, _ in chosen]:
+            notes.append(f"entry {entry!r} is invalid and ends the list")
+            break
+        chosen.append((index, entry))
+    note = f"CUDA_VISIBLE_DEVICES={value!r}"
+    if notes:
+        note += " (" + "; ".join(notes) + ")"
+    return chosen, note
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class _Reader:
+    """Calls one NVML function at a time, turning NVML errors into a reason."""
+
+    def __init__(self, nvml: Any) -> None:
+        self.nvml = nvml
+        self.error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
+
+    def call(self, name: str, *args: Any) -> tuple[Any, str]:
+        try:
+            return getattr(self.nvml, name)(*args), name
+        except self.error as err:
+            return None, f"{name}: {type(err).__name__}"
+
+
+def _describe(
+    reader: _Reader, index: int, handle: Any, uuid: str | None, entry: str, slot: int
+) -> tuple[GpuInfo, dict[str, str]]:
+    key = f"gpus[{slot}]"
+    sources = {
+        f"{key}.index": "nvmlDeviceGetHandleByIndex"
+        + (f" (CUDA_VISIBLE_DEVICES entry {entry!r})" if entry else "")
+    }
+    name, sources[f"{key}.name"] = reader.call("nvmlDeviceGetName", handle)
+    sources[f"{key}.uuid"] = "nvmlDeviceGetUUID" if uuid else "nvmlDeviceGetUUID failed"
+    memory, where = reader.call("nvmlDeviceGetMemoryInfo", handle)
+    total = getattr(memory, "total", None) or None
+    sources[f"{key}.memory_usable_bytes"] = (
+        "nvmlDeviceGetMemoryInfo total" if total else f"{where} (no total reported)"
+    )
+    bus, where = reader.call("nvmlDeviceGetMemoryBusWidth", handle)
+    # Unified-memory parts report a bus width of 0: missing, not zero.
+    bus = int(bus) if bus else None
+    sources[f"{key}.memory_bus_width_bits"] = where if bus else f"{where} (reported 0 or failed)"
+    clock_id = getattr(reader.nvml, "NVML_CLOCK_MEM", _NVML_CLOCK_MEM)
+    clock, where = reader.call("nvmlDeviceGetMaxClockInfo", handle, clock_id)
+    clock = int(clock) if clock else None
+    sources[f"{key}.max_memory_clock_mhz"] = (
+        "nvmlDeviceGetMaxClockInfo(NVML_CLOCK_MEM)" if clock else f"{where} (reported 0 or failed)"
+    )
+    bandwidth = peak_bandwidth(clock, bus)
+    sources[f"{key}.peak_memory_bandwidth_bytes_per_s"] = (
+        "max memory clock (MHz) * 10^6 * 2 * bus width (bits) / 8"
+        if bandwidth
+        else "needs both the max memory clock and the bus width"
+    )
+    info = GpuInfo(
+        index=index,
+        name=_text(name) if name is not None else None,
+        uuid=uuid,
+        memory_usable_bytes=int(total) if total else None,
+        memory_bus_width_bits=bus,
+        max_memory_clock_mhz=clock,
+        peak_memory_bandwidth_bytes_per_s=bandwidth,
+    )
+    return info, sources
+
+
+def _enumerate(
+    reader: _Reader, environ: Mapping[str, str]
+) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
+    count, where = reader.call("nvmlDeviceGetCount")
+    if count is None:
+        return (), f"NVML cannot count GPUs: {where}", {}
+    handles: list[Any] = []
+    uuids: list[str | None] = []
+    for i in range(int(count)):
+        handle, _ = reader.call("nvmlDeviceGetHandleByIndex", i)
+        handles.append(handle)
+        uuid = reader.call("nvmlDeviceGetUUID", handle)[0] if handle is not None else None
+        uuids.append(_text(uuid) if uuid is not None else None)
+
+    def mig_exists(entry: str) -> bool | None:
+        # NVML resolves MIG-<uuid> (notes: nvmlDeviceGetHandleByUUID accepts GPU- and MIG-;
+        # an unknown one is NVMLError_NotFound, observed with driver 580). The legacy
+        # MIG-GPU-<uuid>/<gi>/<ci> form is checked only for its parent GPU's UUID.
+        if "/" in entry:
+            parent = entry[4:].split("/", 1)[0].lower()
+            return None if parent in [(u or "").lower() for u in uuids] else False
+        if not hasattr(reader.nvml, "nvmlDeviceGetHandleByUUID"):
+            return None
+        return reader.call("nvmlDeviceGetHandleByUUID", entry)[0] is not None
+
+    chosen, note = select_visible(environ.get("CUDA_VISIBLE_DEVICES"), uuids, mig_exists)
+    gpus: list[GpuInfo] = []
+    sources: dict[str, str] = {}
+    lost: list[str] = []
+    for index, entry in chosen:
+        if handles[index] is None:
+            lost.append(f"GPU {index}: nvmlDeviceGetHandleByIndex failed")
+            continue
+        info, more = _describe(reader, index, handles[index], uuids[index], entry, len(gpus))
+        gpus.append(info)
+        sources.update(more)
+    summary = f"NVML: {len(gpus)} of {count} GPUs; {note}"
+    if lost:
+        summary += "; " + "; ".join(lost)
+    ordinals = [entry for _, entry in chosen if entry and entry[:4].upper() != "GPU-"]
+    names = {gpu.name for gpu in gpus}
+    if ordinals and environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(names) > 1:
+        # CUDA numbers FASTEST_FIRST by default; NVML numbers by PCI bus (CUDA docs).
+        summary += (
+            "; ordinals taken as NVML indices, which CUDA's FASTEST_FIRST order may not match"
+        )
+    if not gpus:
+        return (), ("NVML reports no GPU" if not count else f"no GPU selected: {note}"), {}
+    sources["gpus"] = summary
+    return tuple(gpus), None, sources
+
+
+def probe_gpus(
+    environ: Mapping[str, str], nvml: Any = None
+) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
+    """``(gpus, gpu_reason, sources)``: the GPUs visible to the process, or why there are none."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and not visible.strip():
+        return _none("CUDA_VISIBLE_DEVICES is empty: no GPU is visible")
+    if nvml is None:
+        try:
+            # Imported here, never at import time: loading NVML is the slow part of a capture.
+            nvml = importlib.import_module("pynvml")
+        except ImportError:
+            return _none("pynvml (nvidia-ml-py) is not installed")
+    reader = _Reader(nvml)
+    try:
+        nvml.nvmlInit()
+    except reader.error as err:
+        return _none(f"NVML unavailable: {type(err).__name__} at nvmlInit")
+    except OSError as err:  # a broken libnvidia-ml can fail inside ctypes
+        return _none(f"NVML unavailable: {type(err).__name__} at nvmlInit")
+    try:
+        gpus, reason, sources = _enumerate(reader, environ)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except reader.error as err:
+            _log.debug("nvmlShutdown failed: %s", type(err).__name__)
+    if reason is not None:
+        return _none(reason)
+    sources["gpu_reason"] = "GPUs are listed"
+    return gpus, None, sources
+
+
+def _none(reason: str) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
+    return (), reason, {"gpus": reason, "gpu_reason": reason}

@@ -1,0 +1,222 @@
+"""Memory the process may use: the smallest finite cgroup limit, else the Slurm request.
+
+Node RAM (``/proc/meminfo`` ``MemTotal``) is recorded beside the limit and never
+substituted for it (SPEC section 4).
+"""
+
+from __future__ import annotations
+
+import importlib
+import posixpath
+from collections.abc import Mapping
+
+from stagetimer.hardware._cgroup import locate
+from stagetimer.hardware._files import read_text, why_unreadable
+from stagetimer.hardware._model import MemoryInfo
+from stagetimer.hardware._scheduler import cpus_on_node
+
+__all__ = [
+    "cgroup_memory_limit",
+    "is_unlimited",
+    "node_total_bytes",
+    "probe_memory",
+    "slurm_memory_limit",
+]
+
+_MIB = 1024 * 1024
+# cgroup v1 reports "unlimited" as PAGE_COUNTER_MAX * PAGE_SIZE = 2^63 - PAGE_SIZE
+# (mm/page_counter.c; 9223372036854771712 for 4 KiB pages, ...759424 for 16 KiB,
+# ...710272 for 64 KiB), and as 2^63 - 1 on old res_counter kernels (CentOS 7).
+# Every value within 1 MiB of 2^63 is one of these sentinels, whatever the page size.
+_UNLIMITED_FLOOR = 2**63 - 2**20
+
+
+def is_unlimited(value: int) -> bool:
+    """True for cgroup v1's "unlimited" sentinels (2^63 - PAGE_SIZE for any page size, 2^63 - 1)."""
+    return value >= _UNLIMITED_FLOOR
+
+
+def _read_limit(root: str, path: str) -> int | None:
+    """A finite byte count from a ``memory.max``-like file; None for ``max``, sentinels, absence."""
+    text = read_text(root, path)
+    if text is None:
+        return None
+    text = text.strip()
+    if text == "max":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    if value < 0 or is_unlimited(value):
+        return None
+    return value
+
+
+def _hierarchical_limit(root: str, directory: str) -> int | None:
+    """``hierarchical_memory_limit`` of v1 ``memory.stat``: the kernel's minimum over all ancestors.
+
+    It includes ancestors a container cannot see (cgroup-v1/memory.rst, section 5.2).
+    """
+    text = read_text(root, posixpath.join(directory, "memory.stat"))
+    if text is None:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "hierarchical_memory_limit":
+            try:
+                number = int(value.strip())
+            except ValueError:
+                return None
+            return None if is_unlimited(number) or number < 0 else number
+    return None
+
+
+def _smallest(candidates: list[tuple[int | None, str]]) -> tuple[int | None, str]:
+    """The smallest value and where it was read; on a tie, the first (nearest) candidate."""
+    best: tuple[int | None, str] = (None, "")
+    for value, where in candidates:
+        if value is not None and (best[0] is None or value < best[0]):
+            best = (value, where)
+    return best
+
+
+def cgroup_memory_limit(
+    root: str,
+) -> tuple[int | None, str | None, int | None, str, str]:
+    """``(limit, "cgroup_v1"|"cgroup_v2"|None, high, limit source, high source)``.
+
+    The limit is the smallest finite ``memory.max`` (v2) or ``memory.limit_in_bytes``
+    and ``hierarchical_memory_limit`` (v1) from the process's group up to the mount
+    point, as OpenJDK's ``CgroupUtil::adjust_controller`` walks; v2 ``memory.high``
+    is the smallest finite value over the same walk. A missing file is no limit.
+    """
+    located = locate(root, "memory")
+    if isinstance(located, str):
+        return None, None, None, located, f"no cgroup v2 memory.high: {located}"
+    note = f" ({located.note})" if located.note else ""
+    if located.version == 2:
+        limit, limit_path = _smallest(
+            [(_read_limit(root, f"{d}/memory.max"), f"{d}/memory.max") for d in located.dirs]
+        )
+        high, high_path = _smallest(
+            [(_read_limit(root, f"{d}/memory.high"), f"{d}/memory.high") for d in located.dirs]
+        )
+        if high is None:
+            high_path = f"no finite memory.high in {located.span()}{note}"
+        if limit is None:
+            return None, None, high, f"no finite memory.max in {located.span()}{note}", high_path
+        return limit, "cgroup_v2", high, limit_path + note, high_path
+    candidates = [
+        (_read_limit(root, f"{d}/memory.limit_in_bytes"), f"{d}/memory.limit_in_bytes")
+        for d in located.dirs
+    ]
+    leaf = located.dirs[0]
+    candidates.append(
+        (_hierarchical_limit(root, leaf), f"{leaf}/memory.stat (hierarchical_memory_limit)")
+    )
+    limit, limit_path = _smallest(candidates)
+    high_reason = "cgroup v1 has no memory.high (memory is on cgroup v1)"
+    if limit is None:
+        return None, None, None, f"no finite memory.limit_in_bytes in {located.span()}{note}", (
+            high_reason
+        )
+    return limit, "cgroup_v1", None, limit_path + note, high_reason
+
+
+def _mib_variable(environ: Mapping[str, str], name: str) -> int | str:
+    raw = environ[name].strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return f"{name}={raw!r} is not a whole number of MiB"
+    if value < 0:
+        return f"{name}={raw!r} is negative"
+    return value
+
+
+def slurm_memory_limit(environ: Mapping[str, str]) -> tuple[int | None, str]:
+    """The Slurm memory request on this node in bytes, and the variables it came from.
+
+    sbatch(1), OUTPUT ENVIRONMENT VARIABLES: ``SLURM_MEM_PER_NODE``,
+    ``SLURM_MEM_PER_CPU`` and ``SLURM_MEM_PER_GPU`` are MiB and mutually exclusive;
+    ``--mem=0`` (a value of 0) asks for the whole node, which is no finite limit.
+    """
+    if "SLURM_MEM_PER_NODE" in environ:
+        value = _mib_variable(environ, "SLURM_MEM_PER_NODE")
+        if isinstance(value, str):
+            return None, value
+        if value == 0:
+            return None, "SLURM_MEM_PER_NODE=0 asks for the whole node: no finite limit"
+        return value * _MIB, "SLURM_MEM_PER_NODE"
+    if "SLURM_MEM_PER_CPU" in environ:
+        value = _mib_variable(environ, "SLURM_MEM_PER_CPU")
+        if isinstance(value, str):
+            return None, value
+        if value == 0:
+            return None, "SLURM_MEM_PER_CPU=0 asks for the whole node: no finite limit"
+        cpus, cpus_source = cpus_on_node(environ)
+        if cpus is None:
+            return None, f"SLURM_MEM_PER_CPU is set but this node's CPUs are unknown: {cpus_source}"
+        return value * cpus * _MIB, f"SLURM_MEM_PER_CPU * {cpus_source}"
+    if "SLURM_MEM_PER_GPU" in environ:
+        value = _mib_variable(environ, "SLURM_MEM_PER_GPU")
+        if isinstance(value, str):
+            return None, value
+        gpus_raw = environ.get("SLURM_GPUS_ON_NODE", "").strip()
+        if not gpus_raw.isdigit():
+            return None, "SLURM_MEM_PER_GPU is set but SLURM_GPUS_ON_NODE is not a count"
+        if value == 0:
+            return None, "SLURM_MEM_PER_GPU=0 asks for the whole node: no finite limit"
+        return value * int(gpus_raw) * _MIB, "SLURM_MEM_PER_GPU * SLURM_GPUS_ON_NODE"
+    return None, "no SLURM_MEM_PER_NODE, SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU"
+
+
+def node_total_bytes(root: str) -> tuple[int | None, str]:
+    """Total RAM of the node from ``/proc/meminfo`` ``MemTotal`` (kB), with psutil off Linux."""
+    text = read_text(root, "/proc/meminfo")
+    if text is not None:
+        for line in text.splitlines():
+            key, _, rest = line.partition(":")
+            if key == "MemTotal":
+                fields = rest.split()
+                if fields and fields[0].isdigit():
+                    unit = 1024 if len(fields) > 1 and fields[1] == "kB" else 1
+                    return int(fields[0]) * unit, "/proc/meminfo MemTotal"
+        return None, "/proc/meminfo has no MemTotal line"
+    reason = why_unreadable(root, "/proc/meminfo")
+    if root == "/":
+        try:
+            # Only off Linux: /proc/meminfo is cheaper and always there on Linux.
+            psutil = importlib.import_module("psutil")
+        except ImportError:
+            return None, f"{reason}; psutil is not installed"
+        try:
+            return int(psutil.virtual_memory().total), "psutil.virtual_memory().total"
+        except Exception as err:  # psutil raises its own errors on exotic systems
+            return None, f"{reason}; psutil failed: {type(err).__name__}"
+    return None, reason
+
+
+def probe_memory(root: str, environ: Mapping[str, str]) -> tuple[MemoryInfo, dict[str, str]]:
+    """The memory part of the description and the source of each of its fields."""
+    limit, source, high, limit_where, high_where = cgroup_memory_limit(root)
+    if limit is None:
+        slurm_limit, slurm_where = slurm_memory_limit(environ)
+        if slurm_limit is not None:
+            limit, source, limit_where = slurm_limit, "slurm", slurm_where
+        else:
+            limit_where = f"{limit_where}; {slurm_where}"
+    total, total_where = node_total_bytes(root)
+    if limit is None:
+        limit_where += "; node RAM is in memory.node_total_bytes, never used as the limit"
+    info = MemoryInfo(
+        limit_bytes=limit, source=source, node_total_bytes=total, high_bytes=high
+    )
+    sources = {
+        "memory.limit_bytes": limit_where,
+        "memory.source": limit_where,
+        "memory.node_total_bytes": total_where,
+        "memory.high_bytes": high_where,
+    }
+    return info, sources

@@ -1,0 +1,234 @@
+"""capture_hardware as a whole: provenance, degradation, determinism, caching, display."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hw_fixtures import GIB, FakeNvml, FakeRoot, a100, cpuinfo_block, l4
+
+from stagetimer.hardware import Hardware, _capture, capture_hardware, description, hardware_id
+from stagetimer.hardware._show import format_bytes, format_hardware, summary_line
+
+
+def field_paths(hw: Hardware) -> set[str]:
+    """Every leaf field of the description except ``sources`` itself."""
+    paths: set[str] = set()
+    for key, value in description(hw).items():
+        if key == "sources":
+            continue
+        if key == "gpus":
+            paths.add("gpus")
+            for slot, gpu in enumerate(value):
+                paths.update(f"gpus[{slot}].{name}" for name in gpu)
+        elif isinstance(value, dict) and key != "sources":
+            paths.update(f"{key}.{name}" for name in value)
+        else:
+            paths.add(key)
+    return paths
+
+
+def ci_guest(fake: FakeRoot) -> None:
+    """A fixture of the CI guest: 2 vCPUs, hybrid cgroups with a 1 GiB v1 limit."""
+    fake.hybrid(memory="/process_api/60b2")
+    fake.files("/sys/fs/cgroup/memory", {"memory.limit_in_bytes": 9223372036854771712})
+    fake.files("/sys/fs/cgroup/memory/process_api/60b2", {"memory.limit_in_bytes": GIB})
+    fake.files("/sys/fs/cgroup/cpu", {"cpu.cfs_quota_us": -1, "cpu.cfs_period_us": 100000})
+    fake.status("0-1")
+    fake.meminfo()
+    fake.cpuinfo(cpuinfo_block(i, mhz="2445.400") for i in range(2))
+    for cpu in (0, 1):
+        fake.topology(cpu, core_cpus_list=str(cpu), core=cpu)
+
+
+@pytest.fixture
+def guest(tmp_path: Path) -> FakeRoot:
+    fake = FakeRoot(tmp_path)
+    ci_guest(fake)
+    return fake
+
+
+def test_fixture_of_the_ci_guest_is_described_fully(guest: FakeRoot) -> None:
+    hw = capture_hardware(root=guest.root, environ={}, nvml=FakeNvml([]))
+
+    assert (
+        hw.cpu.affinity, hw.cpu.logical_cpus, hw.cpu.physical_cores, hw.cpu.clock_min_mhz,
+        hw.cpu.clock_max_mhz, hw.cpu.clock_source, hw.cpu.model_name,
+        hw.cpu.model_name_guest_visible, hw.cpu.quota_cpus,
+    ) == (
+        (0, 1), 2, 2, 2445.4, 2445.4, "kvm_cpuinfo", "AMD EPYC", True, None,
+    )
+    assert (
+        hw.memory.limit_bytes, hw.memory.source, hw.memory.node_total_bytes
+    ) == (GIB, "cgroup_v1", 24683656 * 1024)
+
+
+@pytest.mark.parametrize("gpus", [[], [a100(), l4()]], ids=["no-gpu", "two-gpus"])
+def test_sources_cover_every_field(guest: FakeRoot, gpus: list[Any]) -> None:
+    hw = capture_hardware(root=guest.root, environ={"SLURM_JOB_ID": "1"}, nvml=FakeNvml(gpus))
+
+    assert field_paths(hw) == set(hw.sources)
+
+
+def test_sources_cover_every_field_on_the_live_system() -> None:
+    hw = capture_hardware()
+
+    assert field_paths(hw) == set(hw.sources)
+
+
+def test_root_without_sys_degrades_to_none_with_reasons(tmp_path: Path) -> None:
+    fake = FakeRoot(tmp_path)
+    fake.status("0-3")
+    fake.meminfo()
+
+    hw = capture_hardware(root=fake.root, environ={}, nvml=FakeNvml([]))
+
+    assert (
+        hw.cpu.affinity, hw.cpu.physical_cores, hw.cpu.clock_max_mhz, hw.memory.limit_bytes,
+        hw.cpu.quota_cpus,
+    ) == ((0, 1, 2, 3), None, None, None, None)
+    assert "does not exist" in hw.sources["cpu.physical_cores"]
+    assert field_paths(hw) == set(hw.sources)
+
+
+def test_empty_root_like_macos_never_raises(tmp_path: Path) -> None:
+    hw = capture_hardware(root=str(tmp_path), environ={}, nvml=FakeNvml([]))
+
+    assert (
+        hw.cpu.affinity, hw.cpu.logical_cpus, hw.cpu.model_name, hw.memory.node_total_bytes,
+        hw.memory.limit_bytes,
+    ) == ((), 0, None, None, None)
+    assert "/proc/self/cgroup does not exist" in hw.sources["memory.limit_bytes"]
+
+
+def test_unreadable_files_degrade_like_missing_ones(tmp_path: Path) -> None:
+    # A directory where a file should be makes open() fail with IsADirectoryError.
+    fake = FakeRoot(tmp_path)
+    for path in ("proc/self/cgroup", "proc/cpuinfo", "proc/meminfo", "proc/self/status"):
+        (tmp_path / path).mkdir(parents=True)
+
+    hw = capture_hardware(root=fake.root, environ={}, nvml=FakeNvml([]))
+
+    assert (hw.memory.limit_bytes, hw.cpu.model_name, hw.cpu.affinity) == (None, None, ())
+    assert "unreadable" in hw.sources["cpu.model_name"]
+
+
+def test_same_machine_gives_the_same_hardware_id(guest: FakeRoot) -> None:
+    first = capture_hardware(root=guest.root, environ={}, nvml=FakeNvml([a100()]))
+    guest.write("/proc/meminfo", "MemTotal:       24683656 kB\nMemFree:         1000 kB\n")
+    guest.write(
+        "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", "999\n"
+    )  # volatile values change; the description must not
+    second = capture_hardware(root=guest.root, environ={}, nvml=FakeNvml([a100()]))
+
+    assert hardware_id(first) == hardware_id(second)
+
+
+def test_missing_limit_reason_does_not_name_the_login_session(tmp_path: Path) -> None:
+    # systemd gives each login a new session-N.scope: the same machine must keep its id.
+    ids = set()
+    for session in ("session-3.scope", "session-4.scope"):
+        fake = FakeRoot(tmp_path / session)
+        fake.v2(f"/user.slice/user-1000.slice/{session}")
+        fake.files(f"/sys/fs/cgroup/user.slice/user-1000.slice/{session}", {"memory.max": "max"})
+        ids.add(hardware_id(capture_hardware(root=fake.root, environ={}, nvml=FakeNvml([]))))
+
+    assert len(ids) == 1
+
+
+def test_description_is_json_ready(guest: FakeRoot) -> None:
+    hw = capture_hardware(root=guest.root, environ={"SLURM_JOB_ID": "5"}, nvml=FakeNvml([l4()]))
+
+    assert description(hw) == json.loads(json.dumps(description(hw)))
+
+
+def test_live_capture_is_cached() -> None:
+    assert capture_hardware() is capture_hardware()
+
+
+def test_fixture_capture_is_not_cached(guest: FakeRoot) -> None:
+    assert capture_hardware(root=guest.root, environ={}) is not capture_hardware(
+        root=guest.root, environ={}
+    )
+
+
+def test_concurrent_first_captures_probe_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = _capture._capture
+
+    def slow_capture(root: str, environ: Any, nvml: Any) -> Hardware:
+        calls.append(1)
+        time.sleep(0.05)
+        return real(root, environ, nvml)
+
+    monkeypatch.setattr(_capture, "_capture", slow_capture)
+    monkeypatch.setattr(_capture, "_live", None)
+    results: list[Hardware] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(capture_hardware())) for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert (len(calls), len(results), len({id(r) for r in results})) == (1, 8, 1)
+
+
+def test_format_hardware_shows_value_and_source(guest: FakeRoot) -> None:
+    hw = capture_hardware(root=guest.root, environ={}, nvml=FakeNvml([]))
+
+    text = format_hardware(hw)
+
+    line = next(x for x in text.splitlines() if x.startswith("memory.limit_bytes "))
+    assert "1.0 GiB" in line
+    assert line.endswith(
+        "(from /sys/fs/cgroup/memory/process_api/60b2/memory.limit_in_bytes)"
+    )
+    assert text.startswith(f"hardware_id  {hardware_id(hw)}\n")
+
+
+def test_format_hardware_gives_the_reason_for_a_missing_value(guest: FakeRoot) -> None:
+    hw = capture_hardware(root=guest.root, environ={}, nvml=FakeNvml([]))
+
+    line = next(x for x in format_hardware(hw).splitlines() if x.startswith("scheduler.kind"))
+
+    assert line.endswith("(neither SLURM_JOB_ID nor PBS_JOBID is set: not a batch job)")
+
+
+@pytest.mark.parametrize(
+    ("gpus", "expected"),
+    [
+        ([], "AMD EPYC \u00d72 (2 cores), 1.0 GiB limit (cgroup_v1), no GPU"),
+        ([a100(), a100("GPU-1"), l4()],
+         "AMD EPYC \u00d72 (2 cores), 1.0 GiB limit (cgroup_v1), "
+         "2\u00d7 NVIDIA A100-SXM4-40GB + 1\u00d7 NVIDIA L4"),
+    ],
+)
+def test_summary_line(guest: FakeRoot, gpus: list[Any], expected: str) -> None:
+    hw = capture_hardware(root=guest.root, environ={}, nvml=FakeNvml(gpus))
+
+    assert expected == summary_line(hw)
+
+
+def test_summary_line_without_limit_names_node_ram(tmp_path: Path) -> None:
+    fake = FakeRoot(tmp_path)
+    fake.meminfo()
+
+    hw = capture_hardware(root=fake.root, environ={}, nvml=FakeNvml([]))
+
+    assert (
+        summary_line(hw)
+    ) == "unknown CPU \u00d70 (cores unknown), no memory limit (node 23.5 GiB), no GPU"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(512, "512 B"), (1536, "1.5 KiB"), (GIB, "1.0 GiB"), (5 * 1024**4, "5.0 TiB")],
+)
+def test_format_bytes(value: int, text: str) -> None:
+    assert text == format_bytes(value)
