@@ -78,10 +78,10 @@ def apply_run(
     old_runs: list[Any] = existing["runs"] if existing is not None else []
     run_idx = run.get("run_idx")
     append = policy == "sequential" and run_idx not in (None, 0) and existing is not None
-    if append:
+    if append and existing is not None:
         # In place, and the total continued rather than recomputed: for a file of many
         # runs the encoder then reuses the text of the earlier runs (see _sidecar).
-        start = existing.get("total_seconds", 0.0) if trusted_total else add_seconds(0.0, old_runs)
+        start = existing["total_seconds"] if trusted_total else add_seconds(0.0, old_runs)
         total = add_seconds(start, [run])
         runs = old_runs
     elif policy == "sequential":
