@@ -1,0 +1,191 @@
+"""The ``stagetimer`` command line: ``report``, ``hardware`` and ``migrate``.
+
+Exit status: 0 on success, 1 when something could not be read or done (one line
+on standard error each, never a traceback), 2 for a usage error. This is the
+only module of stagetimer that prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+__all__ = ["main"]
+
+PROG = "stagetimer"
+
+
+def _error(command: str, message: str) -> None:
+    print(f"{PROG} {command}: {message}", file=sys.stderr)
+
+
+def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from stagetimer._report import build_report, render_json, render_text
+
+    plot = None
+    if args.plot is not None:
+        from stagetimer import _plot
+
+        if os.path.splitext(args.plot)[1].lower() not in _plot.FORMATS:
+            parser.error(f"--plot {args.plot}: the file name must end in .png or .svg")
+        try:
+            _plot.load_pyplot()  # before any output: without matplotlib, say so and stop
+        except _plot.PlotUnavailableError as exc:
+            _error("report", str(exc))
+            return 1
+        plot = _plot
+    reports, problems = build_report(args.paths)
+    for problem in problems:
+        _error("report", problem.line())
+    out: TextIO = sys.stdout
+    out.write(render_json(reports) if args.json else render_text(reports))
+    out.flush()
+    status = 1 if problems else 0
+    if plot is not None:
+        try:
+            plot.plot_report(reports, args.plot)
+        except (ValueError, OSError) as exc:
+            _error("report", f"--plot {args.plot}: {exc}")
+            return 1
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return status
+
+
+def _hardware(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from stagetimer.hardware import capture_hardware, description, hardware_id
+    from stagetimer.hardware._show import format_hardware
+
+    hw = capture_hardware()
+    if args.json:
+        payload = {"hardware_id": hardware_id(hw), "hardware": description(hw)}
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(format_hardware(hw))
+    return 0
+
+
+_VERBS = {
+    "copied": ("copied", "would copy"),
+    "merged": ("merged", "would merge"),
+}
+
+
+def _migrate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from stagetimer._migrate import TemplateError, migrate
+
+    try:
+        outcomes = migrate(args.root, args.source, args.destination, dry_run=args.dry_run)
+    except TemplateError as exc:
+        parser.error(str(exc))
+    except NotADirectoryError as exc:
+        _error("migrate", str(exc))
+        return 1
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.action] = counts.get(o.action, 0) + 1
+        if o.action in _VERBS:
+            verb = _VERBS[o.action][args.dry_run]
+            print(f"{verb} {o.source} -> {o.destination} ({o.details})")
+        elif o.action == "unchanged":
+            print(f"up to date: {o.destination} already holds what {o.source} has")
+        else:
+            target = f" -> {o.destination}" if o.destination else ""
+            _error("migrate", f"{o.action} {o.source}{target}: {o.details}")
+    written = counts.get("copied", 0) + counts.get("merged", 0)
+    if not outcomes:
+        print(f"nothing to migrate: no sidecars under {args.root} match {args.source!r}")
+    elif written == 0 and counts.get("unchanged"):
+        print(
+            f"nothing changed: all {counts['unchanged']} destination(s) already hold their "
+            "sources' stages"
+        )
+    else:
+        if args.dry_run:
+            words = {"copied": "would copy", "merged": "would merge", "unchanged": "up to date"}
+            summary = ", ".join(f"{words.get(a, a)} {n}" for a, n in counts.items())
+            print(f"dry run, nothing written: {summary}")
+        else:
+            print(", ".join(f"{n} {action}" for action, n in counts.items()))
+    return 1 if counts.get("refused") or counts.get("failed") else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    from stagetimer import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Report, describe and migrate stagetimer timing sidecars.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(title="commands", dest="command", required=True)
+
+    report = commands.add_parser(
+        "report",
+        help="summarise every timings.json under the paths",
+        description="Find every timings.json at or under PATH and print, per artifact "
+        "directory, each stage's runs, total, mean, min and max seconds and the hardware "
+        "they were measured on. Reads only: never writes, not even a lock file.",
+    )
+    report.add_argument("paths", nargs="+", metavar="PATH",
+                        help="an artifact directory or any folder above some")
+    report.add_argument("--json", action="store_true", help="print JSON instead of text")
+    report.add_argument("--plot", metavar="FILE",
+                        help="also draw the stage totals into FILE (.png or .svg; needs "
+                        "matplotlib: pip install 'stagetimer[plot]')")
+    report.set_defaults(run=_report, parser=report)
+
+    hardware = commands.add_parser(
+        "hardware",
+        help="describe what this process can use",
+        description="Print this process's hardware description, its hardware_id and where "
+        "each value came from (or why it is missing).",
+    )
+    hardware.add_argument("--json", action="store_true",
+                          help='print {"hardware_id": ..., "hardware": ...}')
+    hardware.set_defaults(run=_hardware, parser=hardware)
+
+    migrate = commands.add_parser(
+        "migrate",
+        help="copy sidecars from an older directory layout to the canonical one",
+        description="Copy (never move) timings.json and timings_hardware.json of every "
+        "directory matching --from to the directory --to names. Templates are relative to "
+        "--root; {name} matches one path component and must appear in both. An existing "
+        "destination keeps its stages and gains the ones it lacks; running it again "
+        "changes nothing.",
+        epilog="example: stagetimer migrate --root exports "
+        "--from 'gridworlds/pursuit/{scenario}/algorithms/{algo}' "
+        "--to 'gridworlds/pursuit/{scenario}/{algo}'",
+    )
+    migrate.add_argument("--root", required=True, metavar="DIR",
+                         help="the folder the templates are relative to")
+    migrate.add_argument("--from", required=True, dest="source", metavar="TEMPLATE",
+                         help="the old layout, e.g. 'pursuit/{scenario}/algorithms/{algo}'")
+    migrate.add_argument("--to", required=True, dest="destination", metavar="TEMPLATE",
+                         help="the canonical layout, e.g. 'pursuit/{scenario}/{algo}'")
+    migrate.add_argument("--dry-run", action="store_true",
+                         help="say what would be done; write nothing")
+    migrate.set_defaults(run=_migrate, parser=migrate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.run(args, args.parser)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``stagetimer report . | head``): stop quietly. Python
+        # flushes stdout again at exit; point it at devnull so that flush cannot fail.
+        # https://docs.python.org/3/library/signal.html#note-on-sigpipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return status

@@ -1,0 +1,151 @@
+"""``examples/temporal_game_experiment.py``: the runnable experiment records the stages of
+the original orchestration, continues when NashConv is too high, and survives a crash
+followed by ``--resume`` with every run recorded exactly once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stagetimer import load_hardware, load_timings
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "temporal_game_experiment.py"
+DIRS = {
+    "gridworlds/pursuit/classic_3/ippo": "ippo",
+    "gridworlds/pursuit/classic_3/iql_cer": "iql_cer",
+    "gridworlds/coins/own_coin_first/2/ippo": "ippo",
+    "gridworlds/coins/own_coin_first/2/iql_cer": "iql_cer",
+}
+FAST = ["--train-steps", "200"]
+
+
+def experiment(exports: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLE), "--exports", str(exports), *FAST, *args],
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+def run_indices(directory: Path) -> dict[str, list[int | None]]:
+    return {
+        name: [r.run_idx for r in s.runs] for name, s in load_timings(directory).stages.items()
+    }
+
+
+def test_each_algorithm_directory_gets_the_orchestration_stages(tmp_path: Path) -> None:
+    result = experiment(tmp_path, "--seeds", "3", "--nashconv-threshold", "inf")
+
+    assert 0 == result.returncode, result.stderr
+    for rel, algo in DIRS.items():
+        assert {
+            f"{algo}_train": [0, 1, 2],
+            "checkpoint_save": [0, 1, 2],
+            "nashconv": [0, 1, 2],
+            "alpharank": [None],
+        } == run_indices(tmp_path / rel)
+
+
+def test_checkpoints_are_real_files_beside_the_sidecars(tmp_path: Path) -> None:
+    experiment(tmp_path, "--seeds", "2", "--algorithms", "ippo", "--environments", "pursuit")
+
+    directory = tmp_path / "gridworlds/pursuit/classic_3/ippo"
+    for i in range(2):
+        checkpoint = json.loads((directory / "checkpoints" / f"run_{i:03d}.json").read_text())
+        assert (i, True, "ippo") == (
+            checkpoint["run_idx"], checkpoint["complete"], checkpoint["algorithm"]
+        )
+    assert 2 == json.loads((directory / "alpharank.json").read_text())["runs"]
+
+
+def test_high_nashconv_adds_the_auto_resume_companions_for_that_run(tmp_path: Path) -> None:
+    result = experiment(tmp_path, "--seeds", "2", "--nashconv-threshold", "-1")
+
+    assert 0 == result.returncode, result.stderr
+    for rel, algo in DIRS.items():
+        indices = run_indices(tmp_path / rel)
+        for name in (f"{algo}_train_auto_resume", "checkpoint_save_auto_resume",
+                     "nashconv_auto_resume"):
+            assert [0, 1] == indices[name]
+
+
+def test_low_nashconv_adds_no_auto_resume_stage(tmp_path: Path) -> None:
+    experiment(tmp_path, "--seeds", "2", "--nashconv-threshold", "inf")
+
+    names = {n for rel in DIRS for n in run_indices(tmp_path / rel)}
+    assert not any(n.endswith("_auto_resume") for n in names)
+
+
+def test_satisfaction_is_timed_when_asked(tmp_path: Path) -> None:
+    experiment(tmp_path, "--seeds", "2", "--satisfaction", "--algorithms", "iql_cer",
+               "--environments", "coins")
+
+    assert [0, 1] == run_indices(tmp_path / "gridworlds/coins/own_coin_first/2/iql_cer")[
+        "satisfaction"
+    ]
+
+
+def test_every_recorded_hardware_id_resolves(tmp_path: Path) -> None:
+    experiment(tmp_path, "--seeds", "2")
+
+    for rel in DIRS:
+        ids = {r.hardware_id for s in load_timings(tmp_path / rel).stages.values() for r in s.runs}
+        assert ids <= set(load_hardware(tmp_path / rel).hardware)
+
+
+# With these arguments each run records 7 stages and each directory 22 (alpharank last),
+# 88 in all. K=7 kills after run 0's last stage but before its checkpoint is marked
+# complete (the run is redone); K=22 after a whole directory; K=88 after everything.
+@pytest.mark.parametrize("k", [1, 5, 7, 12, 22, 23, 47, 88])
+def test_interrupt_then_resume_records_each_run_exactly_once(tmp_path: Path, k: int) -> None:
+    args = ["--seeds", "3", "--nashconv-threshold", "-1", "--satisfaction"]
+    crashed = experiment(tmp_path, *args, "--interrupt-after", str(k))
+    assert -signal.SIGKILL == crashed.returncode, crashed.stderr
+
+    resumed = experiment(tmp_path, *args, "--resume")
+
+    assert 0 == resumed.returncode, resumed.stderr
+    for rel, algo in DIRS.items():
+        indexed = [f"{algo}_train", "checkpoint_save", "nashconv",
+                   f"{algo}_train_auto_resume", "checkpoint_save_auto_resume",
+                   "nashconv_auto_resume", "satisfaction"]
+        indices = run_indices(tmp_path / rel)
+        assert {**{n: [0, 1, 2] for n in indexed}, "alpharank": [None]} == indices, rel
+
+
+def test_resume_skips_the_runs_with_complete_checkpoints(tmp_path: Path) -> None:
+    args = ["--seeds", "3", "--algorithms", "ippo", "--environments", "pursuit",
+            "--nashconv-threshold", "inf"]
+    experiment(tmp_path, *args, "--interrupt-after", "7")  # runs 0 and 1 complete, then run 2
+    directory = tmp_path / "gridworlds/pursuit/classic_3/ippo"
+    before = load_timings(directory).stages["ippo_train"].runs[:2]
+
+    resumed = experiment(tmp_path, *args, "--resume")
+
+    assert f"{directory}: resuming after 2 complete run(s) of 3" in resumed.stdout
+    after = load_timings(directory).stages["ippo_train"].runs
+    assert before == after[:2]
+    assert [0, 1, 2] == [r.run_idx for r in after]
+
+
+def test_the_readme_command_runs_and_reports(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("stagetimer")
+    stagetimer = str(script) if script.exists() else shutil.which("stagetimer")
+    assert stagetimer
+    exports = tmp_path / "stagetimer-demo"
+    result = subprocess.run([sys.executable, str(EXAMPLE), "--exports", str(exports)],
+                            capture_output=True, text=True, timeout=120)
+    assert 0 == result.returncode, result.stderr
+
+    report = subprocess.run([stagetimer, "report", str(exports)],
+                            capture_output=True, text=True, timeout=60)
+
+    assert 0 == report.returncode, report.stderr
+    assert sorted(str(exports / rel) for rel in DIRS) == sorted(
+        line for line in report.stdout.splitlines() if line.startswith(str(exports))
+    )

@@ -1,0 +1,93 @@
+"""``stagetimer report --plot``: a PNG or SVG of the stage totals, and a clear message
+(exit 1, no traceback) where matplotlib is not installed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stagetimer import Recorder, record_timing
+
+
+def stagetimer_script() -> str:
+    beside = Path(sys.executable).with_name("stagetimer")
+    found = str(beside) if beside.exists() else shutil.which("stagetimer")
+    assert found, "the stagetimer console script is not installed"
+    return found
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [stagetimer_script(), *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+@pytest.fixture
+def exports(tmp_path: Path) -> Path:
+    for algo in ("ippo", "iql_cer"):
+        rec = Recorder(tmp_path / "exports" / "pursuit" / "classic_3" / algo)
+        for i, seconds in enumerate((0.2, 0.3, 0.25)):
+            record_timing(f"{algo}_train", seconds, run_idx=i, recorder=rec)
+            record_timing("checkpoint_save", 0.01, run_idx=i, recorder=rec)
+        record_timing("alpharank", 0.4, recorder=rec)
+    return tmp_path / "exports"
+
+
+def test_plot_png_is_written(exports: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "stages.png"
+
+    result = run("report", str(exports), "--plot", str(out))
+
+    assert 0 == result.returncode, result.stderr
+    assert b"\x89PNG\r\n\x1a\n" == out.read_bytes()[:8]
+
+
+def test_plot_svg_is_written_with_the_stage_names(exports: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "stages.svg"
+
+    result = run("report", "--json", str(exports), "--plot", str(out))
+
+    assert 0 == result.returncode, result.stderr
+    text = out.read_text()
+    assert "<svg" in text
+    assert "ippo_train" in text and "iql_cer_train" in text
+
+
+def test_plot_with_json_keeps_stdout_pure_json(exports: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+
+    result = run("report", "--json", str(exports), "--plot", str(tmp_path / "p.png"))
+
+    assert result.stdout.startswith("{") and result.stdout.rstrip().endswith("}")
+    assert f"plot written to {tmp_path / 'p.png'}" in result.stderr
+
+
+def test_plot_needs_png_or_svg_suffix(exports: Path, tmp_path: Path) -> None:
+    result = run("report", str(exports), "--plot", str(tmp_path / "stages.pdf"))
+
+    assert 2 == result.returncode
+    assert "must end in .png or .svg" in result.stderr
+    assert not (tmp_path / "stages.pdf").exists()
+
+
+def test_without_matplotlib_one_line_says_how_to_install_it(exports: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "no_matplotlib" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
+    env = {**os.environ, "PYTHONPATH": str(blocker.parent)}
+    out = tmp_path / "stages.png"
+
+    result = run("report", str(exports), "--plot", str(out), env=env)
+
+    assert 1 == result.returncode
+    [line] = result.stderr.splitlines()
+    assert "pip install 'stagetimer[plot]'" in line
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
