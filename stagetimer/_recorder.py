@@ -103,6 +103,10 @@ class _Pending:
         self.name, self.run, self.hardware_id, self.hardware = name, run, hw_id, hw
 
 
+def _as_path(directory: str | os.PathLike[str]) -> str:
+    return os.fspath(directory)
+
+
 def _check_completed_runs(instance: Recorder, attribute: Any, value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise ValueError(f"completed_runs {value!r} is not valid: expected an int >= 0")
@@ -134,7 +138,7 @@ class Recorder:
     ``strict=True`` it raises.
     """
 
-    directory: str = attrs.field(converter=os.fspath)
+    directory: str = attrs.field(converter=_as_path)
     resume_partial_runs: bool = attrs.field(default=False, kw_only=True)
     completed_runs: int | None = attrs.field(
         default=None, kw_only=True, validator=_check_completed_runs

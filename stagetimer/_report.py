@@ -152,6 +152,9 @@ def _stage_stats(name: str, seconds: Sequence[float], ids: Sequence[str | None])
 def _allocation_note(hw_id: str, hw: Hardware) -> str | None:
     """Where the process could use less than the node: its times do not speak for the node."""
     parts = []
+    node_cpus = hw.cpu.node_logical_cpus
+    if node_cpus and 0 < hw.cpu.logical_cpus < node_cpus:
+        parts.append(f"ran on {hw.cpu.logical_cpus} of {node_cpus} CPUs")
     quota = hw.cpu.quota_cpus
     if quota is not None and hw.cpu.logical_cpus and quota < hw.cpu.logical_cpus:
         parts.append(f"a CPU quota of {quota:g} of the {hw.cpu.logical_cpus} CPUs it may run on")

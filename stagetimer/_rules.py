@@ -7,7 +7,6 @@ know (top level, stage or run) survive every rewrite unchanged.
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 from stagetimer._errors import InvalidRecordError

@@ -8,7 +8,7 @@ import pytest
 from hw_fixtures import FakeRoot, cpuinfo_block
 
 from stagetimer.hardware import capture_hardware
-from stagetimer.hardware._cpu import affinity, cpu_quota, model_name, physical_cores
+from stagetimer.hardware._cpu import affinity, cpu_quota, model_name, node_cpus, physical_cores
 from stagetimer.hardware._files import parse_cpu_list
 
 
@@ -155,3 +155,20 @@ def test_v2_cpu_max_gives_quota_in_cpus(
     fake.files("/sys/fs/cgroup/user.slice/job", {"cpu.max": cpu_max})
 
     assert expected == cpu_quota(fake.root)[0]
+
+
+def test_node_cpus_counts_the_online_list_not_the_affinity(fake: FakeRoot) -> None:
+    fake.write("/sys/devices/system/cpu/online", "0-191\n")
+    fake.status("4-7")
+
+    hw = capture_hardware(root=fake.root, environ={})
+
+    assert (4, 192) == (hw.cpu.logical_cpus, hw.cpu.node_logical_cpus)
+    assert "/sys/devices/system/cpu/online" == hw.sources["cpu.node_logical_cpus"]
+
+
+def test_node_cpus_unknown_without_sysfs(fake: FakeRoot) -> None:
+    count, where = node_cpus(fake.root)
+
+    assert count is None
+    assert "/sys/devices/system/cpu/online" in where

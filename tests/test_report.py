@@ -71,7 +71,7 @@ def point_run_at(directory: Path, stage_name: str, run: int, hw_id: str) -> None
 OTHER_MACHINE = Hardware(
     host="other-node",
     cpu=CpuInfo(affinity=(0, 1, 2, 3, 4, 5, 6, 7), logical_cpus=8, physical_cores=4,
-                model_name="Other CPU", quota_cpus=2.0),
+                model_name="Other CPU", quota_cpus=2.0, node_logical_cpus=192),
     memory=MemoryInfo(limit_bytes=1024**3, source="cgroup_v2", node_total_bytes=16 * 1024**3),
 )
 
@@ -180,8 +180,9 @@ def test_allocation_smaller_than_the_node_is_flagged(tmp_path: Path) -> None:
     result = run("report", str(tmp_path))
 
     assert (
-        f"  warning: {other}: the allocation was smaller than the node: a CPU quota of 2 of "
-        "the 8 CPUs it may run on, 1.0 GiB of the node's 16.0 GiB memory"
+        f"  warning: {other}: the allocation was smaller than the node: ran on 8 of 192 "
+        "CPUs, a CPU quota of 2 of the 8 CPUs it may run on, 1.0 GiB of the node's 16.0 GiB "
+        "memory"
     ) in result.stdout.splitlines()
 
 

@@ -10,7 +10,9 @@ import pytest
 
 from stagetimer import InvalidRecordError, Recorder, record_timing, stage, timed_stage
 
-BAD_NAMES = ["", None, 3, b"ippo_train", "ippo\ntrain", "ippo\x00", "tab\there", "del\x7f", "c1\x85"]
+BAD_NAMES = [
+    "", None, 3, b"ippo_train", "ippo\ntrain", "ippo\x00", "tab\there", "del\x7f", "c1\x85"
+]
 BAD_SECONDS = [-1.0, -1e-9, math.nan, math.inf, -math.inf, True, False, "1.0", None, [1.0]]
 BAD_RUN_IDX = [-1, 1.0, "0", True, False, [0]]
 BAD_LABELS = [1, b"x", ["a"], {"a": 1}]

@@ -10,7 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from stagetimer.hardware._clock import probe_clock
-from stagetimer.hardware._cpu import affinity, cpu_quota, model_name, physical_cores, sysfs_cpus
+from stagetimer.hardware._cpu import (
+    affinity,
+    cpu_quota,
+    model_name,
+    node_cpus,
+    physical_cores,
+    sysfs_cpus,
+)
 from stagetimer.hardware._gpu import probe_gpus
 from stagetimer.hardware._memory import probe_memory
 from stagetimer.hardware._model import CpuInfo, Hardware
@@ -31,6 +38,7 @@ def _probe_cpu(root: str) -> tuple[CpuInfo, dict[str, str]]:
     low, high, clock_source, clock_sources = probe_clock(root, scope)
     name, guest, name_where, guest_where = model_name(root, scope)
     quota, quota_where = cpu_quota(root)
+    node, node_where = node_cpus(root)
     info = CpuInfo(
         affinity=cpus,
         logical_cpus=len(cpus),
@@ -41,11 +49,13 @@ def _probe_cpu(root: str) -> tuple[CpuInfo, dict[str, str]]:
         model_name=name,
         model_name_guest_visible=guest,
         quota_cpus=quota,
+        node_logical_cpus=node,
     )
     sources = {
         "cpu.affinity": cpus_where,
         "cpu.logical_cpus": f"number of CPUs in cpu.affinity ({cpus_where})",
         "cpu.physical_cores": cores_where,
+        "cpu.node_logical_cpus": node_where,
         "cpu.model_name": name_where,
         "cpu.model_name_guest_visible": guest_where,
         "cpu.quota_cpus": quota_where,

@@ -12,6 +12,7 @@ __all__ = [
     "cpu_quota",
     "cpuinfo_blocks",
     "model_name",
+    "node_cpus",
     "physical_cores",
     "sysfs_cpus",
 ]
@@ -44,6 +45,16 @@ def affinity(root: str) -> tuple[tuple[int, ...], str]:
                 return (), f"/proc/self/status Cpus_allowed_list {value.strip()!r} is malformed"
             return cpus, "/proc/self/status Cpus_allowed_list"
     return (), "/proc/self/status has no Cpus_allowed_list line"
+
+
+def node_cpus(root: str) -> tuple[int | None, str]:
+    """How many CPUs the node has online (for the report's "ran on 4 of 192 CPUs")."""
+    path = f"{_CPU_DIR}/online"
+    text = read_text(root, path)
+    cpus = parse_cpu_list(text) if text is not None else None
+    if cpus:
+        return len(cpus), path
+    return None, why_unreadable(root, path) if text is None else f"{path} does not parse"
 
 
 def sysfs_cpus(root: str) -> tuple[int, ...]:

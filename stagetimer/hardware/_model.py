@@ -55,6 +55,8 @@ class CpuInfo:
     model_name_guest_visible: bool = False
     #: CPU bandwidth quota in CPUs (cgroup ``cpu.max`` / ``cpu.cfs_quota_us``), None if none
     quota_cpus: float | None = None
+    #: CPUs online on the node (``/sys/devices/system/cpu/online``); never the allocation
+    node_logical_cpus: int | None = None
 
 
 @attrs.frozen
