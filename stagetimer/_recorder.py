@@ -10,7 +10,6 @@ import sys
 import threading
 import time
 import warnings
-import weakref
 from typing import Any
 
 import attrs
@@ -28,9 +27,9 @@ from stagetimer._sidecar import (
     TIMINGS_FILE,
     TimingsCache,
     dumps_hardware,
-    dumps_timings,
     parse_hardware,
     parse_timings,
+    timings_bytes,
     update_file,
     write_atomic,
 )
@@ -46,7 +45,10 @@ _stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
 )
 _env_recorders: dict[str, Recorder] = {}
 _env_guard = threading.Lock()
-_with_pending: weakref.WeakSet[Recorder] = weakref.WeakSet()
+# Recorders holding pending records, kept alive (strong references) until those are saved
+# or rescued at exit: a recorder dropped by its user must not take its records with it.
+_with_pending: set[Recorder] = set()
+_with_pending_guard = threading.Lock()
 _live_hardware: tuple[str, dict[str, Any]] | None = None
 
 
@@ -220,14 +222,15 @@ class Recorder:
                 if self.strict:
                     self._pending.remove(pending)
                     raise
-                _with_pending.add(self)
+                with _with_pending_guard:
+                    _with_pending.add(self)
                 self._warn(
                     f"stage {name!r} finished ({seconds:.3f} s) but could not be saved: {exc}; "
                     f"{len(self._pending)} record(s) kept pending, retried at the next save "
                     "and at close"
                 )
                 return
-            self._handle_rejected(rejected)
+            self._handle_rejected(rejected, raising=True)
 
     def close(self) -> None:
         """Save pending records; where that still fails, write them to a rescue file."""
@@ -238,24 +241,35 @@ class Recorder:
                 rejected = self._save()
             except _SAVE_ERRORS as exc:
                 records, self._pending[:] = list(self._pending), []
+                with _with_pending_guard:
+                    _with_pending.discard(self)
                 self._rescue(records, f"could not be saved at close: {exc}")
                 return
-            self._handle_rejected(rejected)
+            self._handle_rejected(rejected, raising=False)
 
-    def _handle_rejected(self, rejected: list[tuple[_Pending, InvalidRecordError]]) -> None:
-        for pending, exc in rejected:
-            if self.strict:
-                raise exc
-            self._rescue([pending], str(exc))
+    def _handle_rejected(
+        self, rejected: list[tuple[_Pending, InvalidRecordError]], *, raising: bool
+    ) -> None:
+        """Records the file refuses (their name holds other data) are bad input: raised.
+
+        Lenient recorders first put them in a rescue file, so nothing is lost; at close
+        they are only rescued.
+        """
+        if not self.strict:
+            for pending, exc in rejected:
+                self._rescue([pending], str(exc))
+        if rejected and (raising or self.strict):
+            raise rejected[0][1]
 
     def _save(self) -> list[tuple[_Pending, InvalidRecordError]]:
         """Save every pending record (hardware first); return those the file refused."""
         if not os.path.isdir(self.directory):
             os.makedirs(self.directory, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout  # one budget for the whole save
         self._save_hardware({p.hardware_id: p.hardware for p in self._pending})
         rejected: list[tuple[_Pending, InvalidRecordError]] = []
 
-        def change(data: dict[str, Any]) -> str | None:
+        def change(data: dict[str, Any]) -> bytes | None:
             rejected.clear()
             truncate = self.resume_partial_runs and not self._resume_done
             if truncate:
@@ -277,11 +291,14 @@ class Recorder:
                     trusted.add(pending.name)
             if not truncate and len(rejected) == len(self._pending):
                 return None  # nothing changed: leave the file's bytes alone
-            return dumps_timings(data, self._cache)
+            return timings_bytes(data, self._cache)
 
-        update_file(self.timings_path, parse_timings, change, self.lock_timeout, self._cache)
+        remaining = max(0.0, deadline - time.monotonic())
+        update_file(self.timings_path, parse_timings, change, remaining, self._cache)
         self._resume_done = True
         self._pending.clear()
+        with _with_pending_guard:
+            _with_pending.discard(self)
         return rejected
 
     def _save_hardware(self, needed: dict[str, dict[str, Any]]) -> None:
@@ -364,13 +381,14 @@ def resolve_recorder(recorder: Recorder | None) -> Recorder:
         rec = _env_recorders.get(key)
         if rec is None:
             rec = _env_recorders[key] = Recorder(directory)
-            _with_pending.add(rec)
         return rec
 
 
 @atexit.register
 def _close_all() -> None:
-    for rec in list(_with_pending):
+    with _with_pending_guard:
+        recorders = list(_with_pending)
+    for rec in recorders:
         try:
             rec.close()
         except Exception:  # at exit, one recorder's failure must not hide the others'

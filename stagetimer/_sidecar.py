@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "parse_hardware",
     "parse_timings",
     "read_bytes",
+    "timings_bytes",
     "update_file",
     "write_atomic",
 ]
@@ -65,11 +67,12 @@ def locked(path: str, timeout: float) -> Iterator[None]:
     import filelock
 
     thread_lock, file_lock = _locks_for(path)
+    deadline = time.monotonic() + timeout  # one budget for both locks
     if not thread_lock.acquire(timeout=timeout):
         raise LockTimeoutError(path + ".lock", timeout)
     try:
         try:
-            file_lock.acquire(timeout=timeout)
+            file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
         except filelock.Timeout:
             raise LockTimeoutError(path + ".lock", timeout) from None
         try:
@@ -137,10 +140,10 @@ def _indented(value: Any, depth: int) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
 
 
-_RUN_SEPARATOR = ",\n      "
+_RUN_SEPARATOR = b",\n      "
 
 
-def _runs_pieces(runs: list[Any], cached: tuple[list[Any], list[str]] | None) -> list[str]:
+def _runs_pieces(runs: list[Any], cached: tuple[list[Any], list[bytes]] | None) -> list[bytes]:
     # The runs list of a stage only ever grows in place (sequential appends); any other
     # change replaces the list object. So the pieces cached for the same list object are
     # the text of its first runs: encode only the rest.
@@ -151,46 +154,51 @@ def _runs_pieces(runs: list[Any], cached: tuple[list[Any], list[str]] | None) ->
     for run in runs[done:]:
         if pieces:
             pieces.append(_RUN_SEPARATOR)
-        pieces.append(_encode(run))
+        pieces.append(_encode(run).encode("utf-8"))
     return pieces
 
 
 def _stage_pieces(
-    name: str, stage: dict[str, Any], cache: TimingsCache | None, out: list[str]
+    name: str, stage: dict[str, Any], cache: TimingsCache | None, out: list[bytes]
 ) -> None:
-    out.append("{\n")
+    out.append(b"{\n")
     first = True
     for key, value in stage.items():
-        out.append("    " if first else ",\n    ")
+        out.append(b"    " if first else b",\n    ")
         first = False
         if key == "runs" and value:
             pieces = _runs_pieces(value, cache.runs_text.get(name) if cache else None)
             if cache is not None:
                 cache.runs_text[name] = (value, pieces)
-            out.append('"runs": [\n      ')
+            out.append(b'"runs": [\n      ')
             out.extend(pieces)
-            out.append("\n    ]")
+            out.append(b"\n    ]")
         else:
-            out.append(f"{_encode(key)}: {_indented(value, 2)}")
-    out.append("\n  }")
+            out.append(f"{_encode(key)}: {_indented(value, 2)}".encode())
+    out.append(b"\n  }")
 
 
-def dumps_timings(data: dict[str, Any], cache: TimingsCache | None = None) -> str:
-    """``timings.json`` text: indented, one run per line (readable, diffable, C-encoded).
+def timings_bytes(data: dict[str, Any], cache: TimingsCache | None = None) -> bytes:
+    """``timings.json`` as UTF-8: indented, one run per line (readable, diffable, C-encoded).
 
     With a ``cache``, the runs a stage already had are not encoded again.
     """
     if not data:
-        return "{}\n"
-    out = ["{\n"]
+        return b"{}\n"
+    out = [b"{\n"]
     for i, (key, value) in enumerate(data.items()):
-        out.append(f"  {_encode(key)}: " if i == 0 else f",\n  {_encode(key)}: ")
+        out.append(f"  {_encode(key)}: ".encode() if i == 0 else f",\n  {_encode(key)}: ".encode())
         if is_stage(value):
             _stage_pieces(key, value, cache, out)
         else:
-            out.append(_indented(value, 1))
-    out.append("\n}\n")
-    return "".join(out)
+            out.append(_indented(value, 1).encode())
+    out.append(b"\n}\n")
+    return b"".join(out)
+
+
+def dumps_timings(data: dict[str, Any]) -> str:
+    """``timings.json`` text (see ``timings_bytes``)."""
+    return timings_bytes(data).decode("utf-8")
 
 
 def dumps_hardware(data: dict[str, Any]) -> str:
@@ -206,14 +214,19 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+def _temp_path(path: str) -> str:
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".{base}.tmp")
+
+
 def write_atomic(path: str, content: bytes) -> None:
     """Replace ``path`` by ``content`` atomically and durably, keeping an existing file's mode.
 
     The temporary file has a fixed name: it is only written under the file's
     lock, so whatever a killed writer left there is overwritten by the next save.
     """
-    directory, base = os.path.split(path)
-    tmp = os.path.join(directory, f".{base}.tmp")
+    directory = os.path.dirname(path)
+    tmp = _temp_path(path)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
     try:
@@ -249,10 +262,11 @@ class TimingsCache:
     def __init__(self) -> None:
         self.raw: bytes | None = None
         self.data: dict[str, Any] | None = None
-        #: stage -> (its runs list, the text of its runs: run, separator, run, ...)
-        self.runs_text: dict[str, tuple[list[Any], list[str]]] = {}
+        #: stage -> (its runs list, the UTF-8 of its runs: run, separator, run, ...)
+        self.runs_text: dict[str, tuple[list[Any], list[bytes]]] = {}
         #: stages whose total_seconds this writer computed from their runs
         self.trusted_totals: set[str] = set()
+        self.buffer = bytearray()
 
     def clear(self) -> None:
         self.raw, self.data = None, None
@@ -260,30 +274,57 @@ class TimingsCache:
         self.trusted_totals.clear()
 
 
+def _read_if_unchanged(path: str, cache: TimingsCache) -> bytes | None:
+    """The file's bytes, or None when they are the bytes ``cache`` holds (no copy made)."""
+    with open(path, "rb") as f:
+        known = cache.raw
+        if known is not None and cache.data is not None and os.fstat(f.fileno()).st_size == len(
+            known
+        ):
+            # Read into a reused buffer: a fresh megabyte per save costs page faults.
+            if len(cache.buffer) != len(known):
+                cache.buffer = bytearray(len(known))
+            count = f.readinto(cache.buffer)
+            if count == len(known) and cache.buffer == known:
+                return None
+            return bytes(cache.buffer[:count]) + f.read()
+        return f.read()
+
+
 def update_file(
     path: str,
     parse: Callable[[str, bytes | None], dict[str, Any]],
-    change: Callable[[dict[str, Any]], str | None],
+    change: Callable[[dict[str, Any]], str | bytes | None],
     timeout: float,
     cache: TimingsCache | None = None,
 ) -> None:
     """One save: under the lock, parse the file, let ``change`` edit it and write the result.
 
-    ``change`` returns the new text, or None when nothing needs writing. With a
-    ``cache``, unchanged bytes are not parsed again.
+    ``change`` returns the new content, or None when nothing needs writing. With a
+    ``cache``, bytes this writer wrote itself are not parsed again.
     """
     with locked(path, timeout):
-        raw = read_bytes(path)
-        if cache is not None and cache.data is not None and raw is not None and raw == cache.raw:
-            data = cache.data
+        if cache is None:
+            data = parse(path, read_bytes(path))
         else:
-            if cache is not None:
-                cache.clear()
-            data = parse(path, raw)
+            try:
+                raw = _read_if_unchanged(path, cache)
+            except FileNotFoundError:
+                data = parse(path, None)
+            else:
+                if raw is None and cache.data is not None:
+                    data = cache.data
+                else:
+                    cache.clear()
+                    data = parse(path, raw)
         try:
-            text = change(data)
-            if text is not None:
-                encoded = text.encode("utf-8")
+            content = change(data)
+            if content is None:
+                # Nothing to write; still clear what a killed writer may have left.
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(_temp_path(path))
+            else:
+                encoded = content.encode("utf-8") if isinstance(content, str) else content
                 write_atomic(path, encoded)
                 if cache is not None:
                     cache.raw, cache.data = encoded, data

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stagetimer import Recorder
+from stagetimer import Recorder, _recorder
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("STAGETIMER_DIR", raising=False)
     monkeypatch.delenv("STAGETIMER_DISABLE", raising=False)
+    yield
+    # Records a test left pending on purpose are not rescued at the end of the session
+    # (interpreter exit is tested in subprocesses).
+    _recorder._with_pending.clear()
 
 
 @pytest.fixture

@@ -261,3 +261,10 @@ def test_hardware_sidecar_removed_between_saves_is_written_again(rec: Recorder, 
     record_timing("alpharank", 2.0, recorder=rec)
     run = load_timings(art).stages["alpharank"].runs[0]
     assert run.hardware_id in load_hardware(art).hardware
+
+
+def test_a_stale_hardware_temp_file_is_cleared_even_when_nothing_is_written(art: Path) -> None:
+    record_timing("alpharank", 1.0, recorder=Recorder(art))
+    (art / ".timings_hardware.json.tmp").write_text('{"half": ')
+    record_timing("alpharank", 2.0, recorder=Recorder(art))
+    assert not (art / ".timings_hardware.json.tmp").exists()

@@ -148,3 +148,18 @@ def test_recording_into_other_data_is_refused_strictly(art: Path) -> None:
     with pytest.raises(InvalidRecordError, match="system_ram_gb"):
         record_timing("system_ram_gb", 1.0, recorder=Recorder(art, strict=True))
     assert (art / "timings.json").read_bytes() == before
+
+
+def test_recording_into_other_data_raises_after_rescuing_when_lenient(art: Path) -> None:
+    from stagetimer import InvalidRecordError, StageTimerWarning
+
+    art.mkdir(parents=True)
+    (art / "timings.json").write_text('{"system_ram_gb": 64}\n')
+    before = (art / "timings.json").read_bytes()
+    with pytest.warns(StageTimerWarning, match="rescue"), pytest.raises(
+        InvalidRecordError, match="system_ram_gb"
+    ):
+        record_timing("system_ram_gb", 1.5, recorder=Recorder(art))
+    assert (art / "timings.json").read_bytes() == before
+    (rescue,) = art.glob("timings.rescue-*.json")
+    assert read_json(rescue)["records"][0]["run"]["seconds"] == 1.5
