@@ -72,7 +72,9 @@ def locked(path: str, timeout: float) -> Iterator[None]:
         raise LockTimeoutError(path + ".lock", timeout)
     try:
         try:
-            file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            # filelock polls a held lock every poll_interval (0.05 s by default): too coarse
+            # for saves that take a millisecond.
+            file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=0.001)
         except filelock.Timeout:
             raise LockTimeoutError(path + ".lock", timeout) from None
         try:
@@ -136,7 +138,12 @@ def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
 _encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
 def _indented(value: Any, depth: int) -> str:
+    if value is None or isinstance(value, (str, int, float)):
+        return _encode(value)  # a scalar needs no indentation (and json.dumps is slow)
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
 
 
@@ -227,13 +234,17 @@ def write_atomic(path: str, content: bytes) -> None:
     """
     directory = os.path.dirname(path)
     tmp = _temp_path(path)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
     try:
-        mode = os.stat(path).st_mode & 0o7777
+        mode: int | None = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = None
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    if mode is None:
+        # A new file: created fresh so that the umask decides its mode.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    else:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, mode)
     try:
         try:
             if mode is not None:

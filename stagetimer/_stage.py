@@ -10,10 +10,19 @@ from time import perf_counter
 from typing import Any, TypeVar, overload
 
 from stagetimer._errors import InvalidRecordError
-from stagetimer._recorder import Recorder, recording_disabled, resolve_recorder
+from stagetimer._recorder import (
+    _ONE,
+    Recorder,
+    _disable_key,
+    _environ_data,
+    recording_disabled,
+    resolve_recorder,
+)
 from stagetimer._validate import check_record, check_seconds
 
 __all__ = ["record_timing", "stage", "timed_stage"]
+
+_UNKNOWN = object()
 
 F = TypeVar("F", bound=Callable[..., Any])
 RunIdx = int | str | Callable[[Mapping[str, Any]], "int | None"] | None
@@ -71,9 +80,8 @@ class stage:
         self.metadata = metadata
         self.seconds: float | None = None
         self._recorder = recorder
-        self._target: Recorder | None = None
-        self._t0 = 0.0
-        self._wall0 = 0.0
+        # _target, _t0 and _wall0 are set by __enter__ (fewer stores: a disabled stage
+        # must cost no more than a bare timer).
 
     def __enter__(self) -> stage:
         name, run_idx = self.name, self.run_idx
@@ -87,8 +95,10 @@ class stage:
             or self.metadata
         ):
             check_record(name, run_idx, self.label, self.metadata)
-        if recording_disabled():
-            self._target = None
+        # recording_disabled(), inlined for its common answers (see _recorder).
+        flag = _environ_data.get(_disable_key) if _environ_data is not None else _UNKNOWN
+        if flag is not None and (flag == _ONE or recording_disabled()):
+            self._target: Recorder | None = None
         else:
             self._target = resolve_recorder(self._recorder)
             self._wall0 = time.time()
