@@ -22,7 +22,10 @@ from stagetimer._validate import check_record, check_seconds
 
 __all__ = ["record_timing", "stage", "timed_stage"]
 
-_UNKNOWN = object()
+# Stage names that passed check_name (a name is checked once per process, not per stage).
+_checked_names: set[str] = set()
+# The raw environment lookup, or a stand-in that makes __enter__ ask recording_disabled().
+_env_get: Any = _environ_data.get if _environ_data is not None else lambda key: False
 
 F = TypeVar("F", bound=Callable[..., Any])
 RunIdx = int | str | Callable[[Mapping[str, Any]], "int | None"] | None
@@ -85,18 +88,20 @@ class stage:
 
     def __enter__(self) -> stage:
         name, run_idx = self.name, self.run_idx
-        # Fast path for the common arguments; anything else gets the full checks.
+        # Fast path for a name already checked and a plain run index; anything else gets
+        # the full checks. A disabled stage must cost no more than a bare timer.
         if (
             type(name) is not str
-            or not name.isprintable()
-            or not name
+            or name not in _checked_names
             or (run_idx is not None and (type(run_idx) is not int or run_idx < 0))
             or self.label is not None
             or self.metadata
         ):
             check_record(name, run_idx, self.label, self.metadata)
+            if len(_checked_names) < 4096:
+                _checked_names.add(name)
         # recording_disabled(), inlined for its common answers (see _recorder).
-        flag = _environ_data.get(_disable_key) if _environ_data is not None else _UNKNOWN
+        flag = _env_get(_disable_key)
         if flag is not None and (flag == _ONE or recording_disabled()):
             self._target: Recorder | None = None
         else:
