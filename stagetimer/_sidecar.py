@@ -9,6 +9,7 @@ sidecar of a newer schema, is never overwritten.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
@@ -48,16 +49,50 @@ _locks: dict[str, tuple[threading.Lock, Any]] = {}
 _locks_guard = threading.Lock()
 
 
+_lock_class: Any = None
+
+
+def _sidecar_lock_class() -> Any:
+    """filelock's flock lock, acquired without rewriting the lock file.
+
+    ``UnixFileLock._acquire`` also creates the parent directory, truncates and chmods
+    the lock file on every acquire: metadata writes that wait for the journal commit of
+    the previous save's fsync (1.6 ms of a 3 ms save on ext4, measured with strace).
+    Here the lock file is created once (mode from the umask) and afterwards only
+    opened; the waiting, timeout and release logic stay filelock's.
+    """
+    global _lock_class
+    if _lock_class is None:
+        import filelock  # imported here: import stagetimer stays light
+
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: filelock's own platform lock
+            _lock_class = filelock.FileLock
+            return _lock_class
+
+        class SidecarLock(filelock.UnixFileLock):
+            def _acquire(self) -> None:
+                fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o666)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    os.close(fd)
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise  # not "held by another": a real failure, not a wait
+                else:
+                    self._context.lock_file_fd = fd
+
+        _lock_class = SidecarLock
+    return _lock_class
+
+
 def _locks_for(path: str) -> tuple[threading.Lock, Any]:
     with _locks_guard:
         pair = _locks.get(path)
         if pair is None:
-            import filelock  # imported here: import stagetimer stays light
-
-            pair = _locks[path] = (
-                threading.Lock(),
-                filelock.FileLock(path + ".lock", thread_local=False),
-            )
+            lock = _sidecar_lock_class()(path + ".lock", thread_local=False)
+            pair = _locks[path] = (threading.Lock(), lock)
         return pair
 
 
@@ -226,18 +261,24 @@ def _temp_path(path: str) -> str:
     return os.path.join(directory, f".{base}.tmp")
 
 
-def write_atomic(path: str, content: bytes) -> None:
+_STAT = object()
+
+
+def write_atomic(path: str, content: bytes, mode: Any = _STAT) -> None:
     """Replace ``path`` by ``content`` atomically and durably, keeping an existing file's mode.
 
-    The temporary file has a fixed name: it is only written under the file's
-    lock, so whatever a killed writer left there is overwritten by the next save.
+    ``mode``: the existing file's permission bits, or None for a new file, when the
+    caller already knows them under the lock (else they are looked up). The temporary
+    file has a fixed name: it is only written under the file's lock, so whatever a
+    killed writer left there is overwritten by the next save.
     """
     directory = os.path.dirname(path)
     tmp = _temp_path(path)
-    try:
-        mode: int | None = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = None
+    if mode is _STAT:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = None
     if mode is None:
         # A new file: created fresh so that the umask decides its mode.
         with contextlib.suppress(FileNotFoundError):
@@ -285,21 +326,37 @@ class TimingsCache:
         self.trusted_totals.clear()
 
 
-def _read_if_unchanged(path: str, cache: TimingsCache) -> bytes | None:
-    """The file's bytes, or None when they are the bytes ``cache`` holds (no copy made)."""
-    with open(path, "rb") as f:
+def _read_all(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, max(size - total, 0) + 65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+
+
+def _read_if_unchanged(path: str, cache: TimingsCache) -> tuple[bytes | None, int]:
+    """The file's bytes (None when they are the bytes ``cache`` holds) and its mode.
+
+    Plain descriptor calls: a Python file object adds three system calls per save.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
         known = cache.raw
-        if known is not None and cache.data is not None and os.fstat(f.fileno()).st_size == len(
-            known
-        ):
+        if known is not None and cache.data is not None and st.st_size == len(known):
             # Read into a reused buffer: a fresh megabyte per save costs page faults.
             if len(cache.buffer) != len(known):
                 cache.buffer = bytearray(len(known))
-            count = f.readinto(cache.buffer)
+            count = os.readv(fd, [cache.buffer])
             if count == len(known) and cache.buffer == known:
-                return None
-            return bytes(cache.buffer[:count]) + f.read()
-        return f.read()
+                return None, st.st_mode
+            return bytes(cache.buffer[:count]) + _read_all(fd, 0), st.st_mode
+        return _read_all(fd, st.st_size), st.st_mode
+    finally:
+        os.close(fd)
 
 
 def update_file(
@@ -318,10 +375,11 @@ def update_file(
         if cache is None:
             data = parse(path, read_bytes(path))
         else:
+            mode: int | None
             try:
-                raw = _read_if_unchanged(path, cache)
+                raw, mode = _read_if_unchanged(path, cache)
             except FileNotFoundError:
-                data = parse(path, None)
+                data, mode = parse(path, None), None
             else:
                 if raw is None and cache.data is not None:
                     data = cache.data
@@ -336,8 +394,10 @@ def update_file(
                     os.unlink(_temp_path(path))
             else:
                 encoded = content.encode("utf-8") if isinstance(content, str) else content
-                write_atomic(path, encoded)
-                if cache is not None:
+                if cache is None:
+                    write_atomic(path, encoded)
+                else:
+                    write_atomic(path, encoded, None if mode is None else mode & 0o7777)
                     cache.raw, cache.data = encoded, data
         except BaseException:
             if cache is not None:
