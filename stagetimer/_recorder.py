@@ -345,7 +345,8 @@ class Recorder:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f"{int(now % 1 * 1e6):06d}Z"
         path = os.path.join(self.directory, f"timings.rescue-{stamp}-{os.getpid()}.json")
         try:
-            write_atomic(path, (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode())
+            text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+            write_atomic(path, text.encode("utf-8"), None)  # a new file of its own
         except OSError as exc:
             sys.stderr.write(
                 f"stagetimer: could not save {len(records)} record(s) nor a rescue file "

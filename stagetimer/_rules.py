@@ -77,9 +77,10 @@ def apply_run(
     old_runs: list[Any] = existing["runs"] if existing is not None else []
     run_idx = run.get("run_idx")
     append = policy == "sequential" and run_idx not in (None, 0) and existing is not None
-    if append and existing is not None:
+    if append:
         # In place, and the total continued rather than recomputed: for a file of many
         # runs the encoder then reuses the text of the earlier runs (see _sidecar).
+        assert existing is not None
         start = existing["total_seconds"] if trusted_total else add_seconds(0.0, old_runs)
         total = add_seconds(start, [run])
         runs = old_runs
@@ -100,14 +101,16 @@ def apply_run(
         raise InvalidRecordError(
             f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
         )
+    # Refusals are over: from here on ``data`` changes.
     if policy == "sequential" and run_idx == 0 and is_stage(data.get(name + AUTO_RESUME_SUFFIX)):
         del data[name + AUTO_RESUME_SUFFIX]
-    if existing is None:
-        existing = data[name] = {"total_seconds": total, "runs": runs}
-    elif append:
+    if append:
         old_runs.append(run)
-    existing["runs"] = runs
-    existing["total_seconds"] = total
+    if existing is None:
+        data[name] = {"total_seconds": total, "runs": runs}
+    else:
+        existing["runs"] = runs
+        existing["total_seconds"] = total
 
 
 def keep_completed_prefix(data: dict[str, Any], completed_runs: int) -> None:

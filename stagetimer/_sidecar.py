@@ -261,24 +261,16 @@ def _temp_path(path: str) -> str:
     return os.path.join(directory, f".{base}.tmp")
 
 
-_STAT = object()
+def write_atomic(path: str, content: bytes, mode: int | None) -> None:
+    """Replace ``path`` by ``content`` atomically and durably.
 
-
-def write_atomic(path: str, content: bytes, mode: Any = _STAT) -> None:
-    """Replace ``path`` by ``content`` atomically and durably, keeping an existing file's mode.
-
-    ``mode``: the existing file's permission bits, or None for a new file, when the
-    caller already knows them under the lock (else they are looked up). The temporary
-    file has a fixed name: it is only written under the file's lock, so whatever a
-    killed writer left there is overwritten by the next save.
+    ``mode``: the permission bits of the file being replaced (kept), or None for a new
+    file (the umask decides). The temporary file has a fixed name: it is only written
+    under the file's lock, so whatever a killed writer left there is overwritten by the
+    next save.
     """
     directory = os.path.dirname(path)
     tmp = _temp_path(path)
-    if mode is _STAT:
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = None
     if mode is None:
         # A new file: created fresh so that the umask decides its mode.
         with contextlib.suppress(FileNotFoundError):
@@ -337,26 +329,41 @@ def _read_all(fd: int, size: int) -> bytes:
         total += len(chunk)
 
 
-def _read_if_unchanged(path: str, cache: TimingsCache) -> tuple[bytes | None, int]:
-    """The file's bytes (None when they are the bytes ``cache`` holds) and its mode.
+def _read_locked(
+    path: str, parse: Callable[[str, bytes | None], dict[str, Any]], cache: TimingsCache | None
+) -> tuple[dict[str, Any], int | None]:
+    """The parsed file and its permission bits (None when it does not exist).
 
-    Plain descriptor calls: a Python file object adds three system calls per save.
+    When the file holds the bytes ``cache`` wrote, its parsed data is reused. Plain
+    descriptor calls: a Python file object adds three system calls per save.
     """
-    fd = os.open(path, os.O_RDONLY)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        if cache is not None:
+            cache.clear()
+        return parse(path, None), None
     try:
         st = os.fstat(fd)
-        known = cache.raw
-        if known is not None and cache.data is not None and st.st_size == len(known):
+        mode = st.st_mode & 0o7777
+        known = cache.raw if cache is not None else None
+        if cache is not None and known is not None and cache.data is not None and (
+            st.st_size == len(known)
+        ):
             # Read into a reused buffer: a fresh megabyte per save costs page faults.
             if len(cache.buffer) != len(known):
                 cache.buffer = bytearray(len(known))
             count = os.readv(fd, [cache.buffer])
             if count == len(known) and cache.buffer == known:
-                return None, st.st_mode
-            return bytes(cache.buffer[:count]) + _read_all(fd, 0), st.st_mode
-        return _read_all(fd, st.st_size), st.st_mode
+                return cache.data, mode
+            raw = bytes(cache.buffer[:count]) + _read_all(fd, 0)
+        else:
+            raw = _read_all(fd, st.st_size)
     finally:
         os.close(fd)
+    if cache is not None:
+        cache.clear()
+    return parse(path, raw), mode
 
 
 def update_file(
@@ -372,20 +379,7 @@ def update_file(
     ``cache``, bytes this writer wrote itself are not parsed again.
     """
     with locked(path, timeout):
-        if cache is None:
-            data = parse(path, read_bytes(path))
-        else:
-            mode: int | None
-            try:
-                raw, mode = _read_if_unchanged(path, cache)
-            except FileNotFoundError:
-                data, mode = parse(path, None), None
-            else:
-                if raw is None and cache.data is not None:
-                    data = cache.data
-                else:
-                    cache.clear()
-                    data = parse(path, raw)
+        data, mode = _read_locked(path, parse, cache)
         try:
             content = change(data)
             if content is None:
@@ -394,10 +388,8 @@ def update_file(
                     os.unlink(_temp_path(path))
             else:
                 encoded = content.encode("utf-8") if isinstance(content, str) else content
-                if cache is None:
-                    write_atomic(path, encoded)
-                else:
-                    write_atomic(path, encoded, None if mode is None else mode & 0o7777)
+                write_atomic(path, encoded, mode)
+                if cache is not None:
                     cache.raw, cache.data = encoded, data
         except BaseException:
             if cache is not None:
