@@ -166,7 +166,7 @@ def test_concurrent_first_captures_probe_once(monkeypatch: pytest.MonkeyPatch) -
         return real(root, environ, nvml)
 
     monkeypatch.setattr(_capture, "_capture", slow_capture)
-    monkeypatch.setattr(_capture, "_live", None)
+    _capture.clear_cache()
     results: list[Hardware] = []
     threads = [
         threading.Thread(target=lambda: results.append(capture_hardware())) for _ in range(8)

@@ -300,6 +300,17 @@ def test_slurm_mem_per_node_zero_means_whole_node_not_a_limit(fake: FakeRoot) ->
     assert "whole node" in sources["memory.limit_bytes"]
 
 
+def test_slurm_mem_per_gpu_zero_means_whole_node_even_without_gpu_count(fake: FakeRoot) -> None:
+    no_cgroup_limit(fake)
+
+    info, sources = probe_memory(fake.root, {"SLURM_MEM_PER_GPU": "0"})
+
+    assert (info.limit_bytes, info.source) == (None, None)
+    assert "SLURM_MEM_PER_GPU=0 asks for the whole node: no finite limit" in (
+        sources["memory.limit_bytes"]
+    )
+
+
 def test_cgroup_limit_beats_slurm_request(fake: FakeRoot) -> None:
     fake.hybrid(memory="/job")
     v1_group(fake, "/job", GIB)

@@ -9,10 +9,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from stagetimer.hardware._cgroup import Cgroups, read_cgroups
 from stagetimer.hardware._clock import probe_clock
 from stagetimer.hardware._cpu import (
     affinity,
     cpu_quota,
+    cpuinfo_blocks,
     model_name,
     node_cpus,
     physical_cores,
@@ -29,15 +31,16 @@ _live: Hardware | None = None
 _live_lock = threading.Lock()
 
 
-def _probe_cpu(root: str) -> tuple[CpuInfo, dict[str, str]]:
+def _probe_cpu(root: str, cgroups: Cgroups | str) -> tuple[CpuInfo, dict[str, str]]:
     cpus, cpus_where = affinity(root)
     # Without an affinity (a fixture with no /proc), the clock and topology probes
     # still look at every CPU sysfs lists.
     scope = cpus or sysfs_cpus(root)
     cores, cores_where = physical_cores(root, scope)
-    low, high, clock_source, clock_sources = probe_clock(root, scope)
-    name, guest, name_where, guest_where = model_name(root, scope)
-    quota, quota_where = cpu_quota(root)
+    blocks = cpuinfo_blocks(root)
+    low, high, clock_source, clock_sources = probe_clock(root, scope, blocks)
+    name, guest, name_where, guest_where = model_name(root, scope, blocks)
+    quota, quota_where = cpu_quota(root, cgroups)
     node, node_where = node_cpus(root)
     info = CpuInfo(
         affinity=cpus,
@@ -65,8 +68,10 @@ def _probe_cpu(root: str) -> tuple[CpuInfo, dict[str, str]]:
 
 
 def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
-    cpu, sources = _probe_cpu(root)
-    memory, memory_sources = probe_memory(root, environ)
+    # /proc/self/cgroup and mountinfo are read once, for both the CPU and memory controllers.
+    cgroups = read_cgroups(root)
+    cpu, sources = _probe_cpu(root, cgroups)
+    memory, memory_sources = probe_memory(root, environ, cgroups)
     gpus, gpu_reason, gpu_sources = probe_gpus(environ, nvml)
     scheduler, scheduler_sources = probe_scheduler(environ)
     sources.update(memory_sources)

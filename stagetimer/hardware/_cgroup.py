@@ -25,15 +25,27 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
+from typing import TypeVar
 
 import attrs
 
 from stagetimer.hardware._files import read_text, why_unreadable
 
-__all__ = ["Located", "Mount", "locate", "parse_cgroup_file", "parse_mountinfo"]
+__all__ = [
+    "Cgroups",
+    "Located",
+    "Mount",
+    "locate",
+    "parse_cgroup_file",
+    "parse_mountinfo",
+    "read_cgroups",
+    "smallest",
+]
 
 _DELETED = " (deleted)"
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+_Number = TypeVar("_Number", int, float)
 
 
 @attrs.frozen
@@ -166,45 +178,90 @@ def _pick_mount(candidates: list[Mount], path: str) -> Mount:
     return min(candidates, key=rank)
 
 
-def locate(root: str, controller: str) -> Located | str:
-    """Find the directories holding ``controller``'s files for this process, or say why not.
+@attrs.frozen
+class Cgroups:
+    """``/proc/self/cgroup`` and the cgroup mounts, parsed once and shared by every controller."""
 
-    Returns a ``Located`` (leaf first, up to the mount point) or a reason string.
-    """
+    root: str
+    entries: tuple[tuple[str, tuple[str, ...], str], ...]
+    mounts: tuple[Mount, ...]
+    #: ``cgroup.controllers`` of each cgroup2 mount point read so far (None: unreadable)
+    _listed: dict[str, tuple[str, ...] | None] = attrs.field(factory=dict, eq=False, repr=False)
+
+    def v2_controllers(self, mount_point: str) -> tuple[str, ...] | None:
+        """The controllers ``<mount_point>/cgroup.controllers`` lists, read at most once."""
+        if mount_point not in self._listed:
+            text = read_text(self.root, posixpath.join(mount_point, "cgroup.controllers"))
+            self._listed[mount_point] = None if text is None else tuple(text.split())
+        return self._listed[mount_point]
+
+    def locate(self, controller: str) -> Located | str:
+        """Find the directories holding ``controller``'s files for this process, or say why not."""
+        # cgroup v1: a controller is bound to at most one hierarchy, so a v1 line naming it wins.
+        for hierarchy, controllers, path in self.entries:
+            if hierarchy == "0" or controller not in controllers:
+                continue
+            v1 = [m for m in self.mounts if m.fstype == "cgroup" and controller in m.super_options]
+            if not v1:
+                return f"the {controller} controller is on cgroup v1 but no such mount is visible"
+            mount = _pick_mount(v1, path)
+            leaf, note = _subsystem_path(mount, path)
+            return Located(1, mount.mount_point, _walk_up(leaf, mount.mount_point), note)
+
+        for hierarchy, controllers, path in self.entries:
+            if hierarchy != "0" or controllers:
+                continue
+            v2 = [m for m in self.mounts if m.fstype == "cgroup2"]
+            if not v2:
+                return "cgroup v2 is in use but no cgroup2 mount is visible"
+            mount = _pick_mount(v2, path)
+            listed = self.v2_controllers(mount.mount_point)
+            if listed is None or controller not in listed:
+                return (
+                    f"the {controller} controller is not enabled on cgroup v2 "
+                    f"({posixpath.join(mount.mount_point, 'cgroup.controllers')} does not list it)"
+                )
+            leaf, note = _subsystem_path(mount, path)
+            return Located(2, mount.mount_point, _walk_up(leaf, mount.mount_point), note)
+
+        return f"/proc/self/cgroup lists no hierarchy with the {controller} controller"
+
+
+def read_cgroups(root: str) -> Cgroups | str:
+    """Read and parse ``/proc/self/cgroup`` and ``/proc/self/mountinfo`` once, or say why not."""
     cgroup_text = read_text(root, "/proc/self/cgroup")
     if cgroup_text is None:
         return f"no cgroups: {why_unreadable(root, '/proc/self/cgroup')}"
     mountinfo_text = read_text(root, "/proc/self/mountinfo")
     if mountinfo_text is None:
         return f"cgroup mounts unknown: {why_unreadable(root, '/proc/self/mountinfo')}"
-    entries = parse_cgroup_file(cgroup_text)
-    mounts = parse_mountinfo(mountinfo_text)
+    return Cgroups(
+        root,
+        tuple(parse_cgroup_file(cgroup_text)),
+        tuple(parse_mountinfo(mountinfo_text)),
+    )
 
-    # cgroup v1: a controller is bound to at most one hierarchy, so a v1 line naming it wins.
-    for hierarchy, controllers, path in entries:
-        if hierarchy == "0" or controller not in controllers:
-            continue
-        v1 = [m for m in mounts if m.fstype == "cgroup" and controller in m.super_options]
-        if not v1:
-            return f"the {controller} controller is on cgroup v1 but no such mount is visible"
-        mount = _pick_mount(v1, path)
-        leaf, note = _subsystem_path(mount, path)
-        return Located(1, mount.mount_point, _walk_up(leaf, mount.mount_point), note)
 
-    for hierarchy, controllers, path in entries:
-        if hierarchy != "0" or controllers:
-            continue
-        v2 = [m for m in mounts if m.fstype == "cgroup2"]
-        if not v2:
-            return "cgroup v2 is in use but no cgroup2 mount is visible"
-        mount = _pick_mount(v2, path)
-        listed = read_text(root, posixpath.join(mount.mount_point, "cgroup.controllers"))
-        if listed is None or controller not in listed.split():
-            return (
-                f"the {controller} controller is not enabled on cgroup v2 "
-                f"({posixpath.join(mount.mount_point, 'cgroup.controllers')} does not list it)"
-            )
-        leaf, note = _subsystem_path(mount, path)
-        return Located(2, mount.mount_point, _walk_up(leaf, mount.mount_point), note)
+def locate(root: str, controller: str, cgroups: Cgroups | str | None = None) -> Located | str:
+    """Find the directories holding ``controller``'s files for this process, or say why not.
 
-    return f"/proc/self/cgroup lists no hierarchy with the {controller} controller"
+    Returns a ``Located`` (leaf first, up to the mount point) or a reason string.
+    ``cgroups`` is what ``read_cgroups(root)`` returned, when the caller already has it.
+    """
+    if cgroups is None:
+        cgroups = read_cgroups(root)
+    if isinstance(cgroups, str):
+        return cgroups
+    return cgroups.locate(controller)
+
+
+def smallest(candidates: Iterable[tuple[_Number | None, str]]) -> tuple[_Number | None, str]:
+    """The smallest value and where it was read; on a tie, the first (nearest) candidate.
+
+    Used for limits walked from the process's group up its ancestors: the tightest wins.
+    """
+    best: tuple[_Number | None, str] = (None, "")
+    for value, where in candidates:
+        if value is not None and (best[0] is None or value < best[0]):
+            best = (value, where)
+    return best

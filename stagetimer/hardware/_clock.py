@@ -7,12 +7,11 @@ would split one machine's description), except in the KVM case, where the
 
 from __future__ import annotations
 
-from stagetimer.hardware._cpu import cpuinfo_blocks
+from stagetimer.hardware._cpu import _CPU_DIR, cpuinfo_blocks
 from stagetimer.hardware._files import read_int, why_unreadable
 
 __all__ = ["cppc_max_mhz", "cpufreq_range", "kvm_cpuinfo_mhz", "probe_clock"]
 
-_CPU_DIR = "/sys/devices/system/cpu"
 # 255 is the largest 8-bit perf value; firmware that fills the field with it has been
 # seen where the value means nothing (notes/hardware-facts.md, "Clock").
 _MEANINGLESS_PERF = 255
@@ -71,17 +70,17 @@ def cppc_max_mhz(root: str, cpus: tuple[int, ...]) -> tuple[float | None, str]:
     = 4464 MHz. On AMD preferred-core parts ``highest_perf`` ranks cores, so the
     maximum over the affine CPUs is the best core's. Rounded to whole MHz: an estimate.
     """
-    best: float | None = None
-    first_problem = "no affine CPUs known"
+    values: list[float] = []
+    problems: list[str] = []
     for cpu in cpus:
         value = _cppc_one(root, cpu)
         if isinstance(value, str):
-            if best is None and first_problem == "no affine CPUs known":
-                first_problem = value
-            continue
-        best = value if best is None else max(best, value)
-    if best is None:
-        return None, first_problem
+            problems.append(value)
+        else:
+            values.append(value)
+    if not values:
+        return None, problems[0] if problems else "no affine CPUs known"
+    best = max(values)
     where = (
         f"{_CPU_DIR}/cpuN/acpi_cppc nominal_freq * highest_perf / nominal_perf "
         "over the affine CPUs"
@@ -89,17 +88,21 @@ def cppc_max_mhz(root: str, cpus: tuple[int, ...]) -> tuple[float | None, str]:
     return float(round(best)), where
 
 
-def kvm_cpuinfo_mhz(root: str) -> tuple[float | None, str]:
+def kvm_cpuinfo_mhz(
+    root: str, blocks: list[dict[str, str]] | str | None = None
+) -> tuple[float | None, str]:
     """The KVM guest's ``cpu MHz``, when SPEC's rule admits it, else None and why not.
 
     Admitted only when every visible vCPU lists both ``hypervisor`` and
     ``tsc_known_freq`` (the TSC rate was declared by the hypervisor, not
     calibrated; arch/x86/kernel/tsc.c) and all readings agree within 0.1 MHz:
     then ``cpu MHz`` is the fixed ``cpu_khz``, printed identically on every vCPU.
+    ``blocks`` is ``cpuinfo_blocks(root)`` when the caller already has it.
     """
-    blocks = cpuinfo_blocks(root)
     if blocks is None:
-        return None, why_unreadable(root, "/proc/cpuinfo")
+        blocks = cpuinfo_blocks(root)
+    if isinstance(blocks, str):
+        return None, blocks
     if not blocks:
         return None, "/proc/cpuinfo lists no processor"
     readings: list[float] = []
@@ -131,7 +134,7 @@ def kvm_cpuinfo_mhz(root: str) -> tuple[float | None, str]:
 
 
 def probe_clock(
-    root: str, cpus: tuple[int, ...]
+    root: str, cpus: tuple[int, ...], blocks: list[dict[str, str]] | str | None = None
 ) -> tuple[float | None, float | None, str | None, dict[str, str]]:
     """``(min MHz, max MHz, clock_source, sources)`` for the affine ``cpus``.
 
@@ -139,7 +142,8 @@ def probe_clock(
     maximum; with no clock interface at all, the KVM ``cpu MHz`` rule; else None.
     CPPC without cpufreq yields None: SPEC admits CPPC only as an extension of a
     cpufreq range, and it gives no minimum the kernel vouches for; its estimate is
-    kept in the reason so a person still sees it.
+    kept in the reason so a person still sees it. ``blocks`` is
+    ``cpuinfo_blocks(root)`` when the caller already has it.
     """
     low, high, freq_where = cpufreq_range(root, cpus)
     cppc, cppc_where = cppc_max_mhz(root, cpus)
@@ -158,7 +162,7 @@ def probe_clock(
             "but without cpufreq it is not used"
         )
         return None, None, None, _sources(reason, reason, reason)
-    mhz, kvm_where = kvm_cpuinfo_mhz(root)
+    mhz, kvm_where = kvm_cpuinfo_mhz(root, blocks)
     if mhz is not None:
         return mhz, mhz, "kvm_cpuinfo", _sources(kvm_where, kvm_where, kvm_where)
     reason = f"{freq_where}; {cppc_where}; {kvm_where}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from stagetimer.hardware._cgroup import locate
+from stagetimer.hardware._cgroup import Cgroups, locate, smallest
 from stagetimer.hardware._files import parse_cpu_list, read_int, read_text, why_unreadable
 
 __all__ = [
@@ -104,11 +104,14 @@ def physical_cores(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
     return len(keys), f"{_CPU_DIR}/cpuN/topology/{how} over the affine CPUs"
 
 
-def cpuinfo_blocks(root: str) -> list[dict[str, str]] | None:
-    """``/proc/cpuinfo`` as one dict per processor block (keys stripped), or None if unreadable."""
+def cpuinfo_blocks(root: str) -> list[dict[str, str]] | str:
+    """``/proc/cpuinfo`` as one dict per processor block (keys stripped), or why it is unreadable.
+
+    Parsed once per capture and passed to ``model_name`` and ``kvm_cpuinfo_mhz``.
+    """
     text = read_text(root, "/proc/cpuinfo")
     if text is None:
-        return None
+        return why_unreadable(root, "/proc/cpuinfo")
     blocks: list[dict[str, str]] = []
     current: dict[str, str] = {}
     for line in text.splitlines():
@@ -126,17 +129,20 @@ def cpuinfo_blocks(root: str) -> list[dict[str, str]] | None:
     return [b for b in blocks if "processor" in b]
 
 
-def model_name(root: str, cpus: tuple[int, ...]) -> tuple[str | None, bool, str, str]:
+def model_name(
+    root: str, cpus: tuple[int, ...], blocks: list[dict[str, str]] | str | None = None
+) -> tuple[str | None, bool, str, str]:
     """``(model name, under a hypervisor, name source, hypervisor source)`` from ``/proc/cpuinfo``.
 
     Several distinct names among the affine CPUs (hybrid parts) are joined with " / ".
     The ``hypervisor`` flag is the CPUID hypervisor bit: the name is then what the
-    hypervisor shows the guest and may not identify the host's SKU.
+    hypervisor shows the guest and may not identify the host's SKU. ``blocks`` is
+    ``cpuinfo_blocks(root)`` when the caller already has it.
     """
-    blocks = cpuinfo_blocks(root)
     if blocks is None:
-        reason = why_unreadable(root, "/proc/cpuinfo")
-        return None, False, reason, reason
+        blocks = cpuinfo_blocks(root)
+    if isinstance(blocks, str):
+        return None, False, blocks, blocks
     affine = set(cpus)
     chosen = [b for b in blocks if b.get("processor", "").isdigit()]
     chosen = [b for b in chosen if int(b["processor"]) in affine] or blocks
@@ -181,22 +187,20 @@ def _v1_quota(root: str, directory: str) -> tuple[float | None, str]:
     return quota / period, f"{path} / cpu.cfs_period_us"
 
 
-def cpu_quota(root: str) -> tuple[float | None, str]:
+def cpu_quota(root: str, cgroups: Cgroups | str | None = None) -> tuple[float | None, str]:
     """The smallest CPU bandwidth quota, in CPUs, over the process's group and its ancestors.
 
     v2 ``cpu.max`` is ``$MAX $PERIOD`` (``max`` = none); v1 ``cpu.cfs_quota_us`` /
     ``cpu.cfs_period_us`` (kernel ``Documentation/scheduler/sched-bwc.rst``). A quota
-    limits time, not which CPUs: throttling inflates wall-clock time.
+    limits time, not which CPUs: throttling inflates wall-clock time. ``cgroups`` is
+    ``read_cgroups(root)`` when the caller already has it.
     """
-    located = locate(root, "cpu")
+    located = locate(root, "cpu", cgroups)
     if isinstance(located, str):
         return None, located
     read = _v2_quota if located.version == 2 else _v1_quota
-    best: tuple[float | None, str] = (None, "")
-    for directory in located.dirs:
-        value, where = read(root, directory)
-        if value is not None and (best[0] is None or value < best[0]):
-            best = (round(value, 4), where)
-    if best[0] is None:
-        return None, f"no CPU quota in {located.span()}"
-    return best
+    quota, where = smallest(read(root, directory) for directory in located.dirs)
+    note = f" ({located.note})" if located.note else ""
+    if quota is None:
+        return None, f"no CPU quota in {located.span()}{note}"
+    return round(quota, 4), where + note

@@ -12,7 +12,6 @@ import os
 
 __all__ = [
     "host_path",
-    "is_dir",
     "parse_cpu_list",
     "read_int",
     "read_text",
@@ -43,11 +42,6 @@ def read_int(root: str, path: str) -> int | None:
         return int(text.strip())
     except ValueError:
         return None
-
-
-def is_dir(root: str, path: str) -> bool:
-    """True when ``path`` under ``root`` is a directory."""
-    return os.path.isdir(host_path(root, path))
 
 
 def why_unreadable(root: str, path: str) -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import importlib
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from stagetimer.hardware._cgroup import locate
+from stagetimer.hardware._cgroup import Cgroups, locate, smallest
 from stagetimer.hardware._files import read_text, why_unreadable
 from stagetimer.hardware._model import MemoryInfo
 from stagetimer.hardware._scheduler import cpus_on_node
@@ -72,17 +72,8 @@ def _hierarchical_limit(root: str, directory: str) -> int | None:
     return None
 
 
-def _smallest(candidates: list[tuple[int | None, str]]) -> tuple[int | None, str]:
-    """The smallest value and where it was read; on a tie, the first (nearest) candidate."""
-    best: tuple[int | None, str] = (None, "")
-    for value, where in candidates:
-        if value is not None and (best[0] is None or value < best[0]):
-            best = (value, where)
-    return best
-
-
 def cgroup_memory_limit(
-    root: str,
+    root: str, cgroups: Cgroups | str | None = None
 ) -> tuple[int | None, str | None, int | None, str, str]:
     """``(limit, "cgroup_v1"|"cgroup_v2"|None, high, limit source, high source)``.
 
@@ -90,16 +81,17 @@ def cgroup_memory_limit(
     and ``hierarchical_memory_limit`` (v1) from the process's group up to the mount
     point, as OpenJDK's ``CgroupUtil::adjust_controller`` walks; v2 ``memory.high``
     is the smallest finite value over the same walk. A missing file is no limit.
+    ``cgroups`` is ``read_cgroups(root)`` when the caller already has it.
     """
-    located = locate(root, "memory")
+    located = locate(root, "memory", cgroups)
     if isinstance(located, str):
         return None, None, None, located, f"no cgroup v2 memory.high: {located}"
     note = f" ({located.note})" if located.note else ""
     if located.version == 2:
-        limit, limit_path = _smallest(
+        limit, limit_path = smallest(
             [(_read_limit(root, f"{d}/memory.max"), f"{d}/memory.max") for d in located.dirs]
         )
-        high, high_path = _smallest(
+        high, high_path = smallest(
             [(_read_limit(root, f"{d}/memory.high"), f"{d}/memory.high") for d in located.dirs]
         )
         if high is None:
@@ -115,7 +107,7 @@ def cgroup_memory_limit(
     candidates.append(
         (_hierarchical_limit(root, leaf), f"{leaf}/memory.stat (hierarchical_memory_limit)")
     )
-    limit, limit_path = _smallest(candidates)
+    limit, limit_path = smallest(candidates)
     high_reason = "cgroup v1 has no memory.high (memory is on cgroup v1)"
     if limit is None:
         return None, None, None, f"no finite memory.limit_in_bytes in {located.span()}{note}", (
@@ -135,6 +127,27 @@ def _mib_variable(environ: Mapping[str, str], name: str) -> int | str:
     return value
 
 
+def _cpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
+    cpus, source = cpus_on_node(environ)
+    return cpus, source if cpus is not None else f"this node's CPUs are unknown: {source}"
+
+
+def _gpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
+    raw = environ.get("SLURM_GPUS_ON_NODE", "").strip()
+    if raw.isdigit():
+        return int(raw), "SLURM_GPUS_ON_NODE"
+    return None, "SLURM_GPUS_ON_NODE is not a count"
+
+
+_Count = Callable[[Mapping[str, str]], tuple[int | None, str]]
+# Each Slurm memory variable (MiB) and what it is per on this node (None: per node already).
+_SLURM_MEMORY: tuple[tuple[str, _Count | None], ...] = (
+    ("SLURM_MEM_PER_NODE", None),
+    ("SLURM_MEM_PER_CPU", _cpus_on_node),
+    ("SLURM_MEM_PER_GPU", _gpus_on_node),
+)
+
+
 def slurm_memory_limit(environ: Mapping[str, str]) -> tuple[int | None, str]:
     """The Slurm memory request on this node in bytes, and the variables it came from.
 
@@ -142,33 +155,20 @@ def slurm_memory_limit(environ: Mapping[str, str]) -> tuple[int | None, str]:
     ``SLURM_MEM_PER_CPU`` and ``SLURM_MEM_PER_GPU`` are MiB and mutually exclusive;
     ``--mem=0`` (a value of 0) asks for the whole node, which is no finite limit.
     """
-    if "SLURM_MEM_PER_NODE" in environ:
-        value = _mib_variable(environ, "SLURM_MEM_PER_NODE")
+    for name, count in _SLURM_MEMORY:
+        if name not in environ:
+            continue
+        value = _mib_variable(environ, name)
         if isinstance(value, str):
             return None, value
         if value == 0:
-            return None, "SLURM_MEM_PER_NODE=0 asks for the whole node: no finite limit"
-        return value * _MIB, "SLURM_MEM_PER_NODE"
-    if "SLURM_MEM_PER_CPU" in environ:
-        value = _mib_variable(environ, "SLURM_MEM_PER_CPU")
-        if isinstance(value, str):
-            return None, value
-        if value == 0:
-            return None, "SLURM_MEM_PER_CPU=0 asks for the whole node: no finite limit"
-        cpus, cpus_source = cpus_on_node(environ)
-        if cpus is None:
-            return None, f"SLURM_MEM_PER_CPU is set but this node's CPUs are unknown: {cpus_source}"
-        return value * cpus * _MIB, f"SLURM_MEM_PER_CPU * {cpus_source}"
-    if "SLURM_MEM_PER_GPU" in environ:
-        value = _mib_variable(environ, "SLURM_MEM_PER_GPU")
-        if isinstance(value, str):
-            return None, value
-        gpus_raw = environ.get("SLURM_GPUS_ON_NODE", "").strip()
-        if not gpus_raw.isdigit():
-            return None, "SLURM_MEM_PER_GPU is set but SLURM_GPUS_ON_NODE is not a count"
-        if value == 0:
-            return None, "SLURM_MEM_PER_GPU=0 asks for the whole node: no finite limit"
-        return value * int(gpus_raw) * _MIB, "SLURM_MEM_PER_GPU * SLURM_GPUS_ON_NODE"
+            return None, f"{name}=0 asks for the whole node: no finite limit"
+        if count is None:
+            return value * _MIB, name
+        units, units_source = count(environ)
+        if units is None:
+            return None, f"{name} is set but {units_source}"
+        return value * units * _MIB, f"{name} * {units_source}"
     return None, "no SLURM_MEM_PER_NODE, SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU"
 
 
@@ -198,9 +198,11 @@ def node_total_bytes(root: str) -> tuple[int | None, str]:
     return None, reason
 
 
-def probe_memory(root: str, environ: Mapping[str, str]) -> tuple[MemoryInfo, dict[str, str]]:
+def probe_memory(
+    root: str, environ: Mapping[str, str], cgroups: Cgroups | str | None = None
+) -> tuple[MemoryInfo, dict[str, str]]:
     """The memory part of the description and the source of each of its fields."""
-    limit, source, high, limit_where, high_where = cgroup_memory_limit(root)
+    limit, source, high, limit_where, high_where = cgroup_memory_limit(root, cgroups)
     if limit is None:
         slurm_limit, slurm_where = slurm_memory_limit(environ)
         if slurm_limit is not None:
