@@ -221,11 +221,16 @@ class _Merge:
         # those runs, never beside the destination's own stages.
         legacy = {k: v for k, v in self.timings.items() if k in LEGACY_KEYS}
         for name in added:
-            stage = data[name] = self.timings[name]
-            for run in stage["runs"]:
-                if isinstance(run, dict):
-                    for key, value in legacy.items():
-                        run.setdefault(key, value)
+            # New run objects: this runs twice (a check without the lock, then under it)
+            # and must not change the source's data.
+            source = self.timings[name]
+            runs = [
+                {**r, **{k: v for k, v in legacy.items() if k not in r}}
+                if isinstance(r, dict)
+                else r
+                for r in source["runs"]
+            ]
+            data[name] = {**source, "runs": runs}
         self.merged = True
         self.notes[TIMINGS_FILE] = (
             f"added {len(added)} stage{_s(len(added))} ({', '.join(added)}), "

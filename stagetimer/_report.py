@@ -10,7 +10,6 @@ directory never hides the others.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -134,7 +133,7 @@ def find_artifact_dirs(paths: Iterable[str]) -> tuple[list[str], list[Problem]]:
 
 def _stage_stats(name: str, seconds: Sequence[float], ids: Sequence[str | None]) -> StageStats:
     count = len(seconds)
-    total = math.fsum(seconds)
+    total = sum(seconds, 0.0)  # left to right, as the writer sums total_seconds
     distinct = tuple(dict.fromkeys(i for i in ids if i is not None))
     return StageStats(
         name=name,
@@ -205,7 +204,9 @@ def _analyse(path: str, timings: Timings, described: dict[str, Hardware]) -> Art
     )
 
 
-def _read_problem(exc: Exception, fallback_path: str) -> Problem:
+def _read_problem(
+    exc: SidecarCorruptError | SchemaVersionError | OSError, fallback_path: str
+) -> Problem:
     if isinstance(exc, SidecarCorruptError):
         return Problem(exc.path, exc.problem)
     if isinstance(exc, SchemaVersionError):
@@ -214,9 +215,7 @@ def _read_problem(exc: Exception, fallback_path: str) -> Problem:
             f"schema_version {exc.found!r} is newer than {exc.supported}, the newest this "
             "stagetimer reads; upgrade stagetimer to report on it",
         )
-    if isinstance(exc, OSError):
-        return Problem(str(exc.filename or fallback_path), exc.strerror or str(exc))
-    raise exc
+    return Problem(str(exc.filename or fallback_path), exc.strerror or str(exc))
 
 
 def build_report(paths: Iterable[str]) -> tuple[list[ArtifactReport], list[Problem]]:

@@ -10,11 +10,11 @@ import math
 from typing import Any
 
 from stagetimer._errors import InvalidRecordError
+from stagetimer.stages import AUTO_RESUME_SUFFIX
 
 __all__ = ["POLICIES", "add_seconds", "apply_run", "is_stage", "keep_completed_prefix"]
 
 POLICIES = ("sequential", "upsert")
-AUTO_RESUME_SUFFIX = "_auto_resume"
 
 
 def is_stage(value: object) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AUTO_RESUMABLE_STAGES",
+    "AUTO_RESUME_SUFFIX",
     "OTHER_STAGES",
     "TRAINING_STAGES",
     "auto_resume",
@@ -33,6 +34,8 @@ TRAINING_STAGES: tuple[str, ...] = (
     "hc_nashq_train",
 )
 OTHER_STAGES: tuple[str, ...] = ("checkpoint_save", "nashconv", "satisfaction", "alpharank")
+#: What a NashConv-triggered continuation adds to a stage's name.
+AUTO_RESUME_SUFFIX = "_auto_resume"
 #: Stages a NashConv-triggered continuation repeats.
 AUTO_RESUMABLE_STAGES: frozenset[str] = frozenset((*TRAINING_STAGES, "checkpoint_save", "nashconv"))
 
@@ -44,10 +47,14 @@ def auto_resume(name: str) -> str:
             f"{name!r} has no auto-resume companion: expected a training stage, "
             "'checkpoint_save' or 'nashconv'"
         )
-    return name + "_auto_resume"
+    return name + AUTO_RESUME_SUFFIX
 
 
 def is_known(name: str) -> bool:
     """Whether ``name`` is in the catalogue (an auto-resume companion included)."""
-    base = name.removesuffix("_auto_resume") if name.endswith("_auto_resume") else None
-    return name in TRAINING_STAGES or name in OTHER_STAGES or base in AUTO_RESUMABLE_STAGES
+    base = name.removesuffix(AUTO_RESUME_SUFFIX)
+    return (
+        name in TRAINING_STAGES
+        or name in OTHER_STAGES
+        or (base != name and base in AUTO_RESUMABLE_STAGES)
+    )

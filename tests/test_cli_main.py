@@ -4,23 +4,15 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import stagetimer_script
 
 import stagetimer
 from stagetimer import Recorder, record_timing
-
-
-def stagetimer_script() -> str:
-    beside = Path(sys.executable).with_name("stagetimer")
-    found = str(beside) if beside.exists() else shutil.which("stagetimer")
-    assert found, "the stagetimer console script is not installed"
-    return found
-
 
 LAUNCHERS = {
     "script": lambda: [stagetimer_script()],

@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import stagetimer_script
 
 from stagetimer import Recorder, load_hardware, load_timings, record_timing
 from stagetimer.hardware import CpuInfo, Hardware, description, hardware_id
 
 OLD = "pursuit/{scenario}/algorithms/{algo}"
 NEW = "pursuit/{scenario}/{algo}"
-
-
-def stagetimer_script() -> str:
-    beside = Path(sys.executable).with_name("stagetimer")
-    found = str(beside) if beside.exists() else shutil.which("stagetimer")
-    assert found, "the stagetimer console script is not installed"
-    return found
 
 
 def migrate(root: Path, *extra: str, source: str = OLD, destination: str = NEW

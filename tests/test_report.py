@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import stagetimer_script
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,13 +21,6 @@ from stagetimer import Recorder, capture_hardware, record_timing, stage
 from stagetimer._report import build_report, report_dict
 from stagetimer.hardware import CpuInfo, Hardware, MemoryInfo, description, hardware_id
 from stagetimer.hardware._show import summary_line
-
-
-def stagetimer_script() -> str:
-    beside = Path(sys.executable).with_name("stagetimer")
-    found = str(beside) if beside.exists() else shutil.which("stagetimer")
-    assert found, "the stagetimer console script is not installed"
-    return found
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
