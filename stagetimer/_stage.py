@@ -53,7 +53,14 @@ def record_timing(
     )
 
 
-class stage:
+def stage(
+    name: str,
+    *,
+    run_idx: int | None = None,
+    label: str | None = None,
+    recorder: Recorder | None = None,
+    **metadata: Any,
+) -> Stage:
     """Time a block as one run of stage ``name``; record it when the block ends normally.
 
     >>> with stage("ippo_train", run_idx=i):
@@ -63,30 +70,36 @@ class stage:
     nothing is recorded and the exception propagates unchanged. ``.seconds`` holds
     the duration (``time.perf_counter``) after exit. Also ``async with stage(...)``.
     """
+    # A function building the object, not a class: on CPython 3.11 calling a class with
+    # keyword arguments packs them into a dict and unpacks them again for __init__,
+    # which alone cost more than a whole codetiming.Timer block (see benchmarks/).
+    timing = Stage()
+    timing.name = name
+    timing.run_idx = run_idx
+    timing.label = label
+    timing.metadata = metadata
+    timing.seconds = None
+    timing._recorder = recorder
+    return timing
+
+
+class Stage:
+    """One timed block, made by :func:`stage`: its arguments, and ``.seconds`` after exit."""
 
     __slots__ = (
         "_recorder", "_t0", "_target", "_wall0", "label", "metadata", "name", "run_idx", "seconds"
     )
+    name: str
+    run_idx: int | None
+    label: str | None
+    metadata: dict[str, Any]
+    seconds: float | None
+    _recorder: Recorder | None
+    _target: Recorder | None
+    _t0: float
+    _wall0: float
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        run_idx: int | None = None,
-        label: str | None = None,
-        recorder: Recorder | None = None,
-        **metadata: Any,
-    ) -> None:
-        self.name = name
-        self.run_idx = run_idx
-        self.label = label
-        self.metadata = metadata
-        self.seconds: float | None = None
-        self._recorder = recorder
-        # _target, _t0 and _wall0 are set by __enter__ (fewer stores: a disabled stage
-        # must cost no more than a bare timer).
-
-    def __enter__(self) -> stage:
+    def __enter__(self) -> Stage:
         name, run_idx = self.name, self.run_idx
         # Fast path for a name already checked and a plain run index; anything else gets
         # the full checks. A disabled stage must cost no more than a bare timer.
@@ -103,7 +116,7 @@ class stage:
         # recording_disabled(), inlined for its common answers (see _recorder).
         flag = _env_get(_disable_key)
         if flag is not None and (flag == _ONE or recording_disabled()):
-            self._target: Recorder | None = None
+            self._target = None
         else:
             self._target = resolve_recorder(self._recorder)
             self._wall0 = time.time()
@@ -122,7 +135,7 @@ class stage:
                 metadata=self.metadata,
             )
 
-    async def __aenter__(self) -> stage:
+    async def __aenter__(self) -> Stage:
         return self.__enter__()
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -169,7 +182,7 @@ def _decorate(
     check_record(name, None, label, metadata)
     get_run_idx = _run_idx_getter(func, run_idx)
 
-    def timer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> stage | None:
+    def timer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Stage | None:
         try:
             idx = get_run_idx(args, kwargs)
         except TypeError:
