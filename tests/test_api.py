@@ -12,6 +12,7 @@ from conftest import read_json
 
 import stagetimer
 from stagetimer import (
+    InvalidRecordError,
     NoActiveRecorderError,
     Recorder,
     load_timings,
@@ -49,6 +50,20 @@ def test_stage_run_holds_hardware_started_at_label_and_metadata(rec: Recorder, a
     assert run["hardware_id"] == stagetimer.hardware_id(stagetimer.capture_hardware())
     assert run["started_at"].endswith("Z") and run["started_at"][10] == "T"
     assert (run["run_idx"], run["label"], run["iterations"], run["tag"]) == (2, "exact", 10, "a")
+
+
+def test_stage_object_holds_its_arguments_and_checks_them_on_entry(rec: Recorder) -> None:
+    timing = stage("ippo_train", run_idx=2, label="seed-2", recorder=rec, lr=3e-4)
+    assert (timing.name, timing.run_idx, timing.label, timing.metadata) == (
+        "ippo_train", 2, "seed-2", {"lr": 3e-4}
+    )
+    assert timing.seconds is None
+    with timing as entered:
+        assert entered is timing
+    assert timing.seconds is not None and timing.seconds >= 0.0
+    bad = stage("", run_idx=-1, recorder=rec)  # built without complaint: checked on entry
+    with pytest.raises(InvalidRecordError), bad:
+        pytest.fail("the block ran")
 
 
 def test_exception_in_stage_records_nothing_and_propagates_the_same_object(
