@@ -72,7 +72,7 @@ def stage(
     """
     # A function building the object, not a class: on CPython 3.11 calling a class with
     # keyword arguments packs them into a dict and unpacks them again for __init__,
-    # which alone cost more than a whole codetiming.Timer block (see benchmarks/).
+    # about a fifth of the cost of a whole codetiming.Timer block (see benchmarks/).
     timing = Stage()
     timing.name = name
     timing.run_idx = run_idx
