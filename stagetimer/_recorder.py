@@ -262,9 +262,10 @@ class Recorder:
             raise rejected[0][1]
 
     def _save(self) -> list[tuple[_Pending, InvalidRecordError]]:
-        """Save every pending record (hardware first); return those the file refused."""
-        if not os.path.isdir(self.directory):
-            os.makedirs(self.directory, exist_ok=True)
+        """Save every pending record (hardware first); return those the file refused.
+
+        The first lock taken creates the directory when it is missing.
+        """
         deadline = time.monotonic() + self.lock_timeout  # one budget for the whole save
         self._save_hardware({p.hardware_id: p.hardware for p in self._pending})
         rejected: list[tuple[_Pending, InvalidRecordError]] = []

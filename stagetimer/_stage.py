@@ -10,22 +10,13 @@ from time import perf_counter
 from typing import Any, TypeVar, overload
 
 from stagetimer._errors import InvalidRecordError
-from stagetimer._recorder import (
-    _ONE,
-    Recorder,
-    _disable_key,
-    _environ_data,
-    recording_disabled,
-    resolve_recorder,
-)
+from stagetimer._recorder import Recorder, recording_disabled, resolve_recorder
 from stagetimer._validate import check_record, check_seconds
 
 __all__ = ["record_timing", "stage", "timed_stage"]
 
 # Stage names that passed check_name (a name is checked once per process, not per stage).
 _checked_names: set[str] = set()
-# The raw environment lookup, or a stand-in that makes __enter__ ask recording_disabled().
-_env_get: Any = _environ_data.get if _environ_data is not None else lambda key: False
 
 F = TypeVar("F", bound=Callable[..., Any])
 RunIdx = int | str | Callable[[Mapping[str, Any]], "int | None"] | None
@@ -113,9 +104,7 @@ class Stage:
             check_record(name, run_idx, self.label, self.metadata)
             if len(_checked_names) < 4096:
                 _checked_names.add(name)
-        # recording_disabled(), inlined for its common answers (see _recorder).
-        flag = _env_get(_disable_key)
-        if flag is not None and (flag == _ONE or recording_disabled()):
+        if recording_disabled():
             self._target = None
         else:
             self._target = resolve_recorder(self._recorder)
