@@ -8,6 +8,7 @@ only module of stagetimer that prints.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -84,9 +85,8 @@ def _migrate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except NotADirectoryError as exc:
         _error("migrate", str(exc))
         return 1
-    counts: dict[str, int] = {}
+    counts = collections.Counter(o.action for o in outcomes)
     for o in outcomes:
-        counts[o.action] = counts.get(o.action, 0) + 1
         if o.action in _VERBS:
             verb = _VERBS[o.action][args.dry_run]
             print(f"{verb} {o.source} -> {o.destination} ({o.details})")
@@ -95,7 +95,7 @@ def _migrate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         else:
             target = f" -> {o.destination}" if o.destination else ""
             _error("migrate", f"{o.action} {o.source}{target}: {o.details}")
-    written = counts.get("copied", 0) + counts.get("merged", 0)
+    written = counts["copied"] + counts["merged"]
     if not outcomes:
         print(f"nothing to migrate: no sidecars under {args.root} match {args.source!r}")
     elif written == 0 and counts.get("unchanged"):
@@ -105,7 +105,7 @@ def _migrate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
     else:
         if args.dry_run:
-            words = {"copied": "would copy", "merged": "would merge", "unchanged": "up to date"}
+            words = {a: verbs[True] for a, verbs in _VERBS.items()} | {"unchanged": "up to date"}
             summary = ", ".join(f"{words.get(a, a)} {n}" for a, n in counts.items())
             print(f"dry run, nothing written: {summary}")
         else:

@@ -45,14 +45,19 @@ class SidecarCorruptError(StageTimerError):
 
 
 class SchemaVersionError(StageTimerError):
-    """A hardware sidecar was written by a newer stagetimer; it is never overwritten."""
+    """A hardware sidecar was written by a newer stagetimer; it is never overwritten.
+
+    ``.problem`` says so without advice, for callers that add their own.
+    """
 
     def __init__(self, path: str, found: object, supported: int) -> None:
-        super().__init__(
-            f"{path}: schema_version {found!r} is newer than {supported}, the newest this "
-            "version of stagetimer understands; upgrade stagetimer to write into this directory"
+        problem = (
+            f"schema_version {found!r} is newer than {supported}, the newest this "
+            "version of stagetimer understands"
         )
+        super().__init__(f"{path}: {problem}; upgrade stagetimer to write into this directory")
         self.path = path
+        self.problem = problem
         self.found = found
         self.supported = supported
 

@@ -27,6 +27,7 @@ from stagetimer._rules import is_stage
 from stagetimer._sidecar import (
     HARDWARE_FILE,
     TIMINGS_FILE,
+    add_hardware,
     dumps_hardware,
     dumps_timings,
     parse_hardware,
@@ -89,10 +90,10 @@ def parse_template(text: str, option: str) -> Template:
             names.append(name)
             pattern += re.escape(component[pos : m.start()]) + f"(?P<{name}>.+?)"
             pos, found = m.end(), True
-        rest = component[pos:]
-        if "{" in rest or "}" in _PLACEHOLDER.sub("", component):
+        literal = _PLACEHOLDER.sub("", component)
+        if "{" in literal or "}" in literal:
             raise TemplateError(f"{option} {text!r} has an unbalanced brace in {component!r}")
-        matchers.append(re.compile(pattern + re.escape(rest)) if found else None)
+        matchers.append(re.compile(pattern + re.escape(component[pos:])) if found else None)
     return Template(stripped, components, tuple(matchers), tuple(names))
 
 
@@ -170,11 +171,12 @@ def _read(path: str, parse: Parse) -> tuple[bytes | None, dict[str, Any]]:
     return raw, parse(path, raw)
 
 
-def _verbatim(raw: bytes, fallback: str) -> str:
+def _verbatim(raw: bytes, data: dict[str, Any], dumps: Callable[[dict[str, Any]], str]) -> str:
+    """The source's own text; re-encoded only when it is not UTF-8."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        return fallback
+        return dumps(data)
 
 
 class _Merge:
@@ -197,11 +199,10 @@ class _Merge:
         entries = self.hardware["hardware"]
         if not exists:
             self.notes[HARDWARE_FILE] = f"{len(entries)} hardware entr{_y(len(entries))}"
-            return _verbatim(self.h_raw, dumps_hardware(self.hardware))
-        missing = {k: v for k, v in entries.items() if k not in data["hardware"]}
+            return _verbatim(self.h_raw, self.hardware, dumps_hardware)
+        missing = add_hardware(data, entries)
         if not missing:
             return None
-        data["hardware"].update(missing)
         self.merged = True
         self.notes[HARDWARE_FILE] = f"added {len(missing)} hardware entr{_y(len(missing))}"
         return dumps_hardware(data)
@@ -212,7 +213,7 @@ class _Merge:
         stages = [k for k, v in self.timings.items() if is_stage(v)]
         if not exists:
             self.notes[TIMINGS_FILE] = f"{len(stages)} stage{_s(len(stages))}"
-            return _verbatim(self.t_raw, dumps_timings(self.timings))
+            return _verbatim(self.t_raw, self.timings, dumps_timings)
         own = sum(1 for v in data.values() if is_stage(v))
         added = [k for k in stages if k not in data]
         if not added:
@@ -280,15 +281,6 @@ def _apply(merge: _Merge, dst_dir: str, dry_run: bool, timeout: float) -> bool:
     return bool(merge.notes)
 
 
-def _problem(exc: SidecarCorruptError | SchemaVersionError) -> str:
-    if isinstance(exc, SidecarCorruptError):
-        return f"{exc.path}: {exc.problem}"
-    return (
-        f"{exc.path}: schema_version {exc.found!r} is newer than {exc.supported}; "
-        "upgrade stagetimer to migrate it"
-    )
-
-
 def _outside(real_root: str, directory: str) -> str | None:
     """Why ``directory`` or one of its sidecars would leave the root, or None."""
     for path in (directory, *(os.path.join(directory, n) for n in (TIMINGS_FILE, HARDWARE_FILE))):
@@ -316,7 +308,8 @@ def _migrate_one(
             return Outcome(rel, target, "refused", "source and destination are one directory")
         changed = _apply(merge, dst_dir, dry_run, timeout)
     except (SidecarCorruptError, SchemaVersionError) as exc:
-        return Outcome(rel, target, "failed", _problem(exc))
+        advice = "; upgrade stagetimer to migrate it" if isinstance(exc, SchemaVersionError) else ""
+        return Outcome(rel, target, "failed", f"{exc.path}: {exc.problem}{advice}")
     except OSError as exc:
         return Outcome(rel, target, "failed", str(exc))
     if not changed:

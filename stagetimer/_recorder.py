@@ -26,6 +26,7 @@ from stagetimer._sidecar import (
     HARDWARE_FILE,
     TIMINGS_FILE,
     TimingsCache,
+    add_hardware,
     dumps_hardware,
     parse_hardware,
     parse_timings,
@@ -314,12 +315,7 @@ class Recorder:
                 return
 
         def change(data: dict[str, Any]) -> str | None:
-            known = data["hardware"]
-            missing = {k: v for k, v in needed.items() if k not in known}
-            if not missing:
-                return None
-            known.update(missing)
-            return dumps_hardware(data)
+            return dumps_hardware(data) if add_hardware(data, needed) else None
 
         update_file(path, parse_hardware, change, self.lock_timeout)
         st = os.stat(path)

@@ -210,11 +210,7 @@ def _read_problem(
     if isinstance(exc, SidecarCorruptError):
         return Problem(exc.path, exc.problem)
     if isinstance(exc, SchemaVersionError):
-        return Problem(
-            exc.path,
-            f"schema_version {exc.found!r} is newer than {exc.supported}, the newest this "
-            "stagetimer reads; upgrade stagetimer to report on it",
-        )
+        return Problem(exc.path, f"{exc.problem}; upgrade stagetimer to report on it")
     return Problem(str(exc.filename or fallback_path), exc.strerror or str(exc))
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TIMINGS_FILE",
     "TimingsCache",
+    "add_hardware",
     "dumps_hardware",
     "dumps_timings",
     "locked",
@@ -247,6 +248,17 @@ def timings_bytes(data: dict[str, Any], cache: TimingsCache | None = None) -> by
 def dumps_timings(data: dict[str, Any]) -> str:
     """``timings.json`` text (see ``timings_bytes``)."""
     return timings_bytes(data).decode("utf-8")
+
+
+def add_hardware(data: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
+    """Add to a parsed hardware sidecar the entries it lacks; return those added.
+
+    An entry already there is never replaced: equal ids describe equal hardware.
+    """
+    known = data["hardware"]
+    missing = {k: v for k, v in entries.items() if k not in known}
+    known.update(missing)
+    return missing
 
 
 def dumps_hardware(data: dict[str, Any]) -> str:

@@ -258,6 +258,7 @@ def test_a_corrupt_destination_is_left_untouched(tmp_path: Path) -> None:
         ("pursuit/{1algo}", "pursuit/x/{1algo}", "not a valid placeholder"),
         ("pursuit/{algo", "pursuit/x/{algo}", "unbalanced brace"),
         ("pursuit/algo}", "pursuit/x", "unbalanced brace"),
+        ("pursuit/a{b{algo}", "pursuit/x/{algo}", "unbalanced brace"),
         ("pursuit/{algo}/{algo}", "x/{algo}", "uses {algo} twice"),
         ("pursuit/{algo}", "pursuit/{algo}/", "the same template"),
         ("", "pursuit", "--from is empty"),
