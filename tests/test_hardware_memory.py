@@ -336,7 +336,7 @@ def test_node_total_off_linux_falls_back_to_psutil(monkeypatch: pytest.MonkeyPat
         def virtual_memory() -> object:
             return type("svmem", (), {"total": 16 * GIB})()
 
-    monkeypatch.setattr(_memory, "read_text", lambda root, path: None)
+    monkeypatch.setattr(_memory, "read_or_reason", lambda root, path: (None, "missing"))
     monkeypatch.setitem(sys.modules, "psutil", FakePsutil)
 
     assert node_total_bytes("/") == (16 * GIB, "psutil.virtual_memory().total")

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import attrs
 
-from stagetimer.hardware._files import read_text, why_unreadable
+from stagetimer.hardware._files import read_or_reason, read_text
 
 __all__ = [
     "Cgroups",
@@ -80,6 +80,21 @@ class Located:
         count = len(self.dirs)
         groups = "group" if count == 1 else "groups"
         return f"the {count} cgroup v{self.version} {groups} up to {self.mount_point}"
+
+    def noted(self, where: str) -> str:
+        """``where`` followed by the note in parentheses, when there is one."""
+        return f"{where} ({self.note})" if self.note else where
+
+    def none_in(self, what: str) -> str:
+        """The reason nothing was found: ``no <what> in the 3 cgroup v2 groups up to ...``."""
+        return self.noted(f"no {what} in {self.span()}")
+
+    def smallest_over(
+        self, filename: str, read: Callable[[str], _Number | None]
+    ) -> tuple[_Number | None, str]:
+        """The smallest ``read(<dir>/<filename>)`` over the walk and its path (see ``smallest``)."""
+        paths = [f"{directory}/{filename}" for directory in self.dirs]
+        return smallest((read(path), path) for path in paths)
 
 
 def _unescape(field: str) -> str:
@@ -229,12 +244,12 @@ class Cgroups:
 
 def read_cgroups(root: str) -> Cgroups | str:
     """Read and parse ``/proc/self/cgroup`` and ``/proc/self/mountinfo`` once, or say why not."""
-    cgroup_text = read_text(root, "/proc/self/cgroup")
+    cgroup_text, why = read_or_reason(root, "/proc/self/cgroup")
     if cgroup_text is None:
-        return f"no cgroups: {why_unreadable(root, '/proc/self/cgroup')}"
-    mountinfo_text = read_text(root, "/proc/self/mountinfo")
+        return f"no cgroups: {why}"
+    mountinfo_text, why = read_or_reason(root, "/proc/self/mountinfo")
     if mountinfo_text is None:
-        return f"cgroup mounts unknown: {why_unreadable(root, '/proc/self/mountinfo')}"
+        return f"cgroup mounts unknown: {why}"
     return Cgroups(
         root,
         tuple(parse_cgroup_file(cgroup_text)),

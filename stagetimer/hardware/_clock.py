@@ -8,7 +8,7 @@ would split one machine's description), except in the KVM case, where the
 from __future__ import annotations
 
 from stagetimer.hardware._cpu import _CPU_DIR, cpuinfo_blocks
-from stagetimer.hardware._files import read_int, why_unreadable
+from stagetimer.hardware._files import read_int, read_int_or_reason
 
 __all__ = ["cppc_max_mhz", "cpufreq_range", "kvm_cpuinfo_mhz", "probe_clock"]
 
@@ -16,6 +16,19 @@ __all__ = ["cppc_max_mhz", "cpufreq_range", "kvm_cpuinfo_mhz", "probe_clock"]
 # seen where the value means nothing (notes/hardware-facts.md, "Clock").
 _MEANINGLESS_PERF = 255
 _KVM_TOLERANCE_MHZ = 0.1
+
+
+def _cpufreq_one(root: str, cpu: int) -> tuple[int, int] | str:
+    base = f"{_CPU_DIR}/cpu{cpu}/cpufreq"
+    high, why = read_int_or_reason(root, f"{base}/cpuinfo_max_freq")
+    if high is None:
+        return why
+    low, why = read_int_or_reason(root, f"{base}/cpuinfo_min_freq")
+    if low is None:
+        return why
+    if not 0 < low <= high:
+        return f"{base}/cpuinfo_min_freq {low} and cpuinfo_max_freq {high} are not a range"
+    return low, high
 
 
 def cpufreq_range(root: str, cpus: tuple[int, ...]) -> tuple[float | None, float | None, str]:
@@ -26,18 +39,16 @@ def cpufreq_range(root: str, cpus: tuple[int, ...]) -> tuple[float | None, float
     """
     lows: list[int] = []
     highs: list[int] = []
+    problems: list[str] = []
     for cpu in cpus:
-        base = f"{_CPU_DIR}/cpu{cpu}/cpufreq"
-        low = read_int(root, f"{base}/cpuinfo_min_freq")
-        high = read_int(root, f"{base}/cpuinfo_max_freq")
-        if low is not None and high is not None and 0 < low <= high:
-            lows.append(low)
-            highs.append(high)
+        found = _cpufreq_one(root, cpu)
+        if isinstance(found, str):
+            problems.append(found)
+        else:
+            lows.append(found[0])
+            highs.append(found[1])
     if not highs:
-        first = cpus[0] if cpus else 0
-        return None, None, (
-            f"no cpufreq: {why_unreadable(root, f'{_CPU_DIR}/cpu{first}/cpufreq/cpuinfo_max_freq')}"
-        )
+        return None, None, f"no cpufreq: {problems[0] if problems else 'no affine CPUs known'}"
     where = f"{_CPU_DIR}/cpuN/cpufreq/cpuinfo_{{min,max}}_freq over {len(highs)} affine CPUs"
     if len(highs) < len(cpus):
         where += f" (of {len(cpus)}; the others have no cpufreq)"

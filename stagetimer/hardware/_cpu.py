@@ -5,7 +5,15 @@ from __future__ import annotations
 import os
 
 from stagetimer.hardware._cgroup import Cgroups, locate, smallest
-from stagetimer.hardware._files import parse_cpu_list, read_int, read_text, why_unreadable
+from stagetimer.hardware._files import (
+    find_field,
+    host_path,
+    parse_cpu_list,
+    read_int,
+    read_int_or_reason,
+    read_or_reason,
+    read_text,
+)
 
 __all__ = [
     "affinity",
@@ -18,6 +26,7 @@ __all__ = [
 ]
 
 _CPU_DIR = "/sys/devices/system/cpu"
+_TRIPLE = "physical_package_id/die_id/core_id"
 
 
 def affinity(root: str) -> tuple[tuple[int, ...], str]:
@@ -34,39 +43,41 @@ def affinity(root: str) -> tuple[tuple[int, ...], str]:
         if count:
             return tuple(range(count)), "os.cpu_count() (no CPU affinity interface here)"
         return (), "no CPU affinity interface and os.cpu_count() is unknown"
-    text = read_text(root, "/proc/self/status")
+    text, why = read_or_reason(root, "/proc/self/status")
     if text is None:
-        return (), why_unreadable(root, "/proc/self/status")
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key == "Cpus_allowed_list":
-            cpus = parse_cpu_list(value)
-            if cpus is None:
-                return (), f"/proc/self/status Cpus_allowed_list {value.strip()!r} is malformed"
-            return cpus, "/proc/self/status Cpus_allowed_list"
-    return (), "/proc/self/status has no Cpus_allowed_list line"
+        return (), why
+    value = find_field(text, "Cpus_allowed_list", ":")
+    if value is None:
+        return (), "/proc/self/status has no Cpus_allowed_list line"
+    cpus = parse_cpu_list(value)
+    if cpus is None:
+        return (), f"/proc/self/status Cpus_allowed_list {value!r} is malformed"
+    return cpus, "/proc/self/status Cpus_allowed_list"
 
 
 def node_cpus(root: str) -> tuple[int | None, str]:
     """How many CPUs the node has online (for the report's "ran on 4 of 192 CPUs")."""
     path = f"{_CPU_DIR}/online"
-    text = read_text(root, path)
-    cpus = parse_cpu_list(text) if text is not None else None
+    text, why = read_or_reason(root, path)
+    if text is None:
+        return None, why
+    cpus = parse_cpu_list(text)
     if cpus:
         return len(cpus), path
-    return None, why_unreadable(root, path) if text is None else f"{path} does not parse"
+    return None, f"{path} does not parse"
 
 
 def sysfs_cpus(root: str) -> tuple[int, ...]:
     """The CPU numbers with a ``/sys/devices/system/cpu/cpuN`` directory."""
     try:
-        names = os.listdir(os.path.join(root, _CPU_DIR.lstrip("/")))
+        names = os.listdir(host_path(root, _CPU_DIR))
     except OSError:
         return ()
     return tuple(sorted(int(n[3:]) for n in names if n.startswith("cpu") and n[3:].isdigit()))
 
 
-def _core_key(root: str, cpu: int) -> tuple[object, str] | None:
+def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
+    """``cpu``'s siblings or (package, die, core), and the file(s) read; or why neither is known."""
     topology = f"{_CPU_DIR}/cpu{cpu}/topology"
     for name in ("core_cpus_list", "thread_siblings_list"):
         text = read_text(root, f"{topology}/{name}")
@@ -74,13 +85,15 @@ def _core_key(root: str, cpu: int) -> tuple[object, str] | None:
             siblings = parse_cpu_list(text)
             if siblings:
                 return siblings, name
-    package = read_int(root, f"{topology}/physical_package_id")
-    core = read_int(root, f"{topology}/core_id")
-    if package is None or core is None:
-        return None
+    package, why = read_int_or_reason(root, f"{topology}/physical_package_id")
+    if package is None:
+        return why
+    core, why = read_int_or_reason(root, f"{topology}/core_id")
+    if core is None:
+        return why
     die = read_int(root, f"{topology}/die_id")
     # core_id alone repeats across packages (cputopology.rst): key on the triple.
-    return (package, die if die is not None else 0, core), "physical_package_id/die_id/core_id"
+    return (package, die if die is not None else 0, core), _TRIPLE
 
 
 def physical_cores(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
@@ -91,15 +104,21 @@ def physical_cores(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
     """
     if not cpus:
         return None, "no affine CPUs known"
-    keys: set[object] = set()
+    keys: set[tuple[int, ...]] = set()
     used: set[str] = set()
+    # CPUs of a sibling list already counted: with SMT each sibling's list is the same one.
+    counted: set[int] = set()
     for cpu in cpus:
+        if cpu in counted:
+            continue
         found = _core_key(root, cpu)
-        if found is None:
-            missing = why_unreadable(root, f"{_CPU_DIR}/cpu{cpu}/topology/core_id")
-            return None, f"no topology for cpu{cpu}: {missing}"
-        keys.add(found[0])
-        used.add(found[1])
+        if isinstance(found, str):
+            return None, f"no topology for cpu{cpu}: {found}"
+        key, how = found
+        keys.add(key)
+        used.add(how)
+        if how != _TRIPLE:
+            counted.update(key)
     how = " or ".join(sorted(used))
     return len(keys), f"{_CPU_DIR}/cpuN/topology/{how} over the affine CPUs"
 
@@ -109,9 +128,9 @@ def cpuinfo_blocks(root: str) -> list[dict[str, str]] | str:
 
     Parsed once per capture and passed to ``model_name`` and ``kvm_cpuinfo_mhz``.
     """
-    text = read_text(root, "/proc/cpuinfo")
+    text, why = read_or_reason(root, "/proc/cpuinfo")
     if text is None:
-        return why_unreadable(root, "/proc/cpuinfo")
+        return why
     blocks: list[dict[str, str]] = []
     current: dict[str, str] = {}
     for line in text.splitlines():
@@ -200,7 +219,6 @@ def cpu_quota(root: str, cgroups: Cgroups | str | None = None) -> tuple[float | 
         return None, located
     read = _v2_quota if located.version == 2 else _v1_quota
     quota, where = smallest(read(root, directory) for directory in located.dirs)
-    note = f" ({located.note})" if located.note else ""
     if quota is None:
-        return None, f"no CPU quota in {located.span()}{note}"
-    return round(quota, 4), where + note
+        return None, located.none_in("CPU quota")
+    return round(quota, 4), located.noted(where)

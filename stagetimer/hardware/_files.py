@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 
 __all__ = [
+    "find_field",
     "host_path",
     "parse_cpu_list",
     "read_int",
+    "read_int_or_reason",
+    "read_or_reason",
     "read_text",
-    "why_unreadable",
 ]
 
 
@@ -24,37 +26,52 @@ def host_path(root: str, path: str) -> str:
     return os.path.join(root, path.lstrip("/"))
 
 
-def read_text(root: str, path: str) -> str | None:
-    """The text of ``path`` under ``root``, or None when it cannot be read for any reason."""
+def read_or_reason(root: str, path: str) -> tuple[str | None, str]:
+    """The text of ``path`` under ``root`` and ``""``, or None and a short reason from the error.
+
+    The reason is ``<path> does not exist`` or ``<path> is unreadable (<strerror>)``.
+    """
     try:
         with open(host_path(root, path), encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except (OSError, ValueError):
-        return None
+            return f.read(), ""
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        # ValueError: a NUL in the path, which names no file either.
+        return None, f"{path} does not exist"
+    except OSError as err:
+        return None, f"{path} is unreadable ({err.strerror or type(err).__name__})"
+
+
+def read_text(root: str, path: str) -> str | None:
+    """The text of ``path`` under ``root``, or None when it cannot be read for any reason."""
+    return read_or_reason(root, path)[0]
+
+
+def read_int_or_reason(root: str, path: str) -> tuple[int | None, str]:
+    """The integer held by ``path`` (a sysfs value like ``3200000``) and ``""``, or None and why."""
+    text, reason = read_or_reason(root, path)
+    if text is None:
+        return None, reason
+    try:
+        return int(text.strip()), ""
+    except ValueError:
+        return None, f"{path} does not hold the expected value"
 
 
 def read_int(root: str, path: str) -> int | None:
     """The integer held by ``path`` (a sysfs value like ``3200000``), or None."""
-    text = read_text(root, path)
-    if text is None:
-        return None
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None
+    return read_int_or_reason(root, path)[0]
 
 
-def why_unreadable(root: str, path: str) -> str:
-    """A short reason ``path`` could not be read: missing, or present but unreadable."""
-    full = host_path(root, path)
-    if not os.path.lexists(full):
-        return f"{path} does not exist"
-    try:
-        with open(full, "rb"):
-            pass
-    except OSError as err:
-        return f"{path} is unreadable ({err.strerror or type(err).__name__})"
-    return f"{path} does not hold the expected value"
+def find_field(text: str, key: str, sep: str) -> str | None:
+    """The value, stripped, of the first ``key<sep>value`` line of ``text``; None if none.
+
+    ``/proc/self/status`` and ``/proc/meminfo`` separate with ``:``, ``memory.stat`` with a space.
+    """
+    for line in text.splitlines():
+        name, _, value = line.partition(sep)
+        if name == key:
+            return value.strip()
+    return None
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...] | None:

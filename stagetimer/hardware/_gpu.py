@@ -59,6 +59,7 @@ def select_visible(
     if value is None:
         return [(i, "") for i in range(len(uuids))], "CUDA_VISIBLE_DEVICES unset: every GPU"
     chosen: list[tuple[int, str]] = []
+    seen: set[int] = set()
     ordinals: set[int] = set()
     notes: list[str] = []
     for raw in value.split(","):
@@ -85,9 +86,10 @@ def select_visible(
             prefix = entry.lower()
             matches = [i for i, u in enumerate(uuids) if u and u.lower().startswith(prefix)]
             index = matches[0] if len(matches) == 1 else None
-        if index is None or index in [i for i, _ in chosen]:
+        if index is None or index in seen:
             notes.append(f"entry {entry!r} is invalid and ends the list")
             break
+        seen.add(index)
         chosen.append((index, entry))
     note = f"CUDA_VISIBLE_DEVICES={value!r}"
     if notes:
@@ -224,9 +226,7 @@ def probe_gpus(
     reader = _Reader(nvml)
     try:
         nvml.nvmlInit()
-    except reader.error as err:
-        return _none(f"NVML unavailable: {type(err).__name__} at nvmlInit")
-    except OSError as err:  # a broken libnvidia-ml can fail inside ctypes
+    except (reader.error, OSError) as err:  # OSError: a broken libnvidia-ml fails inside ctypes
         return _none(f"NVML unavailable: {type(err).__name__} at nvmlInit")
     try:
         gpus, reason, sources = _enumerate(reader, environ)

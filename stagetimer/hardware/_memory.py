@@ -6,14 +6,15 @@ substituted for it (SPEC section 4).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import posixpath
 from collections.abc import Callable, Mapping
 
 from stagetimer.hardware._cgroup import Cgroups, locate, smallest
-from stagetimer.hardware._files import read_text, why_unreadable
+from stagetimer.hardware._files import find_field, read_or_reason, read_text
 from stagetimer.hardware._model import MemoryInfo
-from stagetimer.hardware._scheduler import cpus_on_node
+from stagetimer.hardware._scheduler import cpus_on_node, gpus_on_node
 
 __all__ = [
     "cgroup_memory_limit",
@@ -36,21 +37,20 @@ def is_unlimited(value: int) -> bool:
     return value >= _UNLIMITED_FLOOR
 
 
-def _read_limit(root: str, path: str) -> int | None:
-    """A finite byte count from a ``memory.max``-like file; None for ``max``, sentinels, absence."""
-    text = read_text(root, path)
+def _finite(text: str | None) -> int | None:
+    """A finite byte count; None for no text, ``max`` or other non-numbers, negatives, sentinels."""
     if text is None:
         return None
-    text = text.strip()
-    if text == "max":
-        return None
     try:
-        value = int(text)
+        value = int(text.strip())
     except ValueError:
         return None
-    if value < 0 or is_unlimited(value):
-        return None
-    return value
+    return None if value < 0 or is_unlimited(value) else value
+
+
+def _read_limit(root: str, path: str) -> int | None:
+    """A finite byte count from a ``memory.max``-like file; None for ``max``, sentinels, absence."""
+    return _finite(read_text(root, path))
 
 
 def _hierarchical_limit(root: str, directory: str) -> int | None:
@@ -59,17 +59,7 @@ def _hierarchical_limit(root: str, directory: str) -> int | None:
     It includes ancestors a container cannot see (cgroup-v1/memory.rst, section 5.2).
     """
     text = read_text(root, posixpath.join(directory, "memory.stat"))
-    if text is None:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "hierarchical_memory_limit":
-            try:
-                number = int(value.strip())
-            except ValueError:
-                return None
-            return None if is_unlimited(number) or number < 0 else number
-    return None
+    return _finite(find_field(text, "hierarchical_memory_limit", " ") if text is not None else None)
 
 
 def cgroup_memory_limit(
@@ -86,34 +76,26 @@ def cgroup_memory_limit(
     located = locate(root, "memory", cgroups)
     if isinstance(located, str):
         return None, None, None, located, f"no cgroup v2 memory.high: {located}"
-    note = f" ({located.note})" if located.note else ""
+    read = functools.partial(_read_limit, root)
     if located.version == 2:
-        limit, limit_path = smallest(
-            [(_read_limit(root, f"{d}/memory.max"), f"{d}/memory.max") for d in located.dirs]
-        )
-        high, high_path = smallest(
-            [(_read_limit(root, f"{d}/memory.high"), f"{d}/memory.high") for d in located.dirs]
-        )
+        limit, limit_path = located.smallest_over("memory.max", read)
+        high, high_path = located.smallest_over("memory.high", read)
         if high is None:
-            high_path = f"no finite memory.high in {located.span()}{note}"
+            high_path = located.none_in("finite memory.high")
         if limit is None:
-            return None, None, high, f"no finite memory.max in {located.span()}{note}", high_path
-        return limit, "cgroup_v2", high, limit_path + note, high_path
-    candidates = [
-        (_read_limit(root, f"{d}/memory.limit_in_bytes"), f"{d}/memory.limit_in_bytes")
-        for d in located.dirs
-    ]
+            return None, None, high, located.none_in("finite memory.max"), high_path
+        return limit, "cgroup_v2", high, located.noted(limit_path), high_path
     leaf = located.dirs[0]
-    candidates.append(
-        (_hierarchical_limit(root, leaf), f"{leaf}/memory.stat (hierarchical_memory_limit)")
+    limit, limit_path = smallest(
+        [
+            located.smallest_over("memory.limit_in_bytes", read),
+            (_hierarchical_limit(root, leaf), f"{leaf}/memory.stat (hierarchical_memory_limit)"),
+        ]
     )
-    limit, limit_path = smallest(candidates)
     high_reason = "cgroup v1 has no memory.high (memory is on cgroup v1)"
     if limit is None:
-        return None, None, None, f"no finite memory.limit_in_bytes in {located.span()}{note}", (
-            high_reason
-        )
-    return limit, "cgroup_v1", None, limit_path + note, high_reason
+        return None, None, None, located.none_in("finite memory.limit_in_bytes"), high_reason
+    return limit, "cgroup_v1", None, located.noted(limit_path), high_reason
 
 
 def _mib_variable(environ: Mapping[str, str], name: str) -> int | str:
@@ -127,24 +109,12 @@ def _mib_variable(environ: Mapping[str, str], name: str) -> int | str:
     return value
 
 
-def _cpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
-    cpus, source = cpus_on_node(environ)
-    return cpus, source if cpus is not None else f"this node's CPUs are unknown: {source}"
-
-
-def _gpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
-    raw = environ.get("SLURM_GPUS_ON_NODE", "").strip()
-    if raw.isdigit():
-        return int(raw), "SLURM_GPUS_ON_NODE"
-    return None, "SLURM_GPUS_ON_NODE is not a count"
-
-
 _Count = Callable[[Mapping[str, str]], tuple[int | None, str]]
 # Each Slurm memory variable (MiB) and what it is per on this node (None: per node already).
 _SLURM_MEMORY: tuple[tuple[str, _Count | None], ...] = (
     ("SLURM_MEM_PER_NODE", None),
-    ("SLURM_MEM_PER_CPU", _cpus_on_node),
-    ("SLURM_MEM_PER_GPU", _gpus_on_node),
+    ("SLURM_MEM_PER_CPU", cpus_on_node),
+    ("SLURM_MEM_PER_GPU", gpus_on_node),
 )
 
 
@@ -174,17 +144,13 @@ def slurm_memory_limit(environ: Mapping[str, str]) -> tuple[int | None, str]:
 
 def node_total_bytes(root: str) -> tuple[int | None, str]:
     """Total RAM of the node from ``/proc/meminfo`` ``MemTotal`` (kB), with psutil off Linux."""
-    text = read_text(root, "/proc/meminfo")
+    text, reason = read_or_reason(root, "/proc/meminfo")
     if text is not None:
-        for line in text.splitlines():
-            key, _, rest = line.partition(":")
-            if key == "MemTotal":
-                fields = rest.split()
-                if fields and fields[0].isdigit():
-                    unit = 1024 if len(fields) > 1 and fields[1] == "kB" else 1
-                    return int(fields[0]) * unit, "/proc/meminfo MemTotal"
+        fields = (find_field(text, "MemTotal", ":") or "").split()
+        if fields and fields[0].isdigit():
+            unit = 1024 if len(fields) > 1 and fields[1] == "kB" else 1
+            return int(fields[0]) * unit, "/proc/meminfo MemTotal"
         return None, "/proc/meminfo has no MemTotal line"
-    reason = why_unreadable(root, "/proc/meminfo")
     if root == "/":
         try:
             # Only off Linux: /proc/meminfo is cheaper and always there on Linux.

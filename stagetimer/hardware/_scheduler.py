@@ -21,6 +21,7 @@ __all__ = [
     "SLURM_VARIABLES",
     "cpus_on_node",
     "expand_cpus_per_node",
+    "gpus_on_node",
     "probe_scheduler",
 ]
 
@@ -97,30 +98,44 @@ def expand_cpus_per_node(value: str) -> tuple[int, ...] | None:
     return tuple(counts)
 
 
+def _count(environ: Mapping[str, str], name: str) -> int | None:
+    """The whole number ``name`` holds (surrounding blanks allowed), or None if unset or not one."""
+    raw = environ.get(name, "").strip()
+    # isdecimal, not isdigit: int() refuses digits such as "²" that isdigit accepts.
+    return int(raw) if raw.isdecimal() else None
+
+
 def cpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
     """The job's CPUs on this node, and the variables that said so (or why unknown).
 
     ``SLURM_CPUS_ON_NODE``, else ``SLURM_JOB_CPUS_PER_NODE`` expanded and indexed
     by ``SLURM_NODEID`` (a single entry needs no index).
     """
-    raw = environ.get("SLURM_CPUS_ON_NODE", "").strip()
-    if raw.isdigit():
-        return int(raw), "SLURM_CPUS_ON_NODE"
+    cpus = _count(environ, "SLURM_CPUS_ON_NODE")
+    if cpus is not None:
+        return cpus, "SLURM_CPUS_ON_NODE"
     packed = environ.get("SLURM_JOB_CPUS_PER_NODE")
     if packed is None:
         return None, "neither SLURM_CPUS_ON_NODE nor SLURM_JOB_CPUS_PER_NODE is set"
     counts = expand_cpus_per_node(packed)
     if counts is None:
         return None, f"SLURM_JOB_CPUS_PER_NODE={packed!r} is malformed"
-    node_raw = environ.get("SLURM_NODEID", "").strip()
-    if node_raw.isdigit():
-        node = int(node_raw)
+    node = _count(environ, "SLURM_NODEID")
+    if node is not None:
         if node < len(counts):
             return counts[node], "SLURM_JOB_CPUS_PER_NODE[SLURM_NODEID]"
         return None, f"SLURM_NODEID={node} is beyond SLURM_JOB_CPUS_PER_NODE={packed!r}"
     if len(counts) == 1:
         return counts[0], "SLURM_JOB_CPUS_PER_NODE"
     return None, f"SLURM_JOB_CPUS_PER_NODE={packed!r} lists several nodes and SLURM_NODEID is unset"
+
+
+def gpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
+    """The job's GPUs on this node (``SLURM_GPUS_ON_NODE``), or why unknown."""
+    gpus = _count(environ, "SLURM_GPUS_ON_NODE")
+    if gpus is not None:
+        return gpus, "SLURM_GPUS_ON_NODE"
+    return None, "SLURM_GPUS_ON_NODE is not a count"
 
 
 def probe_scheduler(environ: Mapping[str, str]) -> tuple[SchedulerInfo, dict[str, str]]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
+
+import attrs
 
 from stagetimer.hardware._model import GpuInfo, Hardware, hardware_id
 
@@ -57,8 +60,8 @@ def _value(path: str, value: Any) -> str:
     return fmt(value) if fmt else str(value)
 
 
-def _fields(obj: Any) -> list[str]:
-    return [a.name for a in obj.__attrs_attrs__]
+def _fields(cls: type[Any]) -> list[str]:
+    return [a.name for a in attrs.fields(cls)]
 
 
 def format_hardware(hw: Hardware) -> str:
@@ -72,7 +75,7 @@ def format_hardware(hw: Hardware) -> str:
     ]
     for section in ("cpu", "memory"):
         obj = getattr(hw, section)
-        rows.extend((f"{section}.{name}", getattr(obj, name)) for name in _fields(obj))
+        rows.extend((f"{section}.{name}", getattr(obj, name)) for name in _fields(type(obj)))
     gpu_rows: list[tuple[str, Any]] = []
     for slot, gpu in enumerate(hw.gpus):
         gpu_rows.extend((f"gpus[{slot}].{name}", getattr(gpu, name)) for name in _fields(GpuInfo))
@@ -117,10 +120,7 @@ def summary_line(hw: Hardware) -> str:
     if not hw.gpus:
         parts.append("no GPU")
     else:
-        counts: dict[str, int] = {}
-        for gpu in hw.gpus:
-            name = gpu.name or "unknown GPU"
-            counts[name] = counts.get(name, 0) + 1
+        counts = Counter(gpu.name or "unknown GPU" for gpu in hw.gpus)
         counted = [f"{count}{_TIMES} {name}" for name, count in counts.items()]
         parts.append(" + ".join(counted))
     return ", ".join(parts)
