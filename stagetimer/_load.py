@@ -7,14 +7,12 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from stagetimer._errors import SidecarCorruptError
+from stagetimer._parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._records import LEGACY_KEYS, HardwareSidecar, RunTiming, StageTiming, Timings
 from stagetimer._rules import is_stage
 from stagetimer._sidecar import (
     HARDWARE_FILE,
     TIMINGS_FILE,
-    parse_hardware,
-    parse_timings,
-    read_bytes,
 )
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._records import LEGACY_KEYS
 from stagetimer._rules import is_stage
 from stagetimer._sidecar import (
@@ -30,9 +31,6 @@ from stagetimer._sidecar import (
     add_hardware,
     dumps_hardware,
     dumps_timings,
-    parse_hardware,
-    parse_timings,
-    read_bytes,
     update_file,
 )
 

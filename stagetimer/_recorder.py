@@ -21,6 +21,7 @@ from stagetimer._errors import (
     SidecarCorruptError,
     StageTimerWarning,
 )
+from stagetimer._parse import parse_hardware, parse_timings
 from stagetimer._rules import POLICIES, apply_run, keep_completed_prefix
 from stagetimer._sidecar import (
     HARDWARE_FILE,
@@ -28,8 +29,6 @@ from stagetimer._sidecar import (
     TimingsCache,
     add_hardware,
     dumps_hardware,
-    parse_hardware,
-    parse_timings,
     timings_bytes,
     update_file,
     write_atomic,

@@ -17,21 +17,21 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from stagetimer._errors import LockTimeoutError, SchemaVersionError, SidecarCorruptError
+from stagetimer._errors import LockTimeoutError
+from stagetimer._parse import (
+    open_sidecar,
+    read_all,
+)
 from stagetimer._rules import is_stage
 
 __all__ = [
     "HARDWARE_FILE",
-    "SCHEMA_VERSION",
     "TIMINGS_FILE",
     "TimingsCache",
     "add_hardware",
     "dumps_hardware",
     "dumps_timings",
     "locked",
-    "parse_hardware",
-    "parse_timings",
-    "read_bytes",
     "timings_bytes",
     "update_file",
     "write_atomic",
@@ -40,9 +40,6 @@ __all__ = [
 TIMINGS_FILE = "timings.json"
 HARDWARE_FILE = "timings_hardware.json"
 
-#: Version of ``timings_hardware.json``.
-#: 1 (stagetimer 0.1): {"schema_version": 1, "hardware": {hardware_id: description}}.
-SCHEMA_VERSION = 1
 
 # Threads of one process serialise per file on a threading.Lock; processes through the
 # flock of one cached FileLock per file (building a FileLock costs more than a save's I/O).
@@ -125,53 +122,6 @@ def locked(path: str, timeout: float) -> Iterator[None]:
             file_lock.release()
     finally:
         thread_lock.release()
-
-
-def read_bytes(path: str) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
-def _loads(path: str, raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
-
-
-def parse_timings(path: str, raw: bytes | None) -> dict[str, Any]:
-    """The top-level mapping of ``timings.json`` (empty when the file is missing)."""
-    if raw is None:
-        return {}
-    data = _loads(path, raw)
-    if not isinstance(data, dict):
-        raise SidecarCorruptError(
-            path, f"top level is a JSON {type(data).__name__}, expected an object"
-        )
-    return data
-
-
-def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
-    """The mapping of ``timings_hardware.json``; newer schemas raise ``SchemaVersionError``."""
-    if raw is None:
-        return {"schema_version": SCHEMA_VERSION, "hardware": {}}
-    data = _loads(path, raw)
-    if not isinstance(data, dict):
-        raise SidecarCorruptError(
-            path, f"top level is a JSON {type(data).__name__}, expected an object"
-        )
-    version = data.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-        raise SchemaVersionError(path, version, SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
-        raise SidecarCorruptError(path, f"schema_version is {version!r}, expected 1")
-    if not isinstance(data.get("hardware"), dict):
-        raise SidecarCorruptError(path, "'hardware' is missing or not an object")
-    return data
 
 
 # One encoder object: json.dumps with keyword arguments builds a new one per call.
@@ -336,17 +286,6 @@ class TimingsCache:
         self.trusted_totals.clear()
 
 
-def _read_all(fd: int, size: int) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = os.read(fd, max(size - total, 0) + 65536)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-
-
 def _read_locked(
     path: str, parse: Callable[[str, bytes | None], dict[str, Any]], cache: TimingsCache | None
 ) -> tuple[dict[str, Any], int | None]:
@@ -355,14 +294,13 @@ def _read_locked(
     When the file holds the bytes ``cache`` wrote, its parsed data is reused. Plain
     descriptor calls: a Python file object adds three system calls per save.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    opened = open_sidecar(path)
+    if opened is None:
         if cache is not None:
             cache.clear()
         return parse(path, None), None
+    fd, st = opened
     try:
-        st = os.fstat(fd)
         mode = st.st_mode & 0o7777
         known = cache.raw if cache is not None else None
         if cache is not None and known is not None and cache.data is not None and (
@@ -374,9 +312,9 @@ def _read_locked(
             count = os.readv(fd, [cache.buffer])
             if count == len(known) and cache.buffer == known:
                 return cache.data, mode
-            raw = bytes(cache.buffer[:count]) + _read_all(fd, 0)
+            raw = bytes(cache.buffer[:count]) + read_all(fd, 0)
         else:
-            raw = _read_all(fd, st.st_size)
+            raw = read_all(fd, st.st_size)
     finally:
         os.close(fd)
     if cache is not None:
