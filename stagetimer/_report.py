@@ -10,16 +10,14 @@ directory never hides the others.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from stagetimer._errors import SchemaVersionError, SidecarCorruptError
-from stagetimer._load import load_hardware, load_timings
 from stagetimer._records import Timings
-from stagetimer._sidecar import HARDWARE_FILE, TIMINGS_FILE
+from stagetimer._sidecar import HARDWARE_FILE
+from stagetimer._tree import Problem, scan_tree
 from stagetimer.hardware import Hardware
 from stagetimer.hardware._show import format_bytes, summary_line
 
@@ -29,24 +27,11 @@ __all__ = [
     "Problem",
     "StageStats",
     "build_report",
-    "find_artifact_dirs",
     "format_seconds",
     "render_json",
     "render_text",
     "report_dict",
 ]
-
-
-@attrs.frozen
-class Problem:
-    """Something that could not be read: ``path`` names the file, ``message`` says what."""
-
-    path: str
-    message: str
-
-    def line(self) -> str:
-        """The problem on one line, for standard error."""
-        return " ".join(f"{self.path}: {self.message}".split("\n"))
 
 
 @attrs.frozen
@@ -89,46 +74,6 @@ class ArtifactReport:
     #: top-level legacy values of the file (they describe the writer, not the reader)
     legacy_top_level: dict[str, Any]
     legacy_runs: tuple[LegacyRun, ...]
-
-
-def find_artifact_dirs(paths: Iterable[str]) -> tuple[list[str], list[Problem]]:
-    """Every directory holding a ``timings.json`` at or under ``paths``, each once, sorted.
-
-    A path may be an artifact directory, any folder above some, or a ``timings.json``.
-    """
-    found: list[str] = []
-    seen: set[str] = set()
-    problems: list[Problem] = []
-
-    def add(directory: str) -> None:
-        key = os.path.realpath(directory)
-        if key not in seen:
-            seen.add(key)
-            found.append(directory)
-
-    for given in paths:
-        path = os.path.normpath(given)
-        if os.path.isfile(path):
-            if os.path.basename(path) == TIMINGS_FILE:
-                add(os.path.dirname(path) or ".")
-            else:
-                problems.append(Problem(path, f"not a directory nor a {TIMINGS_FILE}"))
-            continue
-        if not os.path.isdir(path):
-            problems.append(Problem(path, "no such file or directory"))
-            continue
-        before = len(found)
-        walk_errors: list[OSError] = []
-        for directory, dirnames, filenames in os.walk(path, onerror=walk_errors.append):
-            dirnames.sort()
-            if TIMINGS_FILE in filenames:
-                add(directory)
-        problems.extend(
-            Problem(str(error.filename), error.strerror or str(error)) for error in walk_errors
-        )
-        if len(found) == before and not walk_errors:
-            problems.append(Problem(path, f"no {TIMINGS_FILE} at or under this path"))
-    return found, problems
 
 
 def _stage_stats(name: str, seconds: Sequence[float], ids: Sequence[str | None]) -> StageStats:
@@ -204,16 +149,6 @@ def _analyse(path: str, timings: Timings, described: dict[str, Hardware]) -> Art
     )
 
 
-def _read_problem(
-    exc: SidecarCorruptError | SchemaVersionError | OSError, fallback_path: str
-) -> Problem:
-    if isinstance(exc, SidecarCorruptError):
-        return Problem(exc.path, exc.problem)
-    if isinstance(exc, SchemaVersionError):
-        return Problem(exc.path, f"{exc.problem}; upgrade stagetimer to report on it")
-    return Problem(str(exc.filename or fallback_path), exc.strerror or str(exc))
-
-
 def build_report(paths: Iterable[str]) -> tuple[list[ArtifactReport], list[Problem]]:
     """Read every artifact directory at or under ``paths``; never writes anything.
 
@@ -221,21 +156,8 @@ def build_report(paths: Iterable[str]) -> tuple[list[ArtifactReport], list[Probl
     returned); one whose ``timings_hardware.json`` cannot be read is reported with
     its hardware undescribed, and the problem is returned too.
     """
-    directories, problems = find_artifact_dirs(paths)
-    reports = []
-    for directory in directories:
-        try:
-            timings = load_timings(directory)
-        except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
-            problems.append(_read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
-            continue
-        try:
-            described = load_hardware(directory).hardware
-        except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
-            problems.append(_read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
-            described = {}
-        reports.append(_analyse(directory, timings, described))
-    return reports, problems
+    artifacts, problems = scan_tree(paths)
+    return [_analyse(a.path, a.timings, a.hardware.hardware) for a in artifacts], problems
 
 
 # -- rendering -------------------------------------------------------------------------------
