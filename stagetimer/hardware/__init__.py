@@ -1,8 +1,13 @@
-"""Probes of what the timed process can really use (SPEC section 4)."""
+"""Probes of what the timed process can really use, and how two descriptions differ."""
 
 from __future__ import annotations
 
 from stagetimer.hardware._capture import capture_hardware
+from stagetimer.hardware._differences import (
+    Difference,
+    format_differences,
+    hardware_differences,
+)
 from stagetimer.hardware._model import (
     CpuInfo,
     GpuInfo,
@@ -16,13 +21,16 @@ from stagetimer.hardware._show import format_hardware, summary_line
 
 __all__ = [
     "CpuInfo",
+    "Difference",
     "GpuInfo",
     "Hardware",
     "MemoryInfo",
     "SchedulerInfo",
     "capture_hardware",
     "description",
+    "format_differences",
     "format_hardware",
+    "hardware_differences",
     "hardware_id",
     "summary_line",
 ]

@@ -1,0 +1,233 @@
+"""hardware_differences: the fields of two descriptions that can change a stage's duration.
+
+Two runs are measured on "the same hardware" when these fields agree, whatever
+else differs: the host name, the job, the Python patch level, the kernel build,
+``sources`` and the reasons a value is missing are not differences. The fields:
+
+- ``cpu.model_name``, ``cpu.logical_cpus``, ``cpu.physical_cores``, ``cpu.quota_cpus``;
+- ``cpu.clock_max_mhz`` when the two differ by more than 1 % (cpufreq tables of
+  one SKU disagree in the last digits between firmware releases);
+- ``memory.limit_bytes``, ``memory.high_bytes``;
+- ``gpus`` (the number of visible GPUs) and, for each GPU both sides list,
+  ``gpus[i].name``, ``gpus[i].memory_usable_bytes`` and
+  ``gpus[i].peak_memory_bandwidth_bytes_per_s``;
+- ``python`` (implementation and ``major.minor``: ``"CPython 3.11"``), ``os``
+  (the system's name, ``"Linux"``, not its release) and ``machine`` (``"x86_64"``).
+
+Either side may be a :class:`~stagetimer.hardware.Hardware` or a description as
+stored in ``timings_hardware.json`` (a dict, possibly written by an older
+version: missing keys read as unknown).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from stagetimer.hardware._model import Hardware, description
+
+__all__ = ["Difference", "format_differences", "format_value", "hardware_differences"]
+
+#: relative difference of ``cpu.clock_max_mhz`` below which two clocks are the same
+CLOCK_TOLERANCE = 0.01
+
+
+@attrs.frozen
+class Difference:
+    """One field that differs: its dotted name and the value on each side (None: unknown/none)."""
+
+    field: str
+    base: Any
+    new: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"field", "base", "new"}``, as ``stagetimer compare --json`` prints it."""
+        return {"field": self.field, "base": self.base, "new": self.new}
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _python_minor(value: Any) -> Any:
+    """``"CPython 3.11.7"`` → ``"CPython 3.11"``; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    implementation, _, version = value.rpartition(" ")
+    parts = version.split(".")
+    if len(parts) < 2:
+        return value
+    minor = ".".join(parts[:2])
+    return f"{implementation} {minor}" if implementation else minor
+
+
+def _os_name(value: Any) -> Any:
+    """``"Linux 6.1.0-18-amd64"`` → ``"Linux"`` (the release is not a difference)."""
+    if not isinstance(value, str):
+        return value
+    return value.split(" ", 1)[0]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _clock_differs(base: Any, new: Any) -> bool:
+    low, high = _number(base), _number(new)
+    if low is None or high is None:
+        return bool(base != new)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return bool(base != new)
+    scale = max(abs(low), abs(high))
+    return scale > 0 and abs(low - high) > CLOCK_TOLERANCE * scale
+
+
+def _same(base: Any, new: Any) -> bool:
+    # 8 and 8.0 are one value (a quota written by another version may be a float).
+    if _number(base) is not None and _number(new) is not None:
+        return bool(float(base) == float(new))
+    return bool(base == new)
+
+
+#: (field, path in the description, normalisation)
+_SCALARS: tuple[tuple[str, tuple[str, ...], Callable[[Any], Any] | None], ...] = (
+    ("cpu.model_name", ("cpu", "model_name"), None),
+    ("cpu.logical_cpus", ("cpu", "logical_cpus"), None),
+    ("cpu.physical_cores", ("cpu", "physical_cores"), None),
+    ("cpu.clock_max_mhz", ("cpu", "clock_max_mhz"), None),
+    ("cpu.quota_cpus", ("cpu", "quota_cpus"), None),
+    ("memory.limit_bytes", ("memory", "limit_bytes"), None),
+    ("memory.high_bytes", ("memory", "high_bytes"), None),
+)
+_GPU_FIELDS = ("name", "memory_usable_bytes", "peak_memory_bandwidth_bytes_per_s")
+_PLATFORM: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("python", _python_minor),
+    ("os", _os_name),
+    ("machine", lambda value: value),
+)
+
+
+def _as_dict(hardware: Hardware | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(hardware, Hardware):
+        return description(hardware)
+    if isinstance(hardware, Mapping):
+        return hardware
+    raise TypeError(
+        f"expected a Hardware or a stored description (dict), not {type(hardware).__name__}:"
+        f" {hardware!r}"
+    )
+
+
+def _gpus(data: Mapping[str, Any]) -> Sequence[Any]:
+    gpus = data.get("gpus")
+    return gpus if isinstance(gpus, (list, tuple)) else ()
+
+
+def hardware_differences(
+    base: Hardware | Mapping[str, Any], new: Hardware | Mapping[str, Any]
+) -> list[Difference]:
+    """The differences between two descriptions that can change a stage's duration.
+
+    Empty when the two are like for like, even if they were measured on different
+    hosts, in different jobs or under another Python patch release.
+
+    >>> a = {"python": "CPython 3.11.7", "memory": {"limit_bytes": 2**34}}
+    >>> b = {"python": "CPython 3.11.2", "memory": {"limit_bytes": 2**36}}
+    >>> hardware_differences(a, b)
+    [Difference(field='memory.limit_bytes', base=17179869184, new=68719476736)]
+    """
+    left, right = _as_dict(base), _as_dict(new)
+    found: list[Difference] = []
+    for field, path, _ in _SCALARS:
+        old_value, new_value = _get(left, *path), _get(right, *path)
+        if field == "cpu.clock_max_mhz":
+            differs = _clock_differs(old_value, new_value)
+        else:
+            differs = not _same(old_value, new_value)
+        if differs:
+            found.append(Difference(field, old_value, new_value))
+    left_gpus, right_gpus = _gpus(left), _gpus(right)
+    if len(left_gpus) != len(right_gpus):
+        found.append(Difference("gpus", len(left_gpus), len(right_gpus)))
+    for index, (old_gpu, new_gpu) in enumerate(zip(left_gpus, right_gpus, strict=False)):
+        for name in _GPU_FIELDS:
+            old_value, new_value = _get(old_gpu, name), _get(new_gpu, name)
+            if not _same(old_value, new_value):
+                found.append(Difference(f"gpus[{index}].{name}", old_value, new_value))
+    for field, normalise in _PLATFORM:
+        old_value, new_value = normalise(left.get(field)), normalise(right.get(field))
+        if old_value != new_value:
+            found.append(Difference(field, old_value, new_value))
+    return found
+
+
+def _significant(value: float) -> str:
+    """Three significant digits, no trailing zeros: 16.0 → "16", 1.953 → "1.95"."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    text = f"{value:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _binary(value: float, unit: str) -> str:
+    for prefix in ("", "Ki", "Mi", "Gi", "Ti", "Pi"):
+        if abs(value) < 1024 or prefix == "Pi":
+            return f"{_significant(value)} {prefix}{unit}"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _decimal(value: float, unit: str) -> str:
+    for prefix in ("", "k", "M", "G", "T", "P"):
+        if abs(value) < 1000 or prefix == "P":
+            return f"{_significant(value)} {prefix}{unit}"
+        value /= 1000
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: what None means for a field: no limit, or not known
+_NONE_MEANS = {
+    "cpu.quota_cpus": "no quota",
+    "memory.limit_bytes": "no limit",
+    "memory.high_bytes": "no limit",
+}
+
+
+def format_value(field: str, value: Any) -> str:
+    """``value`` of ``field`` in units a person reads: ``17179869184`` bytes → ``"16 GiB"``."""
+    if value is None:
+        return _NONE_MEANS.get(field, "unknown")
+    number = _number(value)
+    if number is None or not math.isfinite(number):
+        return str(value)
+    if field.endswith("_bytes_per_s"):
+        return _decimal(number, "B/s")
+    if field.endswith("_bytes"):
+        return _binary(number, "B")
+    if field.endswith("_mhz"):
+        return f"{_significant(number)} MHz"
+    if field == "cpu.quota_cpus":
+        return f"{_significant(number)} CPUs"
+    return str(value)
+
+
+def format_differences(differences: Sequence[Difference]) -> str:
+    """The differences in words, ``"; "``-separated, or ``""`` when there are none.
+
+    >>> format_differences([Difference("memory.limit_bytes", 2**34, 2**36)])
+    'memory.limit_bytes: 16 GiB → 64 GiB'
+    """
+    return "; ".join(
+        f"{d.field}: {format_value(d.field, d.base)} → {format_value(d.field, d.new)}"
+        for d in differences
+    )
