@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from time import perf_counter
 from typing import Any, TypeVar, overload
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._recorder import Recorder, recording_disabled, resolve_recorder
 from stagetimer._validate import check_record, check_seconds
+from stagetimer.stages import AUTO_RESUME_SUFFIX
 
 __all__ = ["record_timing", "stage", "timed_stage"]
 
@@ -20,6 +22,15 @@ _checked_names: set[str] = set()
 
 F = TypeVar("F", bound=Callable[..., Any])
 RunIdx = int | str | Callable[[Mapping[str, Any]], "int | None"] | None
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON-ready copy of checked metadata: what the caller changes later is not recorded."""
+    return {
+        key: value if type(value) in _SCALARS else json.loads(json.dumps(value))
+        for key, value in metadata.items()
+    }
 
 
 def record_timing(
@@ -40,7 +51,11 @@ def record_timing(
     if recording_disabled():
         return
     resolve_recorder(recorder).record(
-        name, float(seconds), run_idx=run_idx, label=label, metadata=metadata
+        name,
+        float(seconds),
+        run_idx=run_idx,
+        label=label,
+        metadata=copy_metadata(metadata) if metadata else None,
     )
 
 
@@ -102,6 +117,9 @@ class Stage:
             or self.metadata
         ):
             check_record(name, run_idx, self.label, self.metadata)
+            if self.metadata:
+                # Copied on entry: later changes by the caller do not change the record.
+                self.metadata = copy_metadata(self.metadata)
             if len(_checked_names) < 4096:
                 _checked_names.add(name)
         if recording_disabled():
@@ -131,12 +149,25 @@ class Stage:
         self.__exit__(exc_type, exc, tb)
 
 
-def _run_idx_getter(
-    func: Callable[..., Any], run_idx: RunIdx
-) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-    """How to find the run index of one call of ``func``."""
+_Timer = Callable[[tuple[Any, ...], dict[str, Any]], "Stage | None"]
+
+
+def _stage_maker(
+    func: Callable[..., Any],
+    name: str,
+    run_idx: RunIdx,
+    label: str | None,
+    recorder: Recorder | None,
+    metadata: dict[str, Any],
+) -> _Timer:
+    """How to build the :class:`Stage` of one call of ``func``; None for a call that does not
+    bind (the function then raises its own ``TypeError``, untimed)."""
     if run_idx is None or (isinstance(run_idx, int) and not isinstance(run_idx, bool)):
-        return lambda args, kwargs: run_idx
+        # A constant index needs no binding: a call that does not bind raises inside the
+        # stage, which records nothing.
+        return lambda args, kwargs: stage(
+            name, run_idx=run_idx, label=label, recorder=recorder, **metadata
+        )
     if not isinstance(run_idx, str) and not callable(run_idx):
         raise InvalidRecordError(
             f"run_idx {run_idx!r} is not valid: expected an int, the name of a parameter "
@@ -149,15 +180,117 @@ def _run_idx_getter(
             f"run_idx {run_idx!r} is not a parameter of {func.__qualname__}{signature}",
             run_idx,
         )
+    find = run_idx
 
-    def get(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        bound = signature.bind(*args, **kwargs)
+    def make(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Stage | None:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return None  # only a call that does not bind runs untimed
         bound.apply_defaults()
-        if isinstance(run_idx, str):
-            return bound.arguments[run_idx]
-        return run_idx(bound.arguments)
+        # Outside the try: whatever the user's callable raises propagates, before the
+        # function runs.
+        idx = bound.arguments[find] if isinstance(find, str) else find(bound.arguments)
+        return stage(name, run_idx=idx, label=label, recorder=recorder, **metadata)
 
-    return get
+    return make
+
+
+def _time_generator(timing: Stage, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    """Delegate to ``gen`` (``yield from`` passes on send, throw and close), timing from the
+    first ``next`` to exhaustion or close; an exception out of ``gen`` records nothing."""
+    timing.__enter__()
+    try:
+        result = yield from gen
+    except GeneratorExit:
+        timing.__exit__(None, None, None)  # closed by the consumer: the iteration ended here
+        raise
+    except BaseException as exc:
+        timing.__exit__(type(exc), exc, exc.__traceback__)
+        raise
+    timing.__exit__(None, None, None)
+    return result
+
+
+def _wrap(func: Callable[..., Any], make: _Timer) -> Callable[..., Any]:
+    """``func`` timed as one run per call (per whole iteration for a generator function)."""
+    # Generator wrappers are generator functions themselves (inspect and frameworks such as
+    # pytest fixtures still see one); like any generator's body, theirs starts at the first
+    # next, which is when the call is bound and its run index found.
+    if inspect.isasyncgenfunction(func):
+
+        @functools.wraps(func)
+        async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+            # No ``yield from`` for async generators: asend, athrow and aclose by hand.
+            timing = make(args, kwargs)
+            agen = func(*args, **kwargs)
+            if timing is not None:
+                timing.__enter__()
+            ended = False  # exhausted or closed by the consumer: record
+            try:
+                try:
+                    value = await agen.__anext__()
+                except StopAsyncIteration:
+                    ended = True
+                    return
+                while True:
+                    try:
+                        sent = yield value
+                    except GeneratorExit:
+                        await agen.aclose()
+                        ended = True
+                        raise
+                    except BaseException as exc:  # athrow() on this wrapper
+                        try:
+                            value = await agen.athrow(exc)
+                        except StopAsyncIteration:
+                            ended = True
+                            return
+                    else:
+                        try:
+                            value = await agen.asend(sent)
+                        except StopAsyncIteration:
+                            ended = True
+                            return
+            finally:
+                if timing is not None:
+                    timing.__exit__(None if ended else BaseException, None, None)
+
+        return async_gen_wrapper
+
+    if inspect.isgeneratorfunction(func):
+
+        @functools.wraps(func)
+        def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            timing = make(args, kwargs)
+            gen = func(*args, **kwargs)
+            if timing is None:
+                return (yield from gen)
+            return (yield from _time_generator(timing, gen))
+
+        return gen_wrapper
+
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            timing = make(args, kwargs)
+            if timing is None:
+                return await func(*args, **kwargs)
+            async with timing:
+                return await func(*args, **kwargs)
+
+        return async_wrapper
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        timing = make(args, kwargs)
+        if timing is None:
+            return func(*args, **kwargs)
+        with timing:
+            return func(*args, **kwargs)
+
+    return wrapper
 
 
 def _decorate(
@@ -169,35 +302,13 @@ def _decorate(
     metadata: dict[str, Any],
 ) -> F:
     check_record(name, None, label, metadata)
-    get_run_idx = _run_idx_getter(func, run_idx)
-
-    def timer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Stage | None:
-        try:
-            idx = get_run_idx(args, kwargs)
-        except TypeError:
-            return None  # a call that does not bind: let the function raise its own TypeError
-        return stage(name, run_idx=idx, label=label, recorder=recorder, **metadata)
-
-    if inspect.iscoroutinefunction(func):
-
-        @functools.wraps(func)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            timing = timer(args, kwargs)
-            if timing is None:
-                return await func(*args, **kwargs)
-            async with timing:
-                return await func(*args, **kwargs)
-
-        return async_wrapper  # type: ignore[return-value]
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        timing = timer(args, kwargs)
-        if timing is None:
-            return func(*args, **kwargs)
-        with timing:
-            return func(*args, **kwargs)
-
+    metadata = copy_metadata(metadata)
+    resumed = name + AUTO_RESUME_SUFFIX
+    wrapper = _wrap(func, _stage_maker(func, name, run_idx, label, recorder, metadata))
+    again = _wrap(func, _stage_maker(func, resumed, run_idx, label, recorder, metadata))
+    again.__qualname__ = f"{func.__qualname__}.auto_resume"
+    again.__doc__ = f"Call {func.__qualname__}, recorded as stage {resumed!r}."
+    wrapper.auto_resume = again  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 
@@ -222,14 +333,29 @@ def timed_stage(
     recorder: Recorder | None = None,
     **metadata: Any,
 ) -> Any:
-    """Decorate a function (plain or ``async def``) so each call is one run of a stage.
+    """Decorate a function so each call is one run of a stage.
 
     Bare ``@timed_stage`` uses the function's ``__name__``. ``run_idx`` is an int,
     the name of a parameter of the function (its bound value, defaults included)
-    or a callable receiving the bound arguments as a mapping.
+    or a callable receiving the bound arguments as a mapping; whatever that callable
+    raises propagates before the function runs. A call whose arguments do not bind
+    to the function's signature runs untimed and raises the function's own
+    ``TypeError``.
+
+    Plain and ``async def`` functions are timed per call. Generator functions (plain
+    and async) are timed over the whole iteration: from the first ``next`` (when
+    their body starts, and the arguments are bound) to exhaustion or ``close()``;
+    an exception out of the generator records nothing, as for ``with stage``. A
+    generator never iterated records nothing.
+
+    Every decorated function has ``.auto_resume(*args, **kwargs)``: the same call,
+    recorded as stage ``<name>_auto_resume`` with the same ``run_idx`` rule. For a
+    method, call it through the class: ``Trainer.save.auto_resume(self, ...)``.
 
     >>> @timed_stage("checkpoint_save", run_idx="run_idx")
     ... def save_checkpoint(model, run_idx): ...
+    >>> save_checkpoint(model, 0)               # stage "checkpoint_save"
+    >>> save_checkpoint.auto_resume(model, 0)   # stage "checkpoint_save_auto_resume"
     """
     if callable(name):
         return _decorate(name, name.__name__, None, None, None, {})

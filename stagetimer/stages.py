@@ -1,19 +1,30 @@
-"""The stage-name catalogue (SPEC section 5). Recording accepts any valid name.
+"""The stage-name catalogue. Recording accepts any valid name; these are for checks.
+
+A training stage is a name of :data:`TRAINING_STAGES` or any valid stage name ending
+in ``_train`` (your own algorithm's ``cfr_train``). A training stage,
+``checkpoint_save`` and ``nashconv`` have an auto-resume companion, the stage a
+NashConv-triggered continuation records:
 
 >>> from stagetimer import stages
 >>> stages.auto_resume("ippo_train")
 'ippo_train_auto_resume'
+>>> stages.auto_resume("cfr_train")
+'cfr_train_auto_resume'
 """
 
 from __future__ import annotations
+
+from stagetimer._validate import check_name
 
 __all__ = [
     "AUTO_RESUMABLE_STAGES",
     "AUTO_RESUME_SUFFIX",
     "OTHER_STAGES",
     "TRAINING_STAGES",
+    "TRAINING_SUFFIX",
     "auto_resume",
     "is_known",
+    "is_training",
 ]
 
 TRAINING_STAGES: tuple[str, ...] = (
@@ -34,17 +45,39 @@ TRAINING_STAGES: tuple[str, ...] = (
     "hc_nashq_train",
 )
 OTHER_STAGES: tuple[str, ...] = ("checkpoint_save", "nashconv", "satisfaction", "alpharank")
+#: The ending that makes any valid stage name a training stage.
+TRAINING_SUFFIX = "_train"
 #: What a NashConv-triggered continuation adds to a stage's name.
 AUTO_RESUME_SUFFIX = "_auto_resume"
-#: Stages a NashConv-triggered continuation repeats.
+#: The catalogue's stages a NashConv-triggered continuation repeats (any training stage does).
 AUTO_RESUMABLE_STAGES: frozenset[str] = frozenset((*TRAINING_STAGES, "checkpoint_save", "nashconv"))
 
 
+def is_training(name: str) -> bool:
+    """Whether ``name`` is a training stage: in the catalogue, or a valid name ending in
+    ``_train`` (``cfr_train``; ``_train`` alone names no algorithm)."""
+    if name in TRAINING_STAGES:
+        return True
+    if not isinstance(name, str) or not name.endswith(TRAINING_SUFFIX):
+        return False
+    if name == TRAINING_SUFFIX:
+        return False
+    try:
+        check_name(name)
+    except ValueError:
+        return False
+    return True
+
+
 def auto_resume(name: str) -> str:
-    """``<name>_auto_resume`` for a training stage, ``checkpoint_save`` or ``nashconv``."""
-    if name not in AUTO_RESUMABLE_STAGES:
+    """``<name>_auto_resume`` for a training stage, ``checkpoint_save`` or ``nashconv``.
+
+    Any other name (``alpharank``, ``satisfaction``, a companion itself) raises ``ValueError``.
+    """
+    if name not in AUTO_RESUMABLE_STAGES and not is_training(name):
         raise ValueError(
-            f"{name!r} has no auto-resume companion: expected a training stage, "
+            f"{name!r} has no auto-resume companion: expected a training stage (one of "
+            f"stages.TRAINING_STAGES, or any valid name ending in {TRAINING_SUFFIX!r}), "
             "'checkpoint_save' or 'nashconv'"
         )
     return name + AUTO_RESUME_SUFFIX
