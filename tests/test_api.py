@@ -269,7 +269,16 @@ def test_auto_resume_names(name: str) -> None:
     assert stages.is_known(stages.auto_resume(name))
 
 
-@pytest.mark.parametrize("name", ["alpharank", "satisfaction", "ippo_train_auto_resume", "x"])
+@pytest.mark.parametrize("name", ["cfr_train", "my_new_algo_train", "ppo-lstm_train"])
+def test_auto_resume_accepts_any_valid_name_ending_in_train(name: str) -> None:
+    assert (name + "_auto_resume", True) == (stages.auto_resume(name), stages.is_training(name))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["alpharank", "satisfaction", "ippo_train_auto_resume", "x", "_train", "bad\x00_train",
+     "cfr_trainer"],
+)
 def test_auto_resume_refuses_other_names(name: str) -> None:
     with pytest.raises(ValueError, match=repr(name)):
         stages.auto_resume(name)
