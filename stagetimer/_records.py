@@ -26,6 +26,9 @@ class RunTiming:
     label: str | None = None
     #: ISO-8601 UTC time the stage started, e.g. "2026-11-29T22:28:02.123Z"
     started_at: str | None = None
+    #: the batch job the run was measured in (``{"scheduler": "slurm", "job_id": "4711", ...}``,
+    #: see ``stagetimer.hardware.job_identity``); None outside a job and in older files
+    job: dict[str, Any] | None = None
     #: user metadata and keys this version does not know
     metadata: dict[str, Any] = attrs.Factory(dict)
     #: ``system_ram_gb`` / ``gpu_ram_gb`` recorded by a legacy writer

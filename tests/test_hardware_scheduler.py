@@ -1,9 +1,10 @@
-"""The scheduler probe: Slurm and PBS jobs, and the allow-list of their variables."""
+"""The scheduler probe (a job's allocation) and job_identity (which job it is)."""
 
 from __future__ import annotations
 
 import pytest
 
+from stagetimer.hardware import job_identity
 from stagetimer.hardware._scheduler import cpus_on_node, expand_cpus_per_node, probe_scheduler
 
 # An sbatch array task's environment (Slurm 22.05 on the CI guest), with per-task noise.
@@ -47,47 +48,61 @@ PBS_ENV = {
 }
 
 
-def test_slurm_job_is_described_by_its_allow_listed_variables() -> None:
+def test_slurm_job_is_described_by_its_allocation_variables() -> None:
     info, sources = probe_scheduler(SLURM_ENV)
 
-    assert (info.kind, info.job_id) == ("slurm", "1042")
+    assert ("slurm", None) == (info.kind, info.job_id)
     assert {
-        "SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NAME",
-        "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_CPUS_PER_TASK",
-        "SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE", "SLURM_MEM_PER_NODE",
-        "SLURM_JOB_PARTITION", "SLURM_CLUSTER_NAME", "SLURM_RESTART_COUNT",
-    } == set(info.env)
-    assert sources["scheduler.kind"] == "SLURM_JOB_ID"
+        "SLURM_JOB_NUM_NODES": "1",
+        "SLURM_NTASKS": "1",
+        "SLURM_CPUS_PER_TASK": "1",
+        "SLURM_CPUS_ON_NODE": "1",
+        "SLURM_JOB_CPUS_PER_NODE": "1",
+        "SLURM_MEM_PER_NODE": "1024",
+        "SLURM_JOB_PARTITION": "debug",
+    } == info.env
+    assert "SLURM_JOB_ID is set" == sources["scheduler.kind"]
 
 
 @pytest.mark.parametrize(
-    "noise",
-    ["SLURM_PROCID", "SLURM_TASK_PID", "SLURMD_NODENAME", "SLURM_JOB_START_TIME",
-     "SLURM_SUBMIT_DIR", "HOME"],
-)
-def test_slurm_per_task_volatile_and_path_variables_are_left_out(noise: str) -> None:
-    info, _ = probe_scheduler(SLURM_ENV)
+    "identity",
+    [
+        "SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NAME",
+        "SLURM_JOB_NODELIST", "SLURM_RESTART_COUNT", "SLURMD_NODENAME", "SLURM_SUBMIT_DIR",
+        "SLURM_PROCID", "SLURM_TASK_PID", "SLURM_JOB_START_TIME", "HOME",
+    ],
+)  # fmt: skip
+def test_slurm_job_identity_per_task_and_volatile_variables_are_not_hardware(
+    identity: str,
+) -> None:
+    info, sources = probe_scheduler(SLURM_ENV)
 
-    assert noise not in info.env
+    assert identity not in info.env
+    assert all(SLURM_ENV[identity] not in where for where in sources.values())
 
 
-def test_pbs_job_is_described_without_paths_or_submit_host() -> None:
+def test_two_tasks_of_one_array_share_the_scheduler_part() -> None:
+    other_task = {
+        **SLURM_ENV, "SLURM_JOB_ID": "1043", "SLURM_ARRAY_TASK_ID": "3",
+        "SLURM_RESTART_COUNT": "1", "SLURM_TASK_PID": "8200",
+    }  # fmt: skip
+
+    assert probe_scheduler(SLURM_ENV) == probe_scheduler(other_task)
+
+
+def test_pbs_job_is_described_by_its_queue_and_cpus() -> None:
     info, _ = probe_scheduler(PBS_ENV)
 
-    assert (info.kind, info.job_id) == ("pbs", "4711[3].pbs")
-    assert info.env == {
-        "PBS_JOBID": "4711[3].pbs", "PBS_JOBNAME": "nashconv", "PBS_QUEUE": "workq",
-        "PBS_ARRAY_INDEX": "3", "PBS_ARRAY_ID": "4711[].pbs", "NCPUS": "8",
-    }
+    assert ("pbs", None, {"PBS_QUEUE": "workq", "NCPUS": "8"}) == (info.kind, info.job_id, info.env)
 
 
-def test_torque_variables_are_kept() -> None:
+def test_torque_allocation_variables_are_kept() -> None:
     info, _ = probe_scheduler(
         {"PBS_JOBID": "17.torque", "PBS_NUM_NODES": "2", "PBS_NUM_PPN": "4", "PBS_NP": "8",
          "PBS_ARRAYID": "5"}
-    )
+    )  # fmt: skip
 
-    assert {"PBS_JOBID", "PBS_NUM_NODES", "PBS_NUM_PPN", "PBS_NP", "PBS_ARRAYID"} == set(info.env)
+    assert {"PBS_NUM_NODES": "2", "PBS_NUM_PPN": "4", "PBS_NP": "8"} == info.env
 
 
 def test_no_job_gives_no_scheduler_and_no_variables() -> None:
@@ -98,9 +113,77 @@ def test_no_job_gives_no_scheduler_and_no_variables() -> None:
 
 
 def test_slurm_wins_when_both_job_ids_are_set() -> None:
-    info, _ = probe_scheduler({**PBS_ENV, "SLURM_JOB_ID": "9"})
+    info, sources = probe_scheduler({**PBS_ENV, "SLURM_JOB_ID": "9"})
 
-    assert (info.kind, info.job_id, info.env) == ("slurm", "9", {"SLURM_JOB_ID": "9"})
+    expected = (("slurm", {}), "no allocation variable is set")
+    assert expected == ((info.kind, info.env), sources["scheduler.env"])
+
+
+def test_slurm_job_identity_names_the_task_and_where_it_ran() -> None:
+    expected = {
+        "scheduler": "slurm",
+        "job_id": "1042",
+        "array_job_id": "1040",
+        "array_task_id": "2",
+        "restart_count": "0",
+        "node_name": "vm",
+        "node_list": "vm",
+        "submit_dir": "/work/main",
+    }
+    assert expected == job_identity(SLURM_ENV)
+
+
+def test_slurm_step_id_is_part_of_the_identity_inside_a_step() -> None:
+    identity = job_identity({"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"})
+
+    assert {"scheduler": "slurm", "job_id": "7", "step_id": "0"} == identity
+
+
+def test_pbs_job_identity_names_the_array_task_and_submit_host() -> None:
+    expected = {
+        "scheduler": "pbs",
+        "job_id": "4711[3].pbs",
+        "array_job_id": "4711[].pbs",
+        "array_task_id": "3",
+        "submit_host": "login1",
+        "submit_dir": "/home/u/exp",
+    }
+    assert expected == job_identity(PBS_ENV)
+
+
+def test_torque_array_index_is_the_array_task_id() -> None:
+    identity = job_identity({"PBS_JOBID": "17-5.torque", "PBS_ARRAYID": "5"})
+
+    assert {"scheduler": "pbs", "job_id": "17-5.torque", "array_task_id": "5"} == identity
+
+
+def test_empty_identity_variables_are_left_out() -> None:
+    identity = job_identity({"SLURM_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "", "SLURMD_NODENAME": ""})
+
+    assert {"scheduler": "slurm", "job_id": "7"} == identity
+
+
+def test_no_job_has_no_identity() -> None:
+    assert job_identity({"SLURM_CONF": "/etc/slurm/slurm.conf", "SLURM_JOB_ID": ""}) is None
+
+
+def test_job_identity_reads_the_process_environment_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("SLURM_JOB_ID", "PBS_JOBID", "SLURM_ARRAY_TASK_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLURM_JOB_ID", "31")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "4")
+
+    assert {"scheduler": "slurm", "job_id": "31", "array_task_id": "4"} == job_identity()
+
+
+def test_each_call_returns_its_own_dict() -> None:
+    first = job_identity(SLURM_ENV)
+    assert first is not None
+    first["job_id"] = "changed"
+
+    assert "1042" == (job_identity(SLURM_ENV) or {})["job_id"]
 
 
 @pytest.mark.parametrize(

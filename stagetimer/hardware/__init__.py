@@ -17,6 +17,7 @@ from stagetimer.hardware._model import (
     description,
     hardware_id,
 )
+from stagetimer.hardware._scheduler import job_identity
 from stagetimer.hardware._show import format_hardware, summary_line
 
 __all__ = [
@@ -32,5 +33,6 @@ __all__ = [
     "format_hardware",
     "hardware_differences",
     "hardware_id",
+    "job_identity",
     "summary_line",
 ]

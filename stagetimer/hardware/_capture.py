@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import threading
 from collections.abc import Mapping
@@ -25,7 +26,7 @@ from stagetimer.hardware._memory import probe_memory
 from stagetimer.hardware._model import CpuInfo, Hardware
 from stagetimer.hardware._scheduler import probe_scheduler
 
-__all__ = ["capture_hardware", "clear_cache"]
+__all__ = ["capture_hardware", "clear_cache", "generalise_source"]
 
 _live: Hardware | None = None
 _live_lock = threading.Lock()
@@ -67,6 +68,50 @@ def _probe_cpu(root: str, cgroups: Cgroups | str) -> tuple[CpuInfo, dict[str, st
     return info, sources
 
 
+_END = r"(?=[/\s),;:]|$)"
+#: cgroup path components that name one job, step, task, container or login session,
+#: and what stands for them in ``sources``: the kind of component stays, its id goes.
+_IDENTITIES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(r"(?<=/)" + pattern + _END), replacement)
+    for pattern, replacement in (
+        # Slurm's cgroup plugins (v1 and v2): job_4711/step_batch/task_0, step_0, step_extern
+        (r"job_\d+", "job_N"),
+        (r"step_[^/\s),;:]+", "step_*"),
+        (r"task_\d+", "task_N"),
+        # PBS's cgroup hook (pbs_jobs.service/jobid/4711.server) and Torque (torque/4711.server)
+        (r"(?<=jobid/)[^/\s),;:]+", "<job>"),
+        (r"(?<=torque/)[^/\s),;:]+", "<job>"),
+        # systemd login sessions and transient units
+        (r"session-[0-9a-zA-Z]+\.scope", "session-N.scope"),
+        (r"run-[0-9a-zA-Z]+\.scope", "run-N.scope"),
+        # container runtimes: docker-<id>.scope, cri-containerd-<id>.scope, /docker/<id>
+        (r"([a-z][a-z-]*-)[0-9a-f]{12,}(\.scope)?", r"\1<id>\2"),
+        (r"[0-9a-f]{64}", "<id>"),
+        # Kubernetes pod UIDs: kubepods-burstable-pod<uid>.slice, kubepods/burstable/pod<uid>
+        (
+            r"([a-z-]*pod)[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}"
+            r"(\.slice)?",
+            r"\1<uid>\2",
+        ),
+    )
+)
+
+
+def generalise_source(source: str) -> str:
+    """``source`` with the ids of job, step, task, container and session components generalised.
+
+    ``/sys/fs/cgroup/memory/slurm_n1/uid_0/job_4711/step_batch/memory.limit_in_bytes``
+    → ``/sys/fs/cgroup/memory/slurm_n1/uid_0/job_N/step_*/memory.limit_in_bytes``: the
+    file keeps its place in the hierarchy, and two tasks of one job array describe
+    their hardware byte for byte alike.
+    """
+    if "/" not in source:
+        return source
+    for pattern, replacement in _IDENTITIES:
+        source = pattern.sub(replacement, source)
+    return source
+
+
 def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
     # /proc/self/cgroup and mountinfo are read once, for both the CPU and memory controllers.
     cgroups = read_cgroups(root)
@@ -95,7 +140,7 @@ def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
         gpus=gpus,
         gpu_reason=gpu_reason,
         scheduler=scheduler,
-        sources=dict(sorted(sources.items())),
+        sources={field: generalise_source(where) for field, where in sorted(sources.items())},
     )
 
 

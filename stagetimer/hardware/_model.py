@@ -1,8 +1,10 @@
 """The hardware description: frozen attrs classes stored verbatim in ``timings_hardware.json``.
 
 Every field is something the timed process could use that does not change while
-it runs; nothing volatile (free memory, current clock, time, pid) belongs here,
-since the description is hashed into ``hardware_id`` and deduplicated.
+it runs; nothing volatile (free memory, current clock, time, pid) and nothing that
+identifies the job (its id, array task, step, node name) belongs here, since the
+description is hashed into ``hardware_id`` and deduplicated: the tasks of one job
+array on one node share one description. A run keeps its job's identity itself.
 Missing values stay ``None``; ``Hardware.sources`` says where each value came
 from, or why it is missing.
 """
@@ -74,13 +76,15 @@ class GpuInfo:
 
 @attrs.frozen
 class SchedulerInfo:
-    """The batch job the process runs in, if any."""
+    """The batch job's allocation, if the process runs in one (its identity is in each run)."""
 
     #: "slurm", "pbs" or None
     kind: str | None = None
-    job_id: str | None = None
-    #: the job's SLURM_* / PBS_* variables that describe the job and its allocation
+    #: the job's SLURM_* / PBS_* variables that describe its allocation
     env: dict[str, str] = attrs.Factory(dict)
+    #: only in descriptions written by stagetimer 0.1, which kept the job's id here;
+    #: never captured now, and left out of a description where None
+    job_id: str | None = None
 
 
 @attrs.frozen
@@ -106,10 +110,18 @@ def _json_ready(instance: object, field: object, value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+def _stored(field: attrs.Attribute[Any], value: Any) -> bool:
+    # A first-edition job id is kept where a 0.1 file had one; a new description has no key.
+    return not (field is _LEGACY_JOB_ID and value is None)
+
+
+_LEGACY_JOB_ID = attrs.fields(SchedulerInfo).job_id
+
+
 def description(hardware: Hardware | Mapping[str, Any]) -> dict[str, Any]:
     """The JSON-ready description of ``hardware``, exactly as stored in the sidecar."""
     if isinstance(hardware, Hardware):
-        return attrs.asdict(hardware, value_serializer=_json_ready)
+        return attrs.asdict(hardware, filter=_stored, value_serializer=_json_ready)
     return dict(hardware)
 
 

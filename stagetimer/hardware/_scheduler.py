@@ -1,50 +1,40 @@
-"""The batch job the process runs in: Slurm or PBS, its id, and the variables describing it.
+"""The batch job the process runs in: its allocation (hardware) and its identity (not).
 
-Only an explicit allow-list of variables is kept: those that describe the job
-and its allocation (ids, array ids, nodes, tasks, CPUs, memory, GPUs, cluster,
-partition or queue, account, QOS, restarts). Per-task or per-step values
-(``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_TASK_PID``, ``SLURM_STEP_*``),
-daemon details (``SLURMD_*``), times (``SLURM_JOB_START_TIME``) and paths
-(``SLURM_SUBMIT_DIR``, ``PBS_O_WORKDIR``, ``PBS_NODEFILE``) are left out: they
-are not hardware, and the volatile ones would split one machine's description.
+Two things come from a Slurm or PBS job's environment, and they go to different
+places. What describes the **allocation** — partition or queue, CPUs per task and
+on the node, memory per node, CPU or GPU, GPUs, node and task counts — is part of
+the hardware description (``scheduler.env``). What **identifies** the job — its
+id, the array job and task ids, the step, the restart count, the node's name, the
+node list, the submit host and directory — is not hardware: it goes to each run's
+``job`` key (:func:`job_identity`), so that the tasks of one job array on one
+node share one description. Per-task values (``SLURM_PROCID``, ``SLURM_TASK_PID``),
+times (``SLURM_JOB_START_TIME``) and paths (``PBS_NODEFILE``) are in neither.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 
 from stagetimer.hardware._model import SchedulerInfo
 
 __all__ = [
+    "PBS_IDENTITY",
     "PBS_VARIABLES",
+    "SLURM_IDENTITY",
     "SLURM_VARIABLES",
     "cpus_on_node",
     "expand_cpus_per_node",
     "gpus_on_node",
+    "job_identity",
     "probe_scheduler",
 ]
 
-#: sbatch(1) OUTPUT ENVIRONMENT VARIABLES that describe the job and its allocation
+#: sbatch(1) OUTPUT ENVIRONMENT VARIABLES that describe the job's allocation
 SLURM_VARIABLES: tuple[str, ...] = (
-    "SLURM_JOB_ID",
-    "SLURM_JOB_NAME",
-    "SLURM_ARRAY_JOB_ID",
-    "SLURM_ARRAY_TASK_ID",
-    "SLURM_ARRAY_TASK_COUNT",
-    "SLURM_ARRAY_TASK_MIN",
-    "SLURM_ARRAY_TASK_MAX",
-    "SLURM_ARRAY_TASK_STEP",
-    "SLURM_HET_SIZE",
-    "SLURM_CLUSTER_NAME",
     "SLURM_JOB_PARTITION",
-    "SLURM_JOB_ACCOUNT",
-    "SLURM_JOB_QOS",
-    "SLURM_JOB_RESERVATION",
-    "SLURM_RESTART_COUNT",
-    "SLURM_JOB_NODELIST",
     "SLURM_JOB_NUM_NODES",
-    "SLURM_NODEID",
     "SLURM_NTASKS",
     "SLURM_NTASKS_PER_NODE",
     "SLURM_NTASKS_PER_CORE",
@@ -63,26 +53,82 @@ SLURM_VARIABLES: tuple[str, ...] = (
     "SLURM_GPUS_PER_TASK",
     "SLURM_GPUS_PER_SOCKET",
     "SLURM_CPUS_PER_GPU",
-    "SLURM_JOB_GPUS",
-    "SLURM_GPU_BIND",
     "SLURM_TRES_PER_TASK",
 )
 
-#: OpenPBS and Torque job variables that describe the job (qsub(1B); Torque adds PBS_NUM_*)
+#: OpenPBS and Torque variables that describe the allocation (qsub(1B); Torque adds PBS_NUM_*)
 PBS_VARIABLES: tuple[str, ...] = (
-    "PBS_JOBID",
-    "PBS_JOBNAME",
     "PBS_QUEUE",
-    "PBS_SERVER",
-    "PBS_ARRAY_INDEX",
-    "PBS_ARRAY_ID",
-    "PBS_ARRAYID",
     "PBS_NUM_NODES",
     "PBS_NUM_PPN",
     "PBS_NP",
-    "PBS_NODENUM",
     "NCPUS",
 )
+
+#: key of a run's ``job`` -> the Slurm variable it is read from (sbatch(1), srun(1))
+SLURM_IDENTITY: tuple[tuple[str, str], ...] = (
+    ("job_id", "SLURM_JOB_ID"),
+    ("array_job_id", "SLURM_ARRAY_JOB_ID"),
+    ("array_task_id", "SLURM_ARRAY_TASK_ID"),
+    ("step_id", "SLURM_STEP_ID"),
+    ("restart_count", "SLURM_RESTART_COUNT"),
+    ("node_name", "SLURMD_NODENAME"),
+    ("node_list", "SLURM_JOB_NODELIST"),
+    ("submit_host", "SLURM_SUBMIT_HOST"),
+    ("submit_dir", "SLURM_SUBMIT_DIR"),
+)
+
+#: the same for PBS: OpenPBS names first, then Torque's (qsub(1B), Torque's qsub(1))
+PBS_IDENTITY: tuple[tuple[str, str], ...] = (
+    ("job_id", "PBS_JOBID"),
+    ("array_job_id", "PBS_ARRAY_ID"),
+    ("array_task_id", "PBS_ARRAY_INDEX"),
+    ("array_task_id", "PBS_ARRAYID"),
+    ("submit_host", "PBS_O_HOST"),
+    ("submit_dir", "PBS_O_WORKDIR"),
+)
+
+
+def _scheduler_of(environ: Mapping[str, str]) -> str | None:
+    """ "slurm", "pbs" or None. Slurm wins when both job ids are set (a Slurm job started
+    from a PBS shell keeps the outer variables; the inner job is ours)."""
+    if environ.get("SLURM_JOB_ID"):
+        return "slurm"
+    if environ.get("PBS_JOBID"):
+        return "pbs"
+    return None
+
+
+def job_identity(environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """The job this process runs in, for a run's ``job`` key; None outside a batch job.
+
+    ``{"scheduler": "slurm" | "pbs", "job_id": ...}`` plus, where the variable is
+    set and not empty, ``array_job_id``, ``array_task_id``, ``step_id``,
+    ``restart_count``, ``node_name``, ``node_list``, ``submit_host`` and
+    ``submit_dir`` (strings, as the scheduler wrote them). Reads only the
+    environment (default ``os.environ``), a dozen lookups; it returns a new dict
+    each call, so a caller that caches it must not hand the same dict out to be
+    changed.
+
+    >>> job_identity({"SLURM_JOB_ID": "1042", "SLURM_ARRAY_JOB_ID": "1040",
+    ...               "SLURM_ARRAY_TASK_ID": "2", "SLURMD_NODENAME": "n1"})
+    {'scheduler': 'slurm', 'job_id': '1042', 'array_job_id': '1040', 'array_task_id': '2', \
+'node_name': 'n1'}
+    >>> job_identity({"HOME": "/root"}) is None
+    True
+    """
+    if environ is None:
+        environ = os.environ
+    scheduler = _scheduler_of(environ)
+    if scheduler is None:
+        return None
+    identity = {"scheduler": scheduler}
+    for key, variable in SLURM_IDENTITY if scheduler == "slurm" else PBS_IDENTITY:
+        value = environ.get(variable)
+        if value and key not in identity:
+            identity[key] = value
+    return identity
+
 
 _GROUP = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
 
@@ -139,27 +185,18 @@ def gpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
 
 
 def probe_scheduler(environ: Mapping[str, str]) -> tuple[SchedulerInfo, dict[str, str]]:
-    """The scheduler part of the description and the source of each of its fields.
+    """The scheduler part of the description (kind and allocation) and the source of each field.
 
-    Slurm wins when both ``SLURM_JOB_ID`` and ``PBS_JOBID`` are set (a Slurm job
-    started from a PBS shell keeps the outer variables; the inner job is ours).
+    The job's identity is not part of it: see :func:`job_identity`.
     """
-    if environ.get("SLURM_JOB_ID"):
-        kind, id_variable, names = "slurm", "SLURM_JOB_ID", SLURM_VARIABLES
-    elif environ.get("PBS_JOBID"):
-        kind, id_variable, names = "pbs", "PBS_JOBID", PBS_VARIABLES
-    else:
+    kind = _scheduler_of(environ)
+    if kind is None:
         reason = "neither SLURM_JOB_ID nor PBS_JOBID is set: not a batch job"
-        return SchedulerInfo(), {
-            "scheduler.kind": reason,
-            "scheduler.job_id": reason,
-            "scheduler.env": reason,
-        }
+        return SchedulerInfo(), {"scheduler.kind": reason, "scheduler.env": reason}
+    names = SLURM_VARIABLES if kind == "slurm" else PBS_VARIABLES
     env = {name: environ[name] for name in names if name in environ}
-    info = SchedulerInfo(kind=kind, job_id=environ[id_variable], env=env)
-    listed = ", ".join(sorted(env))
-    return info, {
-        "scheduler.kind": id_variable,
-        "scheduler.job_id": id_variable,
-        "scheduler.env": f"environment: {listed}",
+    listed = f"environment: {', '.join(sorted(env))}" if env else "no allocation variable is set"
+    return SchedulerInfo(kind=kind, env=env), {
+        "scheduler.kind": "SLURM_JOB_ID is set" if kind == "slurm" else "PBS_JOBID is set",
+        "scheduler.env": listed,
     }
