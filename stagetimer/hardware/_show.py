@@ -1,16 +1,20 @@
-"""Human-readable text for a hardware description: the full listing and a one-line summary."""
+"""Human-readable text for a hardware description: the full listing and a one-line summary.
+
+The listing is built from the stored description's fields, whatever they are, so a field
+added to the model shows without a change here.
+"""
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import attrs
+from stagetimer.hardware._model import Hardware, description, hardware_id
 
-from stagetimer.hardware._model import GpuInfo, Hardware, hardware_id
-
-__all__ = ["format_bytes", "format_hardware", "summary_line"]
+__all__ = ["WIDTH", "format_bytes", "format_hardware", "plain_words", "summary_line"]
 
 
 def format_bytes(value: int) -> str:
@@ -52,54 +56,160 @@ _FORMATS: dict[str, Callable[[Any], str]] = {
 }
 
 
+#: Columns the text fits in (a terminal of 100 columns).
+WIDTH = 100
+
+# NVML's error classes (pynvml's NVMLError_<Name>, from nvml.h's NVML_ERROR_* codes) in words.
+_NVML_WORDS = {
+    "LibraryNotFound": "no NVIDIA driver (NVML library not found)",
+    "DriverNotLoaded": "NVIDIA driver not loaded",
+    "NoPermission": "no permission to query the GPU (NVML)",
+    "Uninitialized": "NVML not initialised",
+    "NotSupported": "not supported by this GPU or driver",
+    "FunctionNotFound": "not in this driver's NVML (driver too old)",
+    "NotFound": "no such GPU",
+    "GpuIsLost": "GPU lost (fell off the bus or stopped responding)",
+    "LibRmVersionMismatch": "NVIDIA driver and kernel module versions differ (reload the driver)",
+    "InsufficientPower": "GPU power cables not connected",
+    "ResetRequired": "GPU needs a reset",
+    "Timeout": "NVML timed out",
+    "Unknown": "unknown NVML error",
+}
+_NVML_ERROR = re.compile(r"NVMLError_(\w+)")
+_AT_INIT = re.compile(r"NVML unavailable: NVMLError_(\w+) at nvmlInit")
+
+
+def _nvml_words(match: re.Match[str]) -> str:
+    return _NVML_WORDS.get(match.group(1), match.group(0))
+
+
+def plain_words(text: str) -> str:
+    """``text`` with NVML's error class names said in words.
+
+    ``"NVML unavailable: NVMLError_LibraryNotFound at nvmlInit"`` →
+    ``"no NVIDIA driver (NVML library not found)"``; unknown names are kept.
+    """
+    text = _AT_INIT.sub(
+        lambda m: _nvml_words(m) if m.group(1) in _NVML_WORDS else m.group(0), text
+    )
+    return _NVML_ERROR.sub(_nvml_words, text)
+
+
 def _value(path: str, value: Any) -> str:
     if value is None:
         return "-"
-    leaf = path.rsplit(".", 1)[-1]
-    fmt = _FORMATS.get(path) or _FORMATS.get(leaf)
-    return fmt(value) if fmt else str(value)
+    leaf = re.sub(r"^gpus\[\d+\]\.", "", path).rsplit(".", 1)[-1]
+    fmt = _FORMATS.get(re.sub(r"^gpus\[\d+\]\.", "", path)) or _FORMATS.get(leaf)
+    if fmt:
+        return fmt(value)
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) if value else "(none)"
+    return plain_words(str(value))
 
 
-def _fields(cls: type[Any]) -> list[str]:
-    return [a.name for a in attrs.fields(cls)]
+def _rows(stored: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(dotted path, value) of every field of the stored description but its sources.
+
+    Sections (objects at the top level) are opened one level; a list of objects
+    (``gpus``) gives a count row, then ``gpus[0].name`` and so on.
+    """
+    rows: list[tuple[str, Any]] = []
+    for key, value in stored.items():
+        if key == "sources":
+            continue
+        if isinstance(value, dict):
+            rows.extend((f"{key}.{name}", inner) for name, inner in value.items())
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            rows.append((key, f"{len(value)} listed"))
+            for slot, item in enumerate(value):
+                rows.extend((f"{key}[{slot}].{name}", inner) for name, inner in item.items())
+        elif isinstance(value, list) and key == "gpus":
+            rows.append((key, None))
+        else:
+            rows.append((key, value))
+    return rows
+
+
+def _wrapped(text: str, indent: int) -> list[str]:
+    """``text`` wrapped into :data:`WIDTH` columns under column ``indent`` (under column 4
+    where a word, such as a long path, would not fit there); words are never split."""
+    if max(len(word) for word in text.split()) > WIDTH - indent:
+        indent = 4
+    return textwrap.wrap(
+        text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * indent,
+        break_on_hyphens=False, break_long_words=False,
+    )
+
+
+_ITEM = re.compile(r"\[\d+\]")
+
+
+def _note(
+    group: list[tuple[str, Any, str]], source: str | None, said: set[tuple[str, str]]
+) -> str:
+    """What to say after ``group`` (rows sharing ``source``): nothing when it was said for
+    the same field of an earlier list item, or is one of the group's values."""
+    if source is None:
+        return ""
+    words = plain_words(source)
+    value = group[-1][1]
+    if isinstance(value, dict) and value and words.startswith("environment: "):
+        words = "environment"  # the variables' names are in the value already
+    key = (_ITEM.sub("[*]", group[0][0]), words)
+    if key in said or any(words == text for _, _, text in group):
+        return ""
+    said.add(key)
+    missing = all(value in (None, {}, []) for _, value, _ in group)
+    return f"({words})" if missing else f"(from {words})"
 
 
 def format_hardware(hw: Hardware) -> str:
-    """The description, its ``hardware_id`` and the source of each value, one field a line.
+    """The description, its ``hardware_id`` and where each value came from, in 100 columns.
 
-    ``memory.limit_bytes  1.0 GiB  (from /sys/fs/cgroup/memory/x/memory.limit_in_bytes)``;
-    a missing value shows ``-`` and why it is missing.
+    ``memory.node_total_bytes  23.5 GiB  (from /proc/meminfo MemTotal)``; a missing value
+    shows ``-`` and why it is missing. Consecutive fields with the same source or reason
+    are followed by it once, on its own lines, and a GPU's sources are said for the first
+    GPU only where they are the same. Every field of the stored description is shown
+    (``stagetimer hardware --json`` prints it whole).
     """
-    rows: list[tuple[str, Any]] = [
-        (name, getattr(hw, name)) for name in ("host", "os", "python", "machine")
-    ]
-    for section in ("cpu", "memory"):
-        obj = getattr(hw, section)
-        rows.extend((f"{section}.{name}", getattr(obj, name)) for name in _fields(type(obj)))
-    gpu_rows: list[tuple[str, Any]] = []
-    for slot, gpu in enumerate(hw.gpus):
-        gpu_rows.extend((f"gpus[{slot}].{name}", getattr(gpu, name)) for name in _fields(GpuInfo))
-    rows.append(("gpus", f"{len(hw.gpus)} GPU(s)" if hw.gpus else None))
-    rows.extend(gpu_rows)
-    rows.append(("gpu_reason", hw.gpu_reason))
-    rows.append(("scheduler.kind", hw.scheduler.kind))
-    rows.append(("scheduler.job_id", hw.scheduler.job_id))
-    env = " ".join(f"{k}={v}" for k, v in sorted(hw.scheduler.env.items()))
-    rows.append(("scheduler.env", env or None))
-    width = max(len(path) for path, _ in rows)
-    shown = [(path, _value(path, value)) for path, value in rows]
-    value_width = min(max(len(v) for _, v in shown), 40)
+    rows = _rows(description(hw))
+    width = min(max(len(path) for path, _ in rows), 28)
+    shown = [(path, value, _value(path, value)) for path, value in rows]
+    # Short values align their notes; a longer one pushes its note along or below.
+    value_width = min(max(len(text) for _, _, text in shown), 22)
     lines = [f"hardware_id  {hardware_id(hw)}", ""]
-    for (path, value), (_, text) in zip(rows, shown, strict=True):
-        source = hw.sources.get(path)
-        if source is None or source == text:
-            note = ""
-        elif value is None:
-            note = f"  ({source})"
-        else:
-            note = f"  (from {source})"
-        lines.append(f"{path.ljust(width)}  {text.ljust(value_width)}{note}".rstrip())
-    return "\n".join(lines) + "\n"
+    said: set[tuple[str, str]] = set()
+    index = 0
+    while index < len(shown):
+        # The group: this row and the following ones whose source is the same.
+        source = hw.sources.get(shown[index][0])
+        end = index + 1
+        while end < len(shown) and source is not None and hw.sources.get(shown[end][0]) == source:
+            end += 1
+        group = shown[index:end]
+        note = _note(group, source, said)
+        for path, _, text in group:
+            head = path.ljust(width)
+            line = f"{head}  {text}"
+            if note and len(group) == 1:
+                aligned = f"{head}  {text.ljust(value_width)}  {note}"
+                one_line = aligned if len(aligned) <= WIDTH else f"{line}  {note}"
+                if len(one_line) <= WIDTH:
+                    lines.append(one_line)
+                    note = ""
+                    continue
+            if len(line) <= WIDTH:
+                lines.append(line)
+            else:  # a long value (scheduler.env) continues under its column
+                first, *more = _wrapped(text, len(head) + 2)
+                lines.append(head + first[len(head):])
+                lines.extend(more)
+        if note:
+            lines.extend(_wrapped(note, width + 2))
+        index = end
+    return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def summary_line(hw: Hardware) -> str:
