@@ -206,19 +206,13 @@ def checkpoint_save(directory: str, run_idx: int, checkpoint: dict[str, Any]) ->
     return _save(directory, run_idx, checkpoint)
 
 
-@timed_stage(stages.auto_resume("checkpoint_save"), run_idx="run_idx")
-def checkpoint_save_auto_resume(directory: str, run_idx: int, checkpoint: dict[str, Any]) -> str:
-    return _save(directory, run_idx, checkpoint)
-
-
 @timed_stage("nashconv", run_idx="run_idx")
 def nashconv(game: Game, theta: list[list[float]], run_idx: int) -> float:
     return nashconv_of(game, softmax(theta[0]), softmax(theta[1]))
 
 
-@timed_stage(stages.auto_resume("nashconv"), run_idx="run_idx")
-def nashconv_auto_resume(game: Game, theta: list[list[float]], run_idx: int) -> float:
-    return nashconv_of(game, softmax(theta[0]), softmax(theta[1]))
+# A NashConv-triggered continuation calls the same functions through ``.auto_resume``:
+# ``checkpoint_save.auto_resume(...)`` is recorded as ``checkpoint_save_auto_resume``.
 
 
 @timed_stage("satisfaction", run_idx="run_idx")
@@ -289,7 +283,7 @@ def run_directory(args: argparse.Namespace, env: str, algorithm: str, progress: 
             path = checkpoint_save(directory, i, checkpoint)
             progress.done(f"  run {i}  {'checkpoint_save':<28} {os.path.relpath(path, directory)}")
             gap = nashconv(game, theta, i)
-            progress.done(f"  run {i}  {'nashconv':<28} {gap:.4f}")
+            progress.done(f"  run {i}  {'nashconv':<28} NashConv value {gap:.4f}")
             resumed = gap > args.nashconv_threshold
             if resumed:  # NashConv too high: continue training from the checkpoint
                 with stage(stages.auto_resume(train_stage), run_idx=i) as timer:
@@ -298,21 +292,24 @@ def run_directory(args: argparse.Namespace, env: str, algorithm: str, progress: 
                               f"{timer.seconds:.3f} s (NashConv {gap:.4f} > "
                               f"{args.nashconv_threshold:g})")
                 checkpoint["theta"] = theta
-                checkpoint_save_auto_resume(directory, i, checkpoint)
+                checkpoint_save.auto_resume(directory, i, checkpoint)  # type: ignore[attr-defined]
                 progress.done(f"  run {i}  {'checkpoint_save_auto_resume':<28} saved")
-                gap = nashconv_auto_resume(game, theta, i)
-                progress.done(f"  run {i}  {'nashconv_auto_resume':<28} {gap:.4f}")
+                gap = nashconv.auto_resume(game, theta, i)  # type: ignore[attr-defined]
+                progress.done(f"  run {i}  {'nashconv_auto_resume':<28} NashConv value {gap:.4f}")
             result: dict[str, Any] = {"nashconv": gap, "auto_resumed": resumed}
             if args.satisfaction:
                 result["satisfaction"] = satisfaction(game, theta, i)
                 shares = ", ".join(f"{s:.2f}" for s in result["satisfaction"])
-                progress.done(f"  run {i}  {'satisfaction':<28} {shares}")
+                progress.done(f"  run {i}  {'satisfaction':<28} share of best payoff per "
+                              f"player {shares}")
             # The run is complete only now: --resume trusts exactly the complete ones.
             write_json(checkpoint_path(directory, i),
                        {**checkpoint, "run_idx": i, "complete": True, **result})
         if args.alpharank:
             mass = alpharank(directory, game, args.seeds, expect)
-            progress.done(f"  {'alpharank':<35} " + " ".join(f"{m:.2f}" for m in mass))
+            masses = " ".join(f"{m:.2f}" for m in mass)
+            progress.done(f"  {'alpharank':<35} alpha-Rank mass per seed (0..{len(mass) - 1}) "
+                          f"{masses}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -348,9 +345,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     progress = Progress(args.interrupt_after)
-    for env in args.environments:
-        for algorithm in args.algorithms:
-            run_directory(args, env, algorithm, progress)
+    # In the order `stagetimer report` lists the directories: sorted by relative path.
+    order = sorted(
+        (os.path.join(ENVIRONMENTS[env][0], algorithm), env, algorithm)
+        for env in args.environments
+        for algorithm in args.algorithms
+    )
+    for _, env, algorithm in order:
+        run_directory(args, env, algorithm, progress)
     print(f"done: {progress.recorded} stages recorded; see them with: "
           f"stagetimer report {args.exports}")
 

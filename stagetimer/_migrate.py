@@ -271,11 +271,15 @@ def _apply(merge: _Merge, dst_dir: str, dry_run: bool, timeout: float) -> bool:
         change(raw is not None, data)
     if dry_run or not merge.notes:
         return bool(merge.notes)
+    # Only the files that change are locked: a lock file is left beside each file a save
+    # may write, so a source without a hardware sidecar leaves no timings_hardware.json.lock.
+    changing = set(merge.notes)
     merge.notes.clear()
     merge.merged = False
     os.makedirs(dst_dir, exist_ok=True)
     for name, parse, change in steps:  # hardware first: every id in timings.json resolves
-        _update(dst_dir, name, parse, change, timeout)
+        if name in changing:
+            _update(dst_dir, name, parse, change, timeout)
     return bool(merge.notes)
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import stagetimer_script
 
 from stagetimer import load_hardware, load_timings
 
@@ -149,3 +150,32 @@ def test_the_readme_command_runs_and_reports(tmp_path: Path) -> None:
     assert sorted(str(exports / rel) for rel in DIRS) == sorted(
         line for line in report.stdout.splitlines() if line.startswith(str(exports))
     )
+
+
+def test_printed_values_are_labelled_apart_from_durations(tmp_path: Path) -> None:
+    result = experiment(tmp_path, "--seeds", "2", "--satisfaction", "--algorithms", "ippo",
+                        "--environments", "coins", "--nashconv-threshold", "-1")
+
+    assert 0 == result.returncode, result.stderr
+    lines = result.stdout.splitlines()
+    nashconv = [line for line in lines if line.split()[2:3] in (["nashconv"],
+                                                               ["nashconv_auto_resume"])]
+    alpharank = [line for line in lines if line.split()[:1] == ["alpharank"]]
+    assert (4, True) == (len(nashconv), all("NashConv value " in line for line in nashconv))
+    assert 1 == len(alpharank)
+    assert "alpha-Rank mass per seed (0..1) " in alpharank[0]
+    assert all("share of best payoff per player" in line
+               for line in lines if " satisfaction " in line)
+
+
+def test_directories_run_in_the_order_the_report_lists_them(tmp_path: Path) -> None:
+    result = experiment(tmp_path, "--seeds", "1", "--no-alpharank")
+    assert 0 == result.returncode, result.stderr
+    ran = [line.split(":")[0] for line in result.stdout.splitlines() if line.endswith("seed(s)")]
+
+    report = subprocess.run([stagetimer_script(), "report", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+
+    assert 0 == report.returncode, report.stderr
+    listed = [line for line in report.stdout.splitlines() if line.startswith(str(tmp_path))]
+    assert ([str(tmp_path / rel) for rel in sorted(DIRS)], ran) == (ran, listed)

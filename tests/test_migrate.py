@@ -11,6 +11,7 @@ import pytest
 from conftest import stagetimer_script
 
 from stagetimer import Recorder, load_hardware, load_timings, record_timing
+from stagetimer._migrate import migrate as run_migrate
 from stagetimer.hardware import CpuInfo, Hardware, description, hardware_id
 
 OLD = "pursuit/{scenario}/algorithms/{algo}"
@@ -292,3 +293,42 @@ def test_literal_text_around_a_placeholder_is_matched(tmp_path: Path) -> None:
 
     assert 0 == result.returncode, result.stderr
     assert os.path.isfile(tmp_path / "new" / "ippo" / "timings.json")
+
+
+def legacy_export(root: Path, scenario: str, algo: str) -> Path:
+    """A directory written before the hardware sidecar existed: timings.json only."""
+    directory = root / "pursuit" / scenario / "algorithms" / algo
+    directory.mkdir(parents=True)
+    (directory / "timings.json").write_text(json.dumps(
+        {"system_ram_gb": 64, f"{algo}_train": {"total_seconds": 1.0, "runs": [{"seconds": 1.0}]}}
+    ))
+    return directory
+
+
+def sidecar_files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("timings"))
+
+
+def test_a_source_without_hardware_sidecar_leaves_no_hardware_lock(tmp_path: Path) -> None:
+    legacy_export(tmp_path, "classic_3", "ippo")
+
+    outcomes = run_migrate(str(tmp_path), OLD, NEW)
+
+    assert ["copied"] == [o.action for o in outcomes]
+    assert ["timings.json", "timings.json.lock"] == sidecar_files(
+        tmp_path / "pursuit" / "classic_3" / "ippo"
+    )
+
+
+def test_a_merge_that_adds_no_hardware_entry_takes_no_hardware_lock(tmp_path: Path) -> None:
+    legacy_export(tmp_path, "classic_3", "ippo")
+    target = tmp_path / "pursuit" / "classic_3" / "ippo"
+    target.mkdir(parents=True)
+    (target / "timings.json").write_text(json.dumps(
+        {"alpharank": {"total_seconds": 2.0, "runs": [{"seconds": 2.0}]}}
+    ))
+
+    outcomes = run_migrate(str(tmp_path), OLD, NEW)
+
+    assert ["merged"] == [o.action for o in outcomes]
+    assert ["timings.json", "timings.json.lock"] == sidecar_files(target)
