@@ -92,6 +92,26 @@ def test_hardware_text_shows_the_id_and_the_sources(launcher: list[str]) -> None
     assert "(from " in result.stdout
 
 
+def test_hardware_text_fits_a_100_column_terminal(launcher: list[str]) -> None:
+    result = run(launcher, "hardware")
+
+    assert 0 == result.returncode, result.stderr
+    assert [] == [line for line in result.stdout.splitlines() if len(line) > 100]
+
+
+def test_hardware_json_holds_the_whole_description_with_its_sources(
+    launcher: list[str],
+) -> None:
+    from stagetimer.hardware import capture_hardware, description
+
+    payload = json.loads(run(launcher, "hardware", "--json").stdout)
+
+    expected = description(capture_hardware())
+    assert (set(expected), set(expected["sources"])) == (
+        set(payload["hardware"]), set(payload["hardware"]["sources"])
+    )
+
+
 @pytest.mark.parametrize("reader", ["head -1", "true"])
 def test_report_into_a_closed_pipe_prints_no_traceback(tmp_path: Path, reader: str) -> None:
     # Enough output to overflow the pipe, so the writer is still writing when ``head``
