@@ -27,7 +27,9 @@ from stagetimer._stage import record_timing, stage, timed_stage
 if TYPE_CHECKING:
     from stagetimer._load import load_hardware, load_timings
     from stagetimer._records import HardwareSidecar, RunTiming, StageTiming, Timings
-    from stagetimer.hardware import Hardware, capture_hardware, hardware_id
+    from stagetimer._compare import Comparison, compare
+    from stagetimer.hardware import Difference, Hardware, capture_hardware, hardware_differences
+    from stagetimer.hardware import hardware_id
 
 # Reading sidecars and probing hardware are imported on first use, so that
 # ``import stagetimer`` stays as light as the recording path needs.
@@ -41,6 +43,10 @@ _LAZY = {
     "Hardware": "stagetimer.hardware",
     "capture_hardware": "stagetimer.hardware",
     "hardware_id": "stagetimer.hardware",
+    "compare": "stagetimer._compare",
+    "Comparison": "stagetimer._compare",
+    "hardware_differences": "stagetimer.hardware",
+    "Difference": "stagetimer.hardware",
 }
 
 
@@ -60,6 +66,8 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Comparison",
+    "Difference",
     "Hardware",
     "HardwareSidecar",
     "InvalidRecordError",
@@ -75,6 +83,8 @@ __all__ = [
     "Timings",
     "__version__",
     "capture_hardware",
+    "compare",
+    "hardware_differences",
     "hardware_id",
     "load_hardware",
     "load_timings",

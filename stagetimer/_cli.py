@@ -113,6 +113,66 @@ def _migrate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 1 if counts.get("refused") or counts.get("failed") else 0
 
 
+def _percent(text: str) -> float:
+    """A percentage for --threshold / --fail-if-slower: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        message = f"expected a percentage such as 2 or 0.5, not {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite percentage >= 0, not {text!r}")
+    return value
+
+
+def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from stagetimer._compare import compare
+    from stagetimer._compare_text import format_comparison
+    from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+
+    plot = None
+    if args.plot is not None:
+        from stagetimer import _compare_plot
+
+        problem = _compare_plot.check_target(args.plot)  # before any work
+        if problem is not None:
+            _error("compare", f"--plot {args.plot}: {problem}")
+            return 1
+        plot = _compare_plot
+    try:
+        comparison = compare(args.base, args.new, threshold=args.threshold / 100)
+    except (OSError, SidecarCorruptError, SchemaVersionError) as exc:
+        filename = getattr(exc, "filename", None)
+        strerror = getattr(exc, "strerror", None)
+        message = f"{filename}: {strerror}" if filename and strerror else str(exc)
+        _error("compare", " ".join(message.split()))
+        return 1
+    if args.json:
+        payload = json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
+        sys.stdout.write(payload + "\n")
+    else:
+        sys.stdout.write(format_comparison(comparison))
+    sys.stdout.flush()
+    if plot is not None:
+        try:
+            plot.plot_comparison(comparison, args.plot)
+        except (ValueError, OSError) as exc:
+            _error("compare", f"--plot {args.plot}: {exc}")
+            return 1
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    if args.fail_if_slower is not None:
+        slower = comparison.slower_than(args.fail_if_slower / 100)
+        for pair, stage in slower:
+            _error(
+                "compare",
+                f"{pair.new}: stage {stage.name} is {stage.ratio:.3f}x the base's time "
+                f"(more than {args.fail_if_slower:g} % slower)",
+            )
+        if slower:
+            return 2
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     from stagetimer import __version__
 
@@ -169,6 +229,28 @@ def _parser() -> argparse.ArgumentParser:
     migrate.add_argument("--dry-run", action="store_true",
                          help="say what would be done; write nothing")
     migrate.set_defaults(run=_migrate, parser=migrate)
+
+    compare = commands.add_parser(
+        "compare",
+        help="is NEW faster than BASE, stage by stage, and on the same hardware?",
+        description="Compare the stages of two artifact directories, or of the directories "
+        "at equal relative paths in two trees: per side runs, median, mean and standard "
+        "deviation; the geometric-mean ratio new/base with its 95 %% interval (Welch's t on "
+        "log-seconds) and a verdict; and the hardware fields that differ between the sides. "
+        "Reads only.",
+    )
+    compare.add_argument("base", metavar="BASE", help="artifact directory or tree: the reference")
+    compare.add_argument("new", metavar="NEW", help="artifact directory or tree to judge")
+    compare.add_argument("--json", action="store_true", help="print JSON instead of text")
+    compare.add_argument("--plot", metavar="FILE",
+                         help="also draw each stage's ratio with its interval into FILE "
+                         "(.png or .svg; needs matplotlib: pip install 'stagetimer[plot]')")
+    compare.add_argument("--threshold", type=_percent, default=2.0, metavar="PCT",
+                         help="smallest change called faster or slower, in %% (default 2)")
+    compare.add_argument("--fail-if-slower", type=_percent, metavar="PCT",
+                         help="exit with status 2 when a stage is judged slower by more "
+                         "than PCT %% (a regression gate for CI)")
+    compare.set_defaults(run=_compare, parser=compare)
     return parser
 
 

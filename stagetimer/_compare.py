@@ -1,0 +1,382 @@
+"""compare: is the new side faster than the base, and is that a like-for-like comparison?
+
+``BASE`` and ``NEW`` are each an artifact directory or a tree of them. Two
+artifact directories are one pair; two trees pair the artifact directories at
+equal paths relative to their roots, and list the others as unpaired. In a pair,
+each stage recorded on both sides is compared on the durations a writer could
+have stored (a negative or non-finite ``seconds`` is left out):
+
+- per side: the number of runs, median, mean and sample standard deviation;
+- ``ratio``: the geometric-mean ratio new / base, ``exp(mean(ln new) - mean(ln base))``,
+  a duration of 0 counted as 1 µs so that its logarithm exists;
+- ``ratio_ci``: its 95 % interval from Welch's t on the log-seconds;
+- ``verdict``: ``"faster"`` or ``"slower"`` when the interval excludes 1 and the
+  ratio is at least ``threshold`` away from 1 (2 % by default: smaller changes are
+  seldom real on shared machines), ``"no significant difference"`` otherwise,
+  ``"too few runs"`` when a side has fewer than 2 runs (the ratio is still given).
+
+Each pair also lists the hardware differences between its sides: the fields of
+the descriptions their runs point at that can change a duration (see
+``stagetimer.hardware.hardware_differences``). A side whose runs span several
+descriptions is compared against each.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from stagetimer._stats import t_ppf
+from stagetimer._tree import Artifact, load_tree
+from stagetimer.hardware import Difference, Hardware, hardware_differences
+
+__all__ = [
+    "FASTER",
+    "NO_DIFFERENCE",
+    "SLOWER",
+    "TOO_FEW_RUNS",
+    "Comparison",
+    "HardwareDifference",
+    "Pair",
+    "SideStats",
+    "StageComparison",
+    "Unpaired",
+    "compare",
+    "compare_artifacts",
+]
+
+FASTER = "faster"
+SLOWER = "slower"
+NO_DIFFERENCE = "no significant difference"
+TOO_FEW_RUNS = "too few runs"
+
+#: durations below this count as this before their logarithm is taken
+FLOOR_SECONDS = 1e-6
+CONFIDENCE = 0.95
+
+
+@attrs.frozen
+class SideStats:
+    """One side's durations of a stage: None where there are too few to say."""
+
+    runs: int
+    median_seconds: float | None
+    mean_seconds: float | None
+    #: sample standard deviation (n - 1); None below 2 runs
+    stdev_seconds: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"runs", "median_seconds", "mean_seconds", "stdev_seconds"}``."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class StageComparison:
+    """One stage recorded on both sides of a pair."""
+
+    name: str
+    base: SideStats
+    new: SideStats
+    #: geometric-mean ratio new / base (< 1: the new side is faster); None without runs
+    ratio: float | None
+    #: 95 % interval of ``ratio`` (Welch's t on log-seconds); None below 2 runs a side
+    ratio_ci: tuple[float, float] | None
+    #: "faster", "slower", "no significant difference" or "too few runs"
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stage as ``stagetimer compare --json`` prints it."""
+        return {
+            "name": self.name,
+            "base": self.base.to_dict(),
+            "new": self.new.to_dict(),
+            "ratio": self.ratio,
+            "ratio_ci": None if self.ratio_ci is None else list(self.ratio_ci),
+            "verdict": self.verdict,
+        }
+
+
+@attrs.frozen
+class HardwareDifference:
+    """A field that differs between a description of the base side and one of the new."""
+
+    field: str
+    base: Any
+    new: Any
+    base_hardware_id: str
+    new_hardware_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"field", "base", "new", "base_hardware_id", "new_hardware_id"}``."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class Pair:
+    """Two artifact directories compared stage by stage."""
+
+    base: str
+    new: str
+    stages: tuple[StageComparison, ...]
+    hardware_differences: tuple[HardwareDifference, ...]
+    #: the hardware ids the compared runs point at, per side, in first-seen order
+    base_hardware_ids: tuple[str, ...] = ()
+    new_hardware_ids: tuple[str, ...] = ()
+    #: stages recorded on one side only (not compared)
+    base_only_stages: tuple[str, ...] = ()
+    new_only_stages: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The pair as ``stagetimer compare --json`` prints it."""
+        return {
+            "base": self.base,
+            "new": self.new,
+            "stages": [stage.to_dict() for stage in self.stages],
+            "hardware_differences": [d.to_dict() for d in self.hardware_differences],
+            "hardware_ids": {
+                "base": list(self.base_hardware_ids),
+                "new": list(self.new_hardware_ids),
+            },
+            "unpaired_stages": {
+                "base": list(self.base_only_stages),
+                "new": list(self.new_only_stages),
+            },
+        }
+
+
+@attrs.frozen
+class Unpaired:
+    """Artifact directories found on one side only."""
+
+    base: tuple[str, ...] = ()
+    new: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"base": [...], "new": [...]}``."""
+        return {"base": list(self.base), "new": list(self.new)}
+
+
+@attrs.frozen
+class Comparison:
+    """What ``compare`` found: the pairs, and the directories left unpaired."""
+
+    pairs: tuple[Pair, ...]
+    unpaired: Unpaired
+    #: the relative change below which no verdict says "faster" or "slower"
+    threshold: float = 0.02
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"pairs": [...], "unpaired": {"base": [...], "new": [...]}, "threshold"}``."""
+        return {
+            "pairs": [pair.to_dict() for pair in self.pairs],
+            "unpaired": self.unpaired.to_dict(),
+            "threshold": self.threshold,
+        }
+
+    def slower_than(self, fraction: float) -> list[tuple[Pair, StageComparison]]:
+        """The stages judged "slower" whose ratio exceeds ``1 + fraction``."""
+        return [
+            (pair, stage)
+            for pair in self.pairs
+            for stage in pair.stages
+            if stage.verdict == SLOWER and stage.ratio is not None and stage.ratio > 1 + fraction
+        ]
+
+
+# --- statistics ---------------------------------------------------------------------
+
+
+def _valid(values: Iterable[float]) -> list[float]:
+    # What no writer could have stored (negative, NaN, infinite) is left out.
+    return [v for v in values if 0.0 <= v < math.inf]
+
+
+def _mean_and_variance(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample variance (n - 1), two passes with exact sums."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, math.nan
+    return mean, math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+
+
+def _side(values: Sequence[float]) -> SideStats:
+    n = len(values)
+    if n == 0:
+        return SideStats(0, None, None, None)
+    ordered = sorted(values)
+    half = n // 2
+    median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+    mean, variance = _mean_and_variance(values)
+    return SideStats(n, median, mean, math.sqrt(variance) if n > 1 else None)
+
+
+def _logs(values: Sequence[float]) -> list[float]:
+    return [math.log(v if v > FLOOR_SECONDS else FLOOR_SECONDS) for v in values]
+
+
+def compare_stage(
+    name: str, base: Sequence[float], new: Sequence[float], threshold: float = 0.02
+) -> StageComparison:
+    """One stage's comparison from its durations on each side (already valid)."""
+    base_stats, new_stats = _side(base), _side(new)
+    if not base or not new:
+        return StageComparison(name, base_stats, new_stats, None, None, TOO_FEW_RUNS)
+    log_base, log_new = _logs(base), _logs(new)
+    mean_base, var_base = _mean_and_variance(log_base)
+    mean_new, var_new = _mean_and_variance(log_new)
+    difference = mean_new - mean_base
+    ratio = math.exp(difference)
+    if len(base) < 2 or len(new) < 2:
+        return StageComparison(name, base_stats, new_stats, ratio, None, TOO_FEW_RUNS)
+    se_base, se_new = var_base / len(log_base), var_new / len(log_new)
+    spread = se_base + se_new
+    if spread == 0.0:
+        low = high = difference  # no spread on either side: the interval is the ratio
+    else:
+        df = spread * spread / (se_base**2 / (len(base) - 1) + se_new**2 / (len(new) - 1))
+        half = t_ppf(0.5 + CONFIDENCE / 2, df) * math.sqrt(spread)
+        low, high = difference - half, difference + half
+    ci = (math.exp(low), math.exp(high))
+    excludes_one = low > 0.0 or high < 0.0
+    if excludes_one and abs(difference) >= math.log1p(threshold):
+        verdict = SLOWER if difference > 0 else FASTER
+    else:
+        verdict = NO_DIFFERENCE
+    return StageComparison(name, base_stats, new_stats, ratio, ci, verdict)
+
+
+# --- pairing ------------------------------------------------------------------------
+
+
+def _check_threshold(threshold: float) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise TypeError(f"threshold must be a number (0.02 for 2 %), not {threshold!r}")
+    if not 0.0 <= threshold < math.inf:
+        raise ValueError(
+            f"threshold must be a finite fraction >= 0 (0.02 for 2 %), not {threshold!r}"
+        )
+    return float(threshold)
+
+
+class _Differences:
+    """hardware_differences per pair of hardware ids, computed once (an id is its content)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str], list[Difference]] = {}
+
+    def between(self, base_id: str, base: Hardware, new_id: str, new: Hardware) -> list[Difference]:
+        key = (base_id, new_id)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = hardware_differences(base, new)
+        return found
+
+
+def _hardware_ids(artifact: Artifact, names: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for name in names:
+        for run in artifact.timings.stages[name].runs:
+            if run.hardware_id is not None and 0.0 <= run.seconds < math.inf:
+                seen[run.hardware_id] = None
+    return list(seen)
+
+
+def compare_artifacts(
+    base: Artifact,
+    new: Artifact,
+    *,
+    threshold: float = 0.02,
+    differences: _Differences | None = None,
+) -> Pair:
+    """Compare two artifact directories already read (see ``stagetimer._tree``)."""
+    threshold = _check_threshold(threshold)
+    base_stages, new_stages = base.timings.stages, new.timings.stages
+    shared = [name for name in base_stages if name in new_stages]
+    stages = tuple(
+        compare_stage(
+            name,
+            _valid(run.seconds for run in base_stages[name].runs),
+            _valid(run.seconds for run in new_stages[name].runs),
+            threshold,
+        )
+        for name in shared
+    )
+    base_ids, new_ids = _hardware_ids(base, shared), _hardware_ids(new, shared)
+    cache = differences if differences is not None else _Differences()
+    base_described: Mapping[str, Hardware] = base.hardware.hardware
+    new_described: Mapping[str, Hardware] = new.hardware.hardware
+    found: list[HardwareDifference] = []
+    for base_id in base_ids:
+        base_hw = base_described.get(base_id)
+        if base_hw is None:
+            continue
+        for new_id in new_ids:
+            new_hw = new_described.get(new_id)
+            if new_hw is None:
+                continue
+            found.extend(
+                HardwareDifference(d.field, d.base, d.new, base_id, new_id)
+                for d in cache.between(base_id, base_hw, new_id, new_hw)
+            )
+    return Pair(
+        base=base.path,
+        new=new.path,
+        stages=stages,
+        hardware_differences=tuple(found),
+        base_hardware_ids=tuple(base_ids),
+        new_hardware_ids=tuple(new_ids),
+        base_only_stages=tuple(name for name in base_stages if name not in new_stages),
+        new_only_stages=tuple(name for name in new_stages if name not in base_stages),
+    )
+
+
+def compare(
+    base: str | os.PathLike[str],
+    new: str | os.PathLike[str],
+    *,
+    threshold: float = 0.02,
+) -> Comparison:
+    """Compare the timings under ``new`` with those under ``base``.
+
+    ``base`` and ``new`` are each an artifact directory (holding ``timings.json``)
+    or a tree of them. Two artifact directories are one pair, whatever their
+    names; two trees pair the directories at equal paths relative to each root.
+    ``threshold`` is the smallest relative change a verdict calls "faster" or
+    "slower" (0.02: 2 %). Raises what ``load_tree`` raises for a path that does
+    not exist, holds no ``timings.json`` or a sidecar that does not parse.
+
+    >>> result = compare("exports/main", "exports/feature")
+    >>> [(s.name, s.verdict) for s in result.pairs[0].stages]
+    [('ippo_train', 'faster'), ('save', 'no significant difference')]
+    """
+    threshold = _check_threshold(threshold)
+    base_artifacts, new_artifacts = load_tree(base), load_tree(new)
+    differences = _Differences()
+    if _single(base_artifacts) and _single(new_artifacts):
+        pair = compare_artifacts(
+            base_artifacts[0], new_artifacts[0], threshold=threshold, differences=differences
+        )
+        return Comparison((pair,), Unpaired(), threshold)
+    by_relpath = {artifact.relpath: artifact for artifact in new_artifacts}
+    pairs = []
+    unpaired_base = []
+    for artifact in base_artifacts:
+        partner = by_relpath.pop(artifact.relpath, None)
+        if partner is None:
+            unpaired_base.append(artifact.path)
+        else:
+            pairs.append(
+                compare_artifacts(artifact, partner, threshold=threshold, differences=differences)
+            )
+    unpaired = Unpaired(tuple(unpaired_base), tuple(a.path for a in by_relpath.values()))
+    return Comparison(tuple(pairs), unpaired, threshold)
+
+
+def _single(artifacts: Sequence[Artifact]) -> bool:
+    """One artifact directory, given as itself (not a tree with one directory in it)."""
+    return len(artifacts) == 1 and artifacts[0].relpath == "."

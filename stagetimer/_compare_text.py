@@ -1,0 +1,137 @@
+"""The text ``stagetimer compare`` prints: pyperf ``compare_to``'s lines, and the hardware.
+
+One line per stage compared::
+
+    ippo_train: Mean +- std dev: [base] 12.4 s +- 0.3 s -> [new] 10.1 s +- 0.2 s: 1.23x faster
+        (new/base 0.813, 95 % CI 0.791 to 0.836; 5 and 5 runs)
+
+then, per pair, whether the hardware was the same by the fields that change a
+duration, or which fields differ, in words.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from stagetimer._compare import (
+    FASTER,
+    NO_DIFFERENCE,
+    SLOWER,
+    TOO_FEW_RUNS,
+    Comparison,
+    HardwareDifference,
+    Pair,
+    SideStats,
+    StageComparison,
+)
+from stagetimer._duration import unit_for
+from stagetimer._escape import escape_text
+from stagetimer.hardware import Difference, format_differences
+
+__all__ = ["SAME_HARDWARE", "format_comparison"]
+
+SAME_HARDWARE = "same hardware (by the fields that change timings)"
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _side_text(label: str, side: SideStats, sides: Sequence[SideStats]) -> str:
+    if side.mean_seconds is None:
+        return f"[{label}] no valid runs"
+    unit = unit_for([s.mean_seconds for s in sides if s.mean_seconds is not None])
+    mean = f"{unit.number(side.mean_seconds)} {unit.name}"
+    if side.stdev_seconds is None:
+        return f"[{label}] {mean} ({_runs(side.runs)})"
+    return f"[{label}] {mean} +- {unit.number(side.stdev_seconds)} {unit.name}"
+
+
+def _times(ratio: float) -> str:
+    """pyperf's words: a ratio new/base of 0.5 is "2.00x faster", 1.5 is "1.50x slower"."""
+    if ratio < 1:
+        return f"{1 / ratio:.2f}x faster"
+    return f"{ratio:.2f}x slower"
+
+
+def _stage_line(stage: StageComparison) -> str:
+    sides = (stage.base, stage.new)
+    both = f"{_side_text('base', stage.base, sides)} -> {_side_text('new', stage.new, sides)}"
+    name = escape_text(stage.name)
+    counts = f"{stage.base.runs} and {stage.new.runs} runs"
+    if stage.ratio is None:
+        return f"{name}: {both}: {TOO_FEW_RUNS} (a side has no valid run)"
+    ratio = f"new/base {stage.ratio:.3g}"
+    if stage.ratio_ci is None:
+        return (
+            f"{name}: {both}: {TOO_FEW_RUNS} for a verdict ({ratio}; {counts}; "
+            "an interval needs 2 runs per side)"
+        )
+    low, high = stage.ratio_ci
+    detail = f"({ratio}, 95 % CI {low:.3g} to {high:.3g}; {counts})"
+    if stage.verdict in (FASTER, SLOWER):
+        return f"{name}: Mean +- std dev: {both}: {_times(stage.ratio)} {detail}"
+    return f"{name}: Mean +- std dev: {both}: {NO_DIFFERENCE} {detail}"
+
+
+def _hardware_lines(pair: Pair) -> list[str]:
+    if not pair.base_hardware_ids or not pair.new_hardware_ids:
+        side = "base" if not pair.base_hardware_ids else "new"
+        return [f"hardware: unknown (the {side} side's runs name no hardware description)"]
+    groups: dict[tuple[str, str], list[HardwareDifference]] = {}
+    for difference in pair.hardware_differences:
+        key = (difference.base_hardware_id, difference.new_hardware_id)
+        groups.setdefault(key, []).append(difference)
+    if not groups:
+        return [SAME_HARDWARE[0].upper() + SAME_HARDWARE[1:] + "."]
+    lines = ["Hardware differs:"]
+    several = len(pair.base_hardware_ids) > 1 or len(pair.new_hardware_ids) > 1
+    for (base_id, new_id), found in groups.items():
+        words = escape_text(format_differences([Difference(d.field, d.base, d.new) for d in found]))
+        lines.append(f"  {base_id} -> {new_id}: {words}" if several else f"  {words}")
+    return lines
+
+
+def _pair_block(pair: Pair, *, header: bool) -> list[str]:
+    lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
+    if not pair.stages:
+        lines.append("no stage is recorded on both sides")
+    lines.extend(_stage_line(stage) for stage in pair.stages)
+    for side, names in (("base", pair.base_only_stages), ("new", pair.new_only_stages)):
+        if names:
+            listed = ", ".join(escape_text(name) for name in names)
+            lines.append(f"Only in {side}, not compared: {listed}")
+    lines.extend(_hardware_lines(pair))
+    return lines
+
+
+def format_comparison(comparison: Comparison) -> str:
+    """The comparison as text, one paragraph per pair, then the unpaired directories and
+    a count of the verdicts."""
+    blocks = []
+    single = len(comparison.pairs) == 1 and not (
+        comparison.unpaired.base or comparison.unpaired.new
+    )
+    if single:
+        pair = comparison.pairs[0]
+        head = [f"base: {escape_text(pair.base)}", f"new:  {escape_text(pair.new)}"]
+        blocks.append("\n".join([*head, "", *_pair_block(pair, header=False)]))
+    else:
+        blocks.extend("\n".join(_pair_block(pair, header=True)) for pair in comparison.pairs)
+    for side, paths in (("base", comparison.unpaired.base), ("new", comparison.unpaired.new)):
+        if paths:
+            listed = "\n".join(f"  {escape_text(path)}" for path in paths)
+            blocks.append(f"Only in {side} ({len(paths)}), not compared:\n{listed}")
+    verdicts = Counter(stage.verdict for pair in comparison.pairs for stage in pair.stages)
+    if not comparison.pairs:
+        blocks.append("No artifact directory is at the same path on both sides.")
+    else:
+        order = (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW_RUNS)
+        counts = ", ".join(f"{verdicts[v]} {v}" for v in order if verdicts[v])
+        threshold = f"{comparison.threshold * 100:g} %"
+        blocks.append(
+            f"{len(comparison.pairs)} pair(s), {sum(verdicts.values())} stage(s): "
+            f"{counts or 'none compared'} (threshold {threshold})"
+        )
+    return "\n\n".join(blocks) + "\n"
