@@ -12,7 +12,28 @@ __all__ = [
     "SidecarCorruptError",
     "StageTimerError",
     "StageTimerWarning",
+    "short_repr",
 ]
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, for messages.
+
+    A value from a caller or a file may be megabytes long, nested a hundred thousand
+    levels deep, or an int too long for ``repr`` at all (``sys.get_int_max_str_digits``).
+    """
+    import reprlib  # only on the error path
+
+    brief = reprlib.Repr()
+    brief.maxlevel = 4
+    brief.maxstring = brief.maxother = brief.maxlong = limit
+    try:
+        shown = brief.repr(value)
+    except Exception:  # a repr that fails must not hide the error being raised
+        if isinstance(value, int):
+            return f"<an integer of {value.bit_length()} bits>"
+        return f"<{type(value).__name__} object>"
+    return shown if len(shown) <= limit else f"{shown[: limit - 4]} ..."
 
 
 class StageTimerError(Exception):

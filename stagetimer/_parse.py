@@ -1,19 +1,39 @@
 """Reading sidecar bytes and parsing them into the plain mappings the writers and loaders use.
 
 Whatever a sidecar holds, these functions return its mapping or raise
-``SidecarCorruptError`` naming the file and what is wrong.
+``SidecarCorruptError`` naming the file and what is wrong: never a raw
+``RecursionError``/``ValueError``, never a read that blocks or has no end.
+
+Corrupt is structure that does not fit the format (see docs/format.md): not a
+regular file, larger than ``MAX_BYTES``, not UTF-8, not JSON, nesting deeper than
+``MAX_FILE_DEPTH``, an integer literal Python refuses to convert, a key twice in
+one object, a lone surrogate escape, a stage (a top-level object with a ``runs``
+key) whose ``runs`` is not a list, a run that is not an object, or a known field of
+the wrong JSON type. A value of the right type that no writer could have written
+(negative or non-finite ``seconds``, one beyond a float, a negative ``run_idx``, a
+``total_seconds`` that is not the sum) parses: the report flags it, the writers
+keep it verbatim.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
+import stat
+from collections.abc import Iterator
 from typing import Any
 
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._errors import short_repr as _short
 
 __all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_FILE_DEPTH",
     "SCHEMA_VERSION",
+    "check_timings_shape",
     "open_sidecar",
     "parse_hardware",
     "parse_timings",
@@ -25,48 +45,304 @@ __all__ = [
 #: 1 (stagetimer 0.1): {"schema_version": 1, "hardware": {hardware_id: description}}.
 SCHEMA_VERSION = 1
 
+#: Nesting levels a metadata value may have (``{"a": [1]}`` has 2); deeper is refused.
+MAX_DEPTH = 100
+#: Nesting levels a sidecar may have: a metadata value sits inside the top-level object,
+#: its stage, the ``runs`` list and its run.
+MAX_FILE_DEPTH = MAX_DEPTH + 4
+#: The largest sidecar read (1 GiB): a file of ten million runs; anything larger (or a
+#: device that never ends) is refused before it fills the memory.
+MAX_BYTES = 1 << 30
+
+# Open flags: O_NONBLOCK so that opening a FIFO returns at once instead of waiting for
+# a writer (fifo(7)); it changes nothing for a regular file. O_CLOEXEC: a child started
+# while a save holds the descriptor does not inherit it.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_GIB = 1 << 30
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _too_large(path: str, size: int) -> SidecarCorruptError:
+    return SidecarCorruptError(
+        path, f"is larger than {MAX_BYTES // _GIB} GiB ({size} bytes), more than a sidecar holds"
+    )
+
 
 def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
     """A read-only descriptor on ``path`` and its stat, or None when it does not exist.
 
-    The caller closes the descriptor.
+    Opening never blocks (a FIFO opens at once), and anything but a regular file
+    (FIFO, device, directory, socket), or one larger than ``MAX_BYTES``, raises
+    ``SidecarCorruptError``. A symlink is followed. The caller closes the descriptor.
     """
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         return None
     try:
-        return fd, os.fstat(fd)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SidecarCorruptError(path, f"is {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise _too_large(path, st.st_size)
+        return fd, st
     except BaseException:
         os.close(fd)
         raise
 
 
 def read_all(fd: int, size: int) -> bytes:
+    """The rest of ``fd``'s bytes, ``size`` the expected count; at most ``MAX_BYTES + 1``.
+
+    A file that grows past ``MAX_BYTES`` while it is read is cut there; the parse
+    functions then refuse it by its length.
+    """
     chunks: list[bytes] = []
     total = 0
-    while True:
-        chunk = os.read(fd, max(size - total, 0) + 65536)
+    while total <= MAX_BYTES:
+        chunk = os.read(fd, min(max(size - total, 0) + 65536, MAX_BYTES + 1 - total))
         if not chunk:
-            return b"".join(chunks)
+            break
         chunks.append(chunk)
         total += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_bytes(path: str) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
+    """The file's bytes, or None when it does not exist (see ``open_sidecar`` for refusals)."""
+    opened = open_sidecar(path)
+    if opened is None:
         return None
+    fd, st = opened
+    try:
+        return read_all(fd, st.st_size)
+    finally:
+        os.close(fd)
+
+
+# -- nesting ------------------------------------------------------------------------
+
+# Every byte but the brackets and the quote: deleted to see the structure alone.
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def _brackets(raw: bytes) -> bytes:
+    """The brackets of ``raw`` that lie outside JSON strings, in order."""
+    if b"\\" in raw:
+        # Escapes pair up left to right inside strings: drop escaped backslashes first,
+        # then escaped quotes, so that every quote left delimits a string.
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    view = raw.translate(None, _NOT_STRUCTURE)
+    without_empty = view.replace(b'""', b"")
+    if b'"' not in without_empty:
+        # Every string held no bracket (the usual case): nothing else to remove.
+        return without_empty
+    return b"".join(view.split(b'"')[::2])
+
+
+def _nesting_exceeds(raw: bytes, limit: int) -> bool:
+    """Whether the JSON text ``raw`` nests arrays and objects deeper than ``limit``.
+
+    A scan of bytes, so that no parser recursion is involved: each pass removes the
+    innermost bracket pairs, hence one level.
+    """
+    brackets = _brackets(raw)
+    if len(brackets) <= 2 * limit:
+        return False
+    for passes in range(limit + 1):
+        if not brackets:
+            return False
+        reduced = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if len(reduced) == len(brackets):
+            # Brackets that do not pair up (the JSON error is reported by the parser):
+            # the depth is at most the levels removed plus what the rest opens.
+            rest = max(itertools.accumulate(_STEP[c] for c in brackets))
+            return passes + rest > limit
+        brackets = reduced
+    return bool(brackets)
+
+
+# -- parsing ------------------------------------------------------------------------
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+_BOM = b"\xef\xbb\xbf"
+# A \uD800-\uDFFF escape: a surrogate; a lone one has no UTF-8 form and no writer made it.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every key and string value inside ``value`` (its depth is bounded by the scan)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    for text in _strings(value):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text
+    return None
 
 
 def _loads(path: str, raw: bytes) -> Any:
+    """The JSON value of ``raw``, or ``SidecarCorruptError`` saying what is wrong."""
+    if len(raw) > MAX_BYTES:
+        raise _too_large(path, len(raw))
+    if raw.startswith(_BOM):
+        # RFC 8259 section 8.1: a parser may ignore a byte order mark (editors add one);
+        # the next rewrite drops it.
+        raw = raw[len(_BOM) :]
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SidecarCorruptError(
+            path, f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    if _nesting_exceeds(raw, MAX_FILE_DEPTH):
+        raise SidecarCorruptError(
+            path, f"nests arrays and objects deeper than {MAX_FILE_DEPTH} levels"
+        )
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
         raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
+    except _DuplicateKey as exc:
+        raise SidecarCorruptError(
+            path,
+            f"holds the key {_short(exc.key)} twice in one object (a file stagetimer "
+            "wrote never does; one of them would be lost)",
+        ) from None
+    except ValueError as exc:  # int(): more digits than sys.get_int_max_str_digits()
+        raise SidecarCorruptError(path, f"holds a number Python refuses to read ({exc})") from None
+    except RecursionError:  # the caller's own stack was already deep
+        raise SidecarCorruptError(path, "is nested too deeply to parse here") from None
+    if _SURROGATE_ESCAPE.search(raw) is not None:
+        lone = _lone_surrogate(data)
+        if lone is not None:
+            raise SidecarCorruptError(
+                path, f"holds the string {_short(lone)} with a lone surrogate escape (not UTF-8)"
+            )
+    return data
+
+
+def _type(value: object) -> str:
+    """The JSON name of ``value``'s type."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _is_number(value: object) -> bool:
+    return type(value) is float or type(value) is int
+
+
+# Known fields of a run and the JSON type each must have (null counts as absent).
+_RUN_TYPES: tuple[tuple[str, type, str], ...] = (
+    ("hardware_id", str, "a string"),
+    ("run_idx", int, "an integer"),
+    ("label", str, "a string"),
+    ("started_at", str, "a string"),
+    ("job", dict, "an object"),
+)
+
+
+def _check_run(path: str, name: str, i: int, run: object) -> None:
+    where = f"stage {_short(name)} run {i}"
+    if type(run) is not dict:
+        raise SidecarCorruptError(path, f"{where} is {_type(run)}, expected an object")
+    seconds = run.get("seconds")
+    if not _is_number(seconds):
+        what = "has no 'seconds'" if "seconds" not in run else f"has 'seconds' {_type(seconds)}"
+        raise SidecarCorruptError(path, f"{where} {what}, expected a number")
+    for key, kind, words in _RUN_TYPES:
+        value = run.get(key)
+        if value is not None and type(value) is not kind:
+            raise SidecarCorruptError(
+                path, f"{where} has {key!r} {_type(value)}, expected {words}"
+            )
+
+
+def check_timings_shape(path: str, data: dict[str, Any]) -> None:
+    """Refuse a ``timings.json`` mapping whose stages do not have the format's types.
+
+    A top-level object with a ``runs`` key is a stage: ``runs`` is a list of objects,
+    each with a number ``seconds`` and, where present, a string ``hardware_id``,
+    ``label`` and ``started_at``, an integer ``run_idx`` and an object ``job``; the
+    stage's ``total_seconds`` is a number and ``expected_runs`` an integer.
+    """
+    for name, stage in data.items():
+        if type(stage) is not dict or "runs" not in stage:
+            continue
+        runs = stage["runs"]
+        if type(runs) is not list:
+            raise SidecarCorruptError(
+                path, f"stage {_short(name)} has 'runs' {_type(runs)}, expected an array"
+            )
+        total = stage.get("total_seconds")
+        if "total_seconds" in stage and not _is_number(total):
+            raise SidecarCorruptError(
+                path, f"stage {_short(name)} has 'total_seconds' {_type(total)}, expected a number"
+            )
+        expected = stage.get("expected_runs")
+        if expected is not None and type(expected) is not int:
+            raise SidecarCorruptError(
+                path,
+                f"stage {_short(name)} has 'expected_runs' {_type(expected)}, expected an integer",
+            )
+        for i, run in enumerate(runs):
+            if type(run) is not dict or not _is_number(run.get("seconds")):
+                _check_run(path, name, i, run)
+                continue
+            for key, kind, _words in _RUN_TYPES:
+                value = run.get(key)
+                if value is not None and type(value) is not kind:
+                    _check_run(path, name, i, run)
 
 
 def parse_timings(path: str, raw: bytes | None) -> dict[str, Any]:
@@ -74,10 +350,9 @@ def parse_timings(path: str, raw: bytes | None) -> dict[str, Any]:
     if raw is None:
         return {}
     data = _loads(path, raw)
-    if not isinstance(data, dict):
-        raise SidecarCorruptError(
-            path, f"top level is a JSON {type(data).__name__}, expected an object"
-        )
+    if type(data) is not dict:
+        raise SidecarCorruptError(path, f"top level is {_type(data)}, expected an object")
+    check_timings_shape(path, data)
     return data
 
 
@@ -86,15 +361,24 @@ def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
     if raw is None:
         return {"schema_version": SCHEMA_VERSION, "hardware": {}}
     data = _loads(path, raw)
-    if not isinstance(data, dict):
-        raise SidecarCorruptError(
-            path, f"top level is a JSON {type(data).__name__}, expected an object"
-        )
+    if type(data) is not dict:
+        raise SidecarCorruptError(path, f"top level is {_type(data)}, expected an object")
     version = data.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+    if type(version) is int and version > SCHEMA_VERSION:
         raise SchemaVersionError(path, version, SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
-        raise SidecarCorruptError(path, f"schema_version is {version!r}, expected 1")
-    if not isinstance(data.get("hardware"), dict):
-        raise SidecarCorruptError(path, "'hardware' is missing or not an object")
+        raise SidecarCorruptError(
+            path, f"schema_version is {_short(version)}, expected {SCHEMA_VERSION}"
+        )
+    hardware = data.get("hardware")
+    if type(hardware) is not dict:
+        raise SidecarCorruptError(
+            path, f"'hardware' is {_type(hardware) if 'hardware' in data else 'missing'}, "
+            "expected an object"
+        )
+    for key, entry in hardware.items():
+        if type(entry) is not dict:
+            raise SidecarCorruptError(
+                path, f"hardware {_short(key)} is {_type(entry)}, expected an object"
+            )
     return data

@@ -1,4 +1,4 @@
-"""The replacement rules (SPEC section 3), applied to the parsed ``timings.json`` in place.
+"""The replacement rules (docs/format.md), applied to the parsed ``timings.json`` in place.
 
 The functions work on the raw JSON mapping so that keys this version does not
 know (top level, stage or run) survive every rewrite unchanged.
@@ -7,14 +7,23 @@ know (top level, stage or run) survive every rewrite unchanged.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer.stages import AUTO_RESUME_SUFFIX
 
-__all__ = ["POLICIES", "add_seconds", "apply_run", "is_stage", "keep_completed_prefix"]
+__all__ = [
+    "POLICIES",
+    "add_seconds",
+    "apply_run",
+    "is_stage",
+    "keep_completed_prefix",
+    "valid_seconds",
+]
 
 POLICIES = ("sequential", "upsert")
+_FLOAT_MAX = sys.float_info.max
 
 
 def is_stage(value: object) -> bool:
@@ -26,14 +35,30 @@ def _run_idx(run: object) -> object:
     return run.get("run_idx") if isinstance(run, dict) else None
 
 
+def valid_seconds(run: object) -> float | None:
+    """The run's ``seconds`` as a float when a writer could have written it, else None.
+
+    A writer writes a finite number >= 0 that fits a float. A stored value outside
+    that (negative, NaN, an infinity, ``1e999``, an int of 400 digits, not a number) is
+    kept verbatim in the file but counts for nothing.
+    """
+    seconds = run.get("seconds") if type(run) is dict else None
+    if (type(seconds) is float or type(seconds) is int) and 0 <= seconds <= _FLOAT_MAX:
+        return float(seconds)  # exact comparisons above: no OverflowError, NaN fails
+    return None
+
+
 def add_seconds(total: float, runs: list[Any]) -> float:
-    """``total`` plus the ``seconds`` of ``runs``, left to right (runs without a number add 0).
+    """``total`` plus the valid ``seconds`` of ``runs``, left to right (see ``valid_seconds``).
 
     A left fold, so the total of a grown list continues the total of its prefix exactly.
+    A stored value no writer could have written (negative, non-finite, beyond a float)
+    is left out: the total is the sum of the runs a writer could have made, and such a
+    value never breaks a new record.
     """
     for run in runs:
-        seconds = run.get("seconds") if isinstance(run, dict) else None
-        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+        seconds = valid_seconds(run)
+        if seconds is not None:
             total += seconds
     return total
 
@@ -98,6 +123,7 @@ def apply_run(
         runs.sort(key=_upsert_key)
         total = add_seconds(0.0, runs)
     if not math.isfinite(total):
+        # Only valid runs are summed, so this needs runs that together exceed ~1.8e308 s.
         raise InvalidRecordError(
             f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
         )

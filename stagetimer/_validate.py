@@ -1,16 +1,23 @@
-"""Checks of the arguments of a record (SPEC section 2), before anything runs or is written."""
+"""Checks of the arguments of a record (docs/format.md), before anything runs or is written.
+
+Every refusal is an ``InvalidRecordError`` naming the value (its repr cut short) and
+what is expected; never a raw ``OverflowError`` or ``RecursionError``.
+"""
 
 from __future__ import annotations
 
 import json
-import math
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
-from stagetimer._errors import InvalidRecordError
+from stagetimer._errors import InvalidRecordError, short_repr
+from stagetimer._parse import MAX_DEPTH
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_RUN_IDX",
     "RESERVED_KEYS",
     "check_label",
     "check_metadata",
@@ -18,12 +25,17 @@ __all__ = [
     "check_record",
     "check_run_idx",
     "check_seconds",
+    "copy_metadata",
 ]
 
-#: Keys of a run (and of a stage) that user metadata may not reuse.
+#: Keys of a run (and of a stage) that user metadata may not reuse. ``expected_runs``
+#: is a key of the stage object only, never of a run, so metadata may use it.
 RESERVED_KEYS = frozenset(
-    {"seconds", "hardware_id", "run_idx", "label", "started_at", "total_seconds", "runs"}
+    {"seconds", "hardware_id", "run_idx", "label", "started_at", "job", "total_seconds", "runs"}
 )
+#: The largest run index: JSON readers in other languages read integers as int64.
+MAX_RUN_IDX = 2**63 - 1
+_FLOAT_MAX = sys.float_info.max
 # C0 and C1 control characters and DEL.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -41,7 +53,7 @@ def check_name(name: object) -> str:
     """A stage name is a non-empty string without control characters."""
     if not isinstance(name, str) or not name or _CONTROL.search(name) or not _is_utf8(name):
         raise InvalidRecordError(
-            f"stage name {name!r} is not valid: expected a non-empty string without "
+            f"stage name {short_repr(name)} is not valid: expected a non-empty string without "
             "control characters or lone surrogates",
             name,
         )
@@ -49,26 +61,38 @@ def check_name(name: object) -> str:
 
 
 def check_seconds(seconds: object) -> float:
-    """A duration is a finite int or float >= 0 (a bool is not a number)."""
+    """A duration is an int or float from 0 to the largest float (a bool is not a number).
+
+    NaN, infinities and ints beyond a float (``10**400``) are refused.
+    """
+    # Comparisons of an int with a float are exact in Python: no OverflowError, and NaN
+    # fails both.
     if (
         isinstance(seconds, bool)
         or not isinstance(seconds, (int, float))
-        or not math.isfinite(seconds)
-        or seconds < 0
+        or not 0 <= seconds <= _FLOAT_MAX
     ):
         raise InvalidRecordError(
-            f"seconds {seconds!r} is not valid: expected a finite number >= 0", seconds
+            f"seconds {short_repr(seconds)} is not valid: expected a finite number >= 0 "
+            "that fits a float",
+            seconds,
         )
     return float(seconds)
 
 
 def check_run_idx(run_idx: object) -> int | None:
-    """A run index is None or an int >= 0 (a bool is not an index)."""
+    """A run index is None or an int from 0 to 2**63 - 1 (a bool is not an index)."""
     if run_idx is None:
         return None
-    if isinstance(run_idx, bool) or not isinstance(run_idx, int) or run_idx < 0:
+    if (
+        isinstance(run_idx, bool)
+        or not isinstance(run_idx, int)
+        or not 0 <= run_idx <= MAX_RUN_IDX
+    ):
         raise InvalidRecordError(
-            f"run_idx {run_idx!r} is not valid: expected None or an int >= 0", run_idx
+            f"run_idx {short_repr(run_idx)} is not valid: expected None or an int from 0 "
+            "to 2**63 - 1",
+            run_idx,
         )
     return run_idx
 
@@ -77,27 +101,121 @@ def check_label(label: object) -> str | None:
     """A label is None or a string."""
     if label is not None and (not isinstance(label, str) or not _is_utf8(label)):
         raise InvalidRecordError(
-            f"label {label!r} is not valid: expected a string without lone surrogates", label
+            f"label {short_repr(label)} is not valid: expected a string without lone "
+            "surrogates",
+            label,
         )
     return label
 
 
-def check_metadata(metadata: Mapping[str, Any]) -> None:
-    """Metadata is JSON-serialisable (no NaN) and reuses no reserved key."""
-    for key, value in metadata.items():
-        if not _is_utf8(key):
-            raise InvalidRecordError(f"metadata key {key!r} has a lone surrogate", key)
-        if key in RESERVED_KEYS:
+_SCALARS = (str, int, float, bool, type(None))
+_BIG_INT = 10**300
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests dicts, lists and tuples deeper than ``limit`` levels.
+
+    Iterative, so that no depth of nesting (or a container holding itself) can raise
+    ``RecursionError``; the walk stops at ``limit + 1`` levels.
+    """
+    level: list[object] = [value]
+    for _ in range(limit + 1):
+        below: list[object] = []
+        for item in level:
+            if isinstance(item, dict):
+                below.extend(item.values())
+            elif isinstance(item, (list, tuple)):
+                below.extend(item)
+        if not below:
+            return False
+        level = below
+    return True
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+def _copy_value(key: str, value: Any) -> Any:
+    """A JSON-ready deep copy of one metadata value, or ``InvalidRecordError``."""
+    if type(value) in _SCALARS:
+        if type(value) is str and not _is_utf8(value):
             raise InvalidRecordError(
-                f"metadata key {key!r} is reserved; reserved keys are {sorted(RESERVED_KEYS)}",
-                key,
+                f"metadata {key}={short_repr(value)} has a lone surrogate (no UTF-8 form)", value
             )
-        try:
-            json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        if type(value) is float and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
             raise InvalidRecordError(
-                f"metadata {key}={value!r} is not JSON-serialisable ({exc})", value
-            ) from None
+                f"metadata {key}={short_repr(value)} is not JSON-serialisable (NaN and "
+                "infinities are not JSON)",
+                value,
+            )
+        if type(value) is not int or -_BIG_INT < value < _BIG_INT:
+            return value  # immutable; a huge int goes through json's digit limit below
+    if _deeper_than(value, MAX_DEPTH):
+        raise InvalidRecordError(
+            f"metadata {key}={short_repr(value)} is nested deeper than {MAX_DEPTH} levels "
+            "(or holds itself)",
+            value,
+        )
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        text.encode("utf-8")
+        # Non-string keys become strings: {1: "a", "1": "b"} would write one key twice.
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise InvalidRecordError(
+            f"metadata {key}={short_repr(value)} has two keys that are both "
+            f"{short_repr(exc.args[0])} in JSON",
+            value,
+        ) from None
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        raise InvalidRecordError(
+            f"metadata {key}={short_repr(value)} is not JSON-serialisable "
+            f"({str(exc)[:120]})",
+            value,
+        ) from None
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str) or not _is_utf8(key):
+        raise InvalidRecordError(
+            f"metadata key {short_repr(key)} is not valid: expected a string without lone "
+            "surrogates",
+            key,
+        )
+    if key in RESERVED_KEYS:
+        raise InvalidRecordError(
+            f"metadata key {key!r} is reserved; reserved keys are {sorted(RESERVED_KEYS)}",
+            key,
+        )
+    return key
+
+
+def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Check ``metadata`` and return a deep, JSON-ready copy of it (what will be written).
+
+    Tuples become lists and non-string keys of nested dicts strings, as in the file;
+    what the caller changes in ``metadata`` afterwards is not in the copy. Raises
+    ``InvalidRecordError`` for what ``check_metadata`` refuses.
+    """
+    return {_check_key(key): _copy_value(key, value) for key, value in metadata.items()}
+
+
+def check_metadata(metadata: Mapping[str, Any]) -> None:
+    """Metadata is JSON-serialisable (no NaN, no infinity), nested at most ``MAX_DEPTH``
+    levels, without keys that collide in JSON, and reuses no reserved key."""
+    copy_metadata(metadata)
 
 
 def check_record(
