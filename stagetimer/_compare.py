@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer._stats import t_ppf
+from stagetimer._stats import mean_and_variance, welch_from_moments
 from stagetimer._tree import Artifact, load_tree
 from stagetimer.hardware import Difference, Hardware, hardware_differences
 
@@ -195,15 +195,6 @@ def _valid(values: Iterable[float]) -> list[float]:
     return [v for v in values if 0.0 <= v < math.inf]
 
 
-def _mean_and_variance(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample variance (n - 1), two passes with exact sums."""
-    n = len(values)
-    mean = math.fsum(values) / n
-    if n < 2:
-        return mean, math.nan
-    return mean, math.fsum((v - mean) ** 2 for v in values) / (n - 1)
-
-
 def _side(values: Sequence[float]) -> SideStats:
     n = len(values)
     if n == 0:
@@ -211,7 +202,7 @@ def _side(values: Sequence[float]) -> SideStats:
     ordered = sorted(values)
     half = n // 2
     median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
-    mean, variance = _mean_and_variance(values)
+    mean, variance = mean_and_variance(values)
     return SideStats(n, median, mean, math.sqrt(variance) if n > 1 else None)
 
 
@@ -227,20 +218,15 @@ def compare_stage(
     if not base or not new:
         return StageComparison(name, base_stats, new_stats, None, None, TOO_FEW_RUNS)
     log_base, log_new = _logs(base), _logs(new)
-    mean_base, var_base = _mean_and_variance(log_base)
-    mean_new, var_new = _mean_and_variance(log_new)
+    mean_base, var_base = mean_and_variance(log_base)
+    mean_new, var_new = mean_and_variance(log_new)
     difference = mean_new - mean_base
     ratio = math.exp(difference)
     if len(base) < 2 or len(new) < 2:
         return StageComparison(name, base_stats, new_stats, ratio, None, TOO_FEW_RUNS)
-    se_base, se_new = var_base / len(log_base), var_new / len(log_new)
-    spread = se_base + se_new
-    if spread == 0.0:
-        low = high = difference  # no spread on either side: the interval is the ratio
-    else:
-        df = spread * spread / (se_base**2 / (len(base) - 1) + se_new**2 / (len(new) - 1))
-        half = t_ppf(0.5 + CONFIDENCE / 2, df) * math.sqrt(spread)
-        low, high = difference - half, difference + half
+    low, high = welch_from_moments(
+        (mean_new, var_new, len(log_new)), (mean_base, var_base, len(log_base)), CONFIDENCE
+    )
     ci = (math.exp(low), math.exp(high))
     excludes_one = low > 0.0 or high < 0.0
     if excludes_one and abs(difference) >= math.log1p(threshold):

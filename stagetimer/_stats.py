@@ -17,7 +17,14 @@ import math
 import statistics
 from collections.abc import Sequence
 
-__all__ = ["betainc", "t_ppf", "t_sf", "welch_interval"]
+__all__ = [
+    "betainc",
+    "mean_and_variance",
+    "t_ppf",
+    "t_sf",
+    "welch_from_moments",
+    "welch_interval",
+]
 
 _EPSILON = 1e-15
 _TINY = 1e-300
@@ -133,6 +140,38 @@ def t_ppf(p: float, df: float) -> float:
     return t  # pragma: no cover - Newton converges in a handful of steps
 
 
+def mean_and_variance(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample variance (n - 1; NaN for one value), two passes with exact sums."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("mean_and_variance needs at least one value")
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, math.nan
+    return mean, math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+
+
+def welch_from_moments(
+    a: tuple[float, float, int], b: tuple[float, float, int], confidence: float = 0.95
+) -> tuple[float, float]:
+    """Welch's interval of ``mean(a) - mean(b)`` from each sample's (mean, variance, n)."""
+    (mean_a, var_a, n_a), (mean_b, var_b, n_b) = a, b
+    if n_a < 2 or n_b < 2:
+        raise ValueError(
+            f"Welch's interval needs at least 2 values per sample, not {n_a} and {n_b}"
+        )
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie between 0 and 1, not {confidence!r}")
+    se_a, se_b = var_a / n_a, var_b / n_b
+    difference = mean_a - mean_b
+    spread = se_a + se_b
+    if spread == 0.0:
+        return difference, difference
+    df = spread * spread / (se_a * se_a / (n_a - 1) + se_b * se_b / (n_b - 1))
+    half = t_ppf(0.5 + confidence / 2.0, df) * math.sqrt(spread)
+    return difference - half, difference + half
+
+
 def welch_interval(
     a: Sequence[float], b: Sequence[float], confidence: float = 0.95
 ) -> tuple[float, float]:
@@ -145,15 +184,6 @@ def welch_interval(
         raise ValueError(
             f"Welch's interval needs at least 2 values per sample, not {len(a)} and {len(b)}"
         )
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie between 0 and 1, not {confidence!r}")
-    mean_a, mean_b = statistics.fmean(a), statistics.fmean(b)
-    var_a = statistics.variance(a, mean_a) / len(a)
-    var_b = statistics.variance(b, mean_b) / len(b)
-    difference = mean_a - mean_b
-    spread = var_a + var_b
-    if spread == 0.0:
-        return difference, difference
-    df = spread * spread / (var_a * var_a / (len(a) - 1) + var_b * var_b / (len(b) - 1))
-    half = t_ppf(0.5 + confidence / 2.0, df) * math.sqrt(spread)
-    return difference - half, difference + half
+    return welch_from_moments(
+        (*mean_and_variance(a), len(a)), (*mean_and_variance(b), len(b)), confidence
+    )
