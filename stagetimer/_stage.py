@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from time import perf_counter
@@ -12,7 +11,7 @@ from typing import Any, TypeVar, overload
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._recorder import Recorder, recording_disabled, resolve_recorder
-from stagetimer._validate import check_record, check_seconds
+from stagetimer._validate import check_record, check_seconds, copy_metadata
 from stagetimer.stages import AUTO_RESUME_SUFFIX
 
 __all__ = ["record_timing", "stage", "timed_stage"]
@@ -22,15 +21,6 @@ _checked_names: set[str] = set()
 
 F = TypeVar("F", bound=Callable[..., Any])
 RunIdx = int | str | Callable[[Mapping[str, Any]], "int | None"] | None
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON-ready copy of checked metadata: what the caller changes later is not recorded."""
-    return {
-        key: value if type(value) in _SCALARS else json.loads(json.dumps(value))
-        for key, value in metadata.items()
-    }
 
 
 def record_timing(
@@ -46,16 +36,14 @@ def record_timing(
 
     >>> record_timing("alpharank", 12.5, recorder=rec)
     """
-    check_record(name, run_idx, label, metadata)
+    check_record(name, run_idx, label, {})
+    # Checked and copied in one pass: what the caller changes later is not recorded.
+    copied = copy_metadata(metadata) if metadata else None
     check_seconds(seconds)
     if recording_disabled():
         return
     resolve_recorder(recorder).record(
-        name,
-        float(seconds),
-        run_idx=run_idx,
-        label=label,
-        metadata=copy_metadata(metadata) if metadata else None,
+        name, float(seconds), run_idx=run_idx, label=label, metadata=copied
     )
 
 
@@ -116,9 +104,10 @@ class Stage:
             or self.label is not None
             or self.metadata
         ):
-            check_record(name, run_idx, self.label, self.metadata)
+            check_record(name, run_idx, self.label, {})
             if self.metadata:
-                # Copied on entry: later changes by the caller do not change the record.
+                # Checked and copied on entry, in one pass: later changes by the caller
+                # do not change the record.
                 self.metadata = copy_metadata(self.metadata)
             if len(_checked_names) < 4096:
                 _checked_names.add(name)
@@ -301,7 +290,7 @@ def _decorate(
     recorder: Recorder | None,
     metadata: dict[str, Any],
 ) -> F:
-    check_record(name, None, label, metadata)
+    check_record(name, None, label, {})
     metadata = copy_metadata(metadata)
     resumed = name + AUTO_RESUME_SUFFIX
     wrapper = _wrap(func, _stage_maker(func, name, run_idx, label, recorder, metadata))
