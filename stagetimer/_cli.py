@@ -25,35 +25,64 @@ def _error(command: str, message: str) -> None:
 
 
 def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from stagetimer._report import build_report, render_json, render_text
+    from stagetimer._report import render_json, report_from
+    from stagetimer._tree import scan_tree
 
     plot = None
     if args.plot is not None:
         from stagetimer import _plot
 
-        if os.path.splitext(args.plot)[1].lower() not in _plot.FORMATS:
-            parser.error(f"--plot {args.plot}: the file name must end in .png or .svg")
+        # Before any reading or output: a path that cannot be written, or no matplotlib,
+        # is said and nothing else is done.
         try:
-            _plot.load_pyplot()  # before any output: without matplotlib, say so and stop
+            _plot.check_path(args.plot)
+        except ValueError as exc:
+            parser.error(f"--plot {args.plot}: {exc}")
+        try:
+            _plot.load_pyplot()
         except _plot.PlotUnavailableError as exc:
             _error("report", str(exc))
             return 1
         plot = _plot
-    reports, problems = build_report(args.paths)
+    artifacts, problems = scan_tree(args.paths)
     for problem in problems:
         _error("report", problem.line())
     out: TextIO = sys.stdout
-    out.write(render_json(reports) if args.json else render_text(reports))
+    if args.csv:
+        from stagetimer._suite import records_csv, records_from
+
+        out.write(records_csv(records_from(artifacts)))
+        reports = report_from(artifacts) if plot is not None else []
+    else:
+        reports = report_from(artifacts)
+        if args.json:
+            out.write(render_json(reports))
+        else:
+            from stagetimer._report_text import render_text
+
+            out.write(render_text(reports, runs=args.runs))
     out.flush()
     status = 1 if problems else 0
     if plot is not None:
         try:
-            plot.plot_report(reports, args.plot)
+            written = plot.plot_report(reports, args.plot)
         except (ValueError, OSError) as exc:
             _error("report", f"--plot {args.plot}: {exc}")
             return 1
-        print(f"plot written to {args.plot}", file=sys.stderr)
+        print(f"plot written to {', '.join(written)}", file=sys.stderr)
     return status
+
+
+def _table(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from stagetimer._table import build_table, render_table
+    from stagetimer._tree import scan_tree
+
+    artifacts, problems = scan_tree(args.paths)
+    for problem in problems:
+        _error("table", problem.line())
+    if artifacts:
+        sys.stdout.write(render_table(build_table(artifacts, median=args.median), args.format))
+    return 1 if problems else 0
 
 
 def _hardware(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -192,11 +221,38 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.add_argument("paths", nargs="+", metavar="PATH",
                         help="an artifact directory or any folder above some")
-    report.add_argument("--json", action="store_true", help="print JSON instead of text")
+    form = report.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print JSON instead of text")
+    form.add_argument("--csv", action="store_true",
+                      help="print one CSV row per run (the columns of stagetimer.to_records)")
+    report.add_argument("--runs", action="store_true",
+                        help="also list each run: run_idx, label, started_at, seconds, metadata")
     report.add_argument("--plot", metavar="FILE",
-                        help="also draw the stage totals into FILE (.png or .svg; needs "
-                        "matplotlib: pip install 'stagetimer[plot]')")
+                        help="also draw the suite into FILE (.png or .svg; past about 40 "
+                        "directories, pages FILE-1.png, FILE-2.png, ...; needs matplotlib: "
+                        "pip install 'stagetimer[plot]')")
     report.set_defaults(run=_report, parser=report)
+
+    table = commands.add_parser(
+        "table",
+        help="the table a paper prints: a row per directory, a column per stage",
+        description="Print one row per artifact directory at or under PATH and one column "
+        "per stage: mean \N{PLUS-MINUS SIGN} sample standard deviation (runs) in one unit "
+        "per column, and each row's total. Reads only.",
+    )
+    table.add_argument("paths", nargs="+", metavar="PATH",
+                       help="an artifact directory or any folder above some")
+    table_form = table.add_mutually_exclusive_group()
+    table_form.add_argument("--markdown", dest="format", action="store_const", const="markdown",
+                            help="GitHub Markdown (the default)")
+    table_form.add_argument("--latex", dest="format", action="store_const", const="latex",
+                            help="LaTeX, booktabs rules (\\usepackage{booktabs})")
+    table_form.add_argument("--csv", dest="format", action="store_const", const="csv",
+                            help="CSV of raw seconds: <stage>_mean_seconds, "
+                            "<stage>_stdev_seconds, <stage>_runs per stage")
+    table.add_argument("--median", action="store_true",
+                       help="the median and the quartiles instead of mean and sd")
+    table.set_defaults(run=_table, parser=table, format="markdown")
 
     hardware = commands.add_parser(
         "hardware",

@@ -1,28 +1,53 @@
-"""``stagetimer report --plot``: stage totals per artifact directory as horizontal bars.
+"""``stagetimer report --plot``: the suite at a glance, as a PNG or SVG for a slide.
 
-One panel per artifact directory, all sharing the seconds axis so directories
-(algorithms) compare at a glance. A bar is a stage's total; its segments, split
-by thin white lines, are the runs in file order. Stages of the same kind share a
-colour across panels (every ``*_train`` stage is "training"). matplotlib is an
+One panel per stage family, side by side: training (each directory's own
+``*_train``), ``checkpoint_save``, ``nashconv``, and the other stages. The rows
+are the artifact directories, grouped under their environment (the path without
+its last part). In the first three panels a bar is the mean per seed; its hatched
+end is the seeds' auto-resume continuation (``<stage>_auto_resume``, the same
+run_idx), so directories with more or fewer resumed seeds still compare; each dot
+is one seed (its run plus its continuation) and the whisker ± one standard
+deviation. The other stages are stacked, one colour each. A panel whose values
+span more than 100x is drawn on a log scale. Past ``ROWS_PER_PAGE`` rows the
+picture is split into pages, ``x-1.png``, ``x-2.png``, ... matplotlib is an
 optional extra (``stagetimer[plot]``), imported only here, with the Agg backend.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from stagetimer._report import ArtifactReport, format_seconds
-from stagetimer.stages import AUTO_RESUME_SUFFIX
+import attrs
+
+from stagetimer._duration import Unit, unit_for
+from stagetimer._escape import escape_text
+from stagetimer._report import ArtifactReport, StageStats
+from stagetimer.stages import AUTO_RESUME_SUFFIX, is_training
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["FORMATS", "PlotUnavailableError", "load_pyplot", "plot_report"]
+__all__ = [
+    "FORMATS",
+    "ROWS_PER_PAGE",
+    "PlotUnavailableError",
+    "check_path",
+    "load_pyplot",
+    "page_paths",
+    "plot_report",
+]
 
 FORMATS = (".png", ".svg")
 INSTALL_HINT = "pip install 'stagetimer[plot]'"
+#: rows (directories and environment headings) on one page
+ROWS_PER_PAGE = 40
+_LOG_SPAN = 100.0
+_COLOURS = {"training": "#3b6ea8", "checkpoint_save": "#d9822b", "nashconv": "#4a9c5d"}
+_OTHER_PALETTE = ("#8c6bb1", "#c45a7c", "#6b8e9f", "#b59b4a", "#7f7f7f", "#4aa3a3")
+_FAMILIES = ("training", "checkpoint_save", "nashconv")
 
 
 class PlotUnavailableError(RuntimeError):
@@ -43,86 +68,276 @@ def load_pyplot() -> Any:
     return plt
 
 
-def _kind(stage: str) -> str:
-    """The colour group of a stage: the training stages of all algorithms are one kind."""
-    base = stage.removesuffix(AUTO_RESUME_SUFFIX)
-    return "training" if base.endswith("_train") else base
+def check_path(path: str) -> None:
+    """``ValueError`` unless a picture can be written at ``path``: a ``.png`` or ``.svg``
+    name in an existing, writable directory. Called before any work is done."""
+    if os.path.splitext(path)[1].lower() not in FORMATS:
+        raise ValueError("the file name must end in .png or .svg")
+    if os.path.isdir(path):
+        raise ValueError("is a directory; name the picture's file")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"the directory {folder} is not writable")
 
 
-def _short_paths(paths: Sequence[str]) -> list[str]:
-    """The directories relative to what they share, so the panel titles stay short."""
-    if len(paths) < 2:
-        return [os.path.normpath(p) for p in paths]
+def page_paths(path: str, pages: int) -> list[str]:
+    """``x.png`` for one page; ``x-1.png``, ``x-2.png``, ... for several."""
+    if pages == 1:
+        return [path]
+    stem, suffix = os.path.splitext(path)
+    return [f"{stem}-{i}{suffix}" for i in range(1, pages + 1)]
+
+
+@attrs.frozen
+class _Bar:
+    """One directory's bar in one family panel."""
+
+    base: float  # mean per seed of the stage itself
+    resumed: float  # mean per seed of its continuation
+    seeds: tuple[float, ...]  # each seed: its run plus its continuation
+    stdev: float | None
+
+
+@attrs.frozen
+class _Row:
+    group: str
+    label: str
+    bars: dict[str, _Bar]
+    others: dict[str, float]  # other stage -> its mean
+
+
+def _valid(stats: StageStats | None) -> list[tuple[int | None, float]]:
+    if stats is None or stats.timing is None:
+        return []
+    return [
+        (r.run_idx, r.seconds) for r in stats.timing.runs if 0.0 <= r.seconds < math.inf
+    ]
+
+
+def _bar(stage: StageStats | None, resume: StageStats | None) -> _Bar | None:
+    runs = _valid(stage)
+    if not runs:
+        return None
+    extra: dict[int | None, float] = {}
+    for run_idx, seconds in _valid(resume):
+        extra[run_idx] = extra.get(run_idx, 0.0) + seconds
+    seeds = tuple(s + (extra.pop(i, 0.0) if i is not None else 0.0) for i, s in runs)
+    n = len(runs)
+    base = sum(s for _, s in runs) / n
+    total = sum(seeds) / n
+    stdev = None
+    if n > 1:
+        stdev = math.sqrt(sum((s - total) ** 2 for s in seeds) / (n - 1))
+    return _Bar(base, total - base, seeds, stdev)
+
+
+def _family(name: str) -> str | None:
+    if is_training(name):
+        return "training"
+    return name if name in _FAMILIES else None
+
+
+def _rows(reports: Sequence[ArtifactReport]) -> list[_Row]:
+    relative = _relative([r.path for r in reports])
+    rows = []
+    for report, rel in zip(reports, relative, strict=True):
+        by_name = {s.name: s for s in report.stages}
+        bars: dict[str, _Bar] = {}
+        others: dict[str, float] = {}
+        for s in report.stages:
+            if s.name.endswith(AUTO_RESUME_SUFFIX):
+                base_name = s.name.removesuffix(AUTO_RESUME_SUFFIX)
+                if base_name in by_name and _family(base_name) is not None:
+                    continue  # drawn as the hatched end of its stage
+            family = _family(s.name)
+            if family is None or family in bars:
+                if s.mean_seconds is not None:
+                    others[s.name] = s.mean_seconds
+                continue
+            bar = _bar(s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
+            if bar is not None:
+                bars[family] = bar
+        group, _, label = rel.rpartition("/")
+        rows.append(_Row(escape_text(group), escape_text(label or rel), bars, others))
+    return rows
+
+
+def _relative(paths: Sequence[str]) -> list[str]:
+    if len(paths) == 1:
+        return [os.path.basename(os.path.abspath(paths[0])) or paths[0]]
     absolute = [os.path.abspath(p) for p in paths]
     common = os.path.commonpath(absolute)
-    return [os.path.relpath(p, common) for p in absolute]
+    return [os.path.relpath(p, common).replace(os.sep, "/") for p in absolute]
 
 
-def _draw_panel(
-    ax: Axes, report: ArtifactReport, title: str, colours: dict[str, Any], xmax: float
+def _layout(rows: Sequence[_Row]) -> list[list[tuple[str, _Row | None]]]:
+    """Pages of lines: a group heading ``("group", None)`` before its rows; a group is
+    split over pages only when it alone is longer than a page (its heading repeated)."""
+    groups: dict[str, list[_Row]] = {}
+    for row in rows:
+        groups.setdefault(row.group, []).append(row)
+    headed = len(groups) > 1 or next(iter(groups)) != ""
+    pages: list[list[tuple[str, _Row | None]]] = [[]]
+    for group, members in groups.items():
+        lines: list[tuple[str, _Row | None]] = [(group, row) for row in members]
+        while lines:
+            page = pages[-1]
+            room = ROWS_PER_PAGE - len(page) - (1 if headed else 0)
+            if room < min(len(lines), 3) and page:
+                pages.append([])
+                continue
+            take, lines = lines[:room], lines[room:]
+            if headed:
+                page.append((group or ".", None))
+            page.extend(take)
+    return pages
+
+
+def _panels(rows: Sequence[_Row]) -> list[str]:
+    present = [f for f in _FAMILIES if any(f in r.bars for r in rows)]
+    if any(r.others for r in rows):
+        present.append("other stages")
+    return present
+
+
+def _span_is_wide(values: Sequence[float]) -> bool:
+    positive = [v for v in values if v > 0]
+    return bool(positive) and max(positive) / min(positive) > _LOG_SPAN
+
+
+def _draw_family(
+    ax: Axes, lines: Sequence[tuple[str, _Row | None]], family: str, unit: Unit, log: bool
 ) -> None:
-    names = [s.name for s in report.stages]
-    positions = list(range(len(names)))
-    for y, stats in zip(positions, report.stages, strict=True):
-        colour = colours[_kind(stats.name)]
-        hatch = "//" if stats.name.endswith(AUTO_RESUME_SUFFIX) else None
-        # One bar per stage, the runs split by white lines drawn in one call (a bar per
-        # run costs seconds for thousands of runs). A line after a sliver would hide it.
-        ax.barh(
-            y, stats.total_seconds, height=0.7, color=colour, hatch=hatch,
-            edgecolor="white", linewidth=0,  # the edge colour is the hatch colour
-        )
-        ends, end = [], 0.0
-        for seconds in stats.run_seconds[:-1]:
-            end += seconds
-            if seconds > xmax * 0.015:
-                ends.append(end)
-        if ends:
-            ax.vlines(ends, y - 0.35, y + 0.35, colors="white", linewidth=0.8)
-        runs = f"{stats.runs} run" + ("" if stats.runs == 1 else "s")
-        label = f"{format_seconds(stats.total_seconds)}  ({runs})"
-        ax.text(
-            stats.total_seconds + xmax * 0.01, y, label,
-            va="center", ha="left", fontsize=8, color="0.25",
-        )
-    ax.set_yticks(positions, names, fontsize=9)
-    ax.set_ylim(len(names) - 0.4, -0.6)  # first recorded stage on top
-    ax.set_title(title, loc="left", fontsize=10, fontweight="bold")
-    ax.grid(axis="x", color="0.9", linewidth=0.8)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    colour = _COLOURS[family]
+    for y, (_, row) in enumerate(lines):
+        if row is None or family not in row.bars:
+            continue
+        bar = row.bars[family]
+        scale = unit.seconds
+        ax.barh(y, bar.base / scale, height=0.62, color=colour, linewidth=0)
+        if bar.resumed > 0:
+            ax.barh(y, bar.resumed / scale, left=bar.base / scale, height=0.62, color="white",
+                    edgecolor=colour, hatch="////", linewidth=0.8)
+        mean = (bar.base + bar.resumed) / scale
+        if bar.stdev:
+            low = max(mean - bar.stdev / scale, mean / 10 if log else 0.0)
+            ax.plot([low, mean + bar.stdev / scale], [y, y], color="0.15", linewidth=1.0,
+                    solid_capstyle="butt", zorder=3)
+        ax.scatter([s / scale for s in bar.seeds], [y] * len(bar.seeds), s=9, color="0.1",
+                   zorder=4, linewidths=0)
 
 
-def plot_report(reports: Sequence[ArtifactReport], path: str) -> None:
-    """Draw ``reports`` into ``path`` (``.png`` or ``.svg``); ``PlotUnavailableError`` without
-    matplotlib, ``ValueError`` for another suffix or when there is nothing to draw."""
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in FORMATS:
-        raise ValueError(f"{path}: the plot must be a .png or .svg file")
-    shown = [r for r in reports if r.stages]
+def _draw_others(
+    ax: Axes, lines: Sequence[tuple[str, _Row | None]], colours: dict[str, Any], unit: Unit
+) -> None:
+    for y, (_, row) in enumerate(lines):
+        if row is None:
+            continue
+        left = 0.0
+        for name, seconds in row.others.items():
+            ax.barh(y, seconds / unit.seconds, left=left, height=0.62, color=colours[name],
+                    linewidth=0)
+            left += seconds / unit.seconds
+
+
+def _values(rows: Sequence[_Row], panel: str) -> list[float]:
+    if panel == "other stages":
+        return [sum(r.others.values()) for r in rows if r.others] + [
+            v for r in rows for v in r.others.values()
+        ]
+    return [v for r in rows if panel in r.bars for v in (*r.bars[panel].seeds,
+                                                           r.bars[panel].base)]
+
+
+def _page(
+    plt: Any, rows: Sequence[_Row], lines: Sequence[tuple[str, _Row | None]], title: str,
+    colours: dict[str, Any],
+) -> Any:
+    from matplotlib.patches import Patch
+
+    panels = _panels(rows)
+    labels = [row.label if row is not None else group for group, row in lines]
+    label_inches = 0.25 + 0.075 * max(map(len, labels))  # 8.5 pt text, about 0.075 in a char
+    panel_inches = 3.0
+    width = label_inches + panel_inches * len(panels) + 0.3
+    top_inches, bottom_inches = 1.15, 0.55
+    height = top_inches + bottom_inches + 0.24 * len(lines)
+    fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False, figsize=(width, height))
+    fig.subplots_adjust(
+        left=label_inches / width, right=1 - 0.3 / width, top=1 - top_inches / height,
+        bottom=bottom_inches / height, wspace=0.12 * len(panels) / max(len(panels) - 1, 1),
+    )
+    for ax, panel in zip(axes[0], panels, strict=True):
+        values = _values(rows, panel)
+        log = _span_is_wide(values) and panel != "other stages"
+        unit = unit_for(values)
+        if panel == "other stages":
+            _draw_others(ax, lines, colours, unit)
+        else:
+            _draw_family(ax, lines, panel, unit, log)
+        if log:
+            ax.set_xscale("log")
+        else:
+            ax.set_xlim(0, max(values, default=1.0) / unit.seconds * 1.08 or 1.0)
+        ax.set_title(panel, loc="left", fontsize=10, fontweight="bold")
+        ax.set_xlabel(f"{unit.name} per seed" if panel != "other stages" else unit.name,
+                      fontsize=9)
+        ax.grid(axis="x", color="0.88", linewidth=0.7, which="both" if log else "major")
+        ax.set_axisbelow(True)
+        ax.tick_params(axis="x", labelsize=8)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    first = axes[0][0]
+    first.set_yticks(range(len(lines)), labels, fontsize=8.5)
+    for tick, (_, row) in zip(first.get_yticklabels(), lines, strict=True):
+        if row is None:
+            tick.set_fontweight("bold")
+    first.tick_params(axis="y", length=0)
+    first.set_ylim(len(lines) - 0.4, -0.6)
+    handles = [
+        Patch(color=_COLOURS["training"], label="mean per seed"),
+        Patch(facecolor="white", edgecolor="0.3", hatch="////", label="auto-resume continuation"),
+        plt.Line2D([], [], marker="o", linestyle="", color="0.1", markersize=3.5,
+                   label="one seed"),
+        plt.Line2D([], [], color="0.15", linewidth=1.0, label="\N{PLUS-MINUS SIGN} 1 sd"),
+        *(Patch(color=colour, label=name) for name, colour in colours.items()),
+    ]
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.1 / width, 1 - 0.42 / height),
+               ncol=min(len(handles), 8), fontsize=8, frameon=False, handlelength=1.6,
+               borderaxespad=0)
+    fig.suptitle(title, x=0.1 / width, y=1 - 0.1 / height, ha="left", va="top", fontsize=12,
+                 fontweight="bold")
+    return fig
+
+
+def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
+    """Draw ``reports`` into ``path`` (or its pages); returns the files written.
+
+    ``PlotUnavailableError`` without matplotlib, ``ValueError`` for a path
+    ``check_path`` refuses or when there is nothing to draw.
+    """
+    check_path(path)
+    shown = [r for r in reports if any(s.runs for s in r.stages)]
     if not shown:
         raise ValueError("no stage was recorded in the reported directories: nothing to plot")
     plt = load_pyplot()
-    kinds = list(dict.fromkeys(_kind(s.name) for r in shown for s in r.stages))
-    palette = plt.get_cmap("tab10").colors
-    colours = {kind: palette[i % len(palette)] for i, kind in enumerate(kinds)}
-    xmax = max(s.total_seconds for r in shown for s in r.stages) or 1.0
-    heights = [len(r.stages) + 1.2 for r in shown]
-    fig, axes = plt.subplots(
-        len(shown), 1, sharex=True, squeeze=False,
-        figsize=(9, 1.0 + 0.28 * sum(heights)),
-        gridspec_kw={"height_ratios": heights},
-    )
-    titles = _short_paths([r.path for r in shown])
-    for ax, report, title in zip(axes[:, 0], shown, titles, strict=True):
-        _draw_panel(ax, report, title, colours, xmax)
-    last = axes[-1, 0]
-    last.set_xlim(0, xmax * 1.3)  # room for the total written after the longest bar
-    last.set_xlabel("wall-clock seconds (a bar is a stage's total; its segments are the runs)")
-    fig.suptitle("Time per stage and artifact directory", fontsize=12, fontweight="bold")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, format=suffix[1:], dpi=120)
-    finally:
-        plt.close(fig)
+    rows = _rows(shown)
+    other_names = list(dict.fromkeys(n for r in rows for n in r.others))
+    colours = {n: _OTHER_PALETTE[i % len(_OTHER_PALETTE)] for i, n in enumerate(other_names)}
+    pages = _layout(rows)
+    paths = page_paths(path, len(pages))
+    suffix = os.path.splitext(path)[1].lower()[1:]
+    for number, (lines, target) in enumerate(zip(pages, paths, strict=True), 1):
+        title = f"Wall-clock time per stage, {len(shown)} directories"
+        if len(pages) > 1:
+            title += f" (page {number} of {len(pages)})"
+        # Text stays text in an SVG (searchable, editable on a slide), not glyph outlines.
+        with plt.rc_context({"svg.fonttype": "none"}):
+            fig = _page(plt, rows, lines, title, colours)
+            try:
+                fig.savefig(target, format=suffix, dpi=110)
+            finally:
+                plt.close(fig)
+    return paths

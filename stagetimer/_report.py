@@ -1,25 +1,31 @@
-"""The report: find the sidecars under some paths, summarise each stage, render text or JSON.
+"""The report: every artifact directory under some paths, each stage summarised, as JSON or text.
 
-Everything here only reads. No lock is taken (a lock file would be a write): the
-sidecars are replaced atomically, so a reader sees a whole old or a whole new
-file. Problems (a missing path, a sidecar that does not parse) are returned as
-``Problem`` values beside the directories that could be read, so one bad
-directory never hides the others.
+Everything here only reads (the walk is ``_tree.scan_tree``). Problems (a missing
+path, a sidecar that does not parse) are returned as ``Problem`` values beside the
+directories that could be read, so one bad directory never hides the others.
+Values a writer could not have stored (a negative or non-finite ``seconds``, a
+negative ``run_idx``, a ``total_seconds`` that is not the sum of its runs) are kept
+as stored, named in a warning and left out of the statistics.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from stagetimer._records import Timings
+from stagetimer._duration import format_duration
+from stagetimer._escape import escape_json_text
+from stagetimer._records import RunTiming, StageTiming, Timings
 from stagetimer._sidecar import HARDWARE_FILE
-from stagetimer._tree import Problem, scan_tree
+from stagetimer._summary import Summary, summarise
+from stagetimer._tree import Artifact, Problem, scan_tree
 from stagetimer.hardware import Hardware
-from stagetimer.hardware._show import format_bytes, summary_line
+from stagetimer.hardware._show import format_bytes
 
 __all__ = [
     "ArtifactReport",
@@ -29,27 +35,41 @@ __all__ = [
     "build_report",
     "format_seconds",
     "render_json",
-    "render_text",
     "report_dict",
+    "report_from",
 ]
+
+#: a duration in the text report; kept under its old name for the plot
+format_seconds = format_duration
+
+_INF = math.inf
 
 
 @attrs.frozen
 class StageStats:
-    """One stage of one artifact directory, summarised."""
+    """One stage of one artifact directory, summarised over the runs a writer could have
+    written (``flagged_runs`` others are left out)."""
 
     name: str
     runs: int
     total_seconds: float
     mean_seconds: float | None
+    median_seconds: float | None
+    stdev_seconds: float | None
     min_seconds: float | None
     max_seconds: float | None
     #: the distinct hardware ids of the runs, in order of first appearance
     hardware_ids: tuple[str, ...]
-    #: each run's seconds, in file order
+    #: each run's seconds as stored, in file order
     run_seconds: tuple[float, ...]
     #: runs without a hardware_id (legacy files)
     runs_without_hardware: int
+    #: runs left out of the statistics (a value no writer could have stored)
+    flagged_runs: int = 0
+    #: how many runs the recorder was told to expect (``Recorder(expected_runs=n)``)
+    expected_runs: int | None = None
+    summary: Summary | None = attrs.field(default=None, eq=False, repr=False)
+    timing: StageTiming | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -74,22 +94,112 @@ class ArtifactReport:
     #: top-level legacy values of the file (they describe the writer, not the reader)
     legacy_top_level: dict[str, Any]
     legacy_runs: tuple[LegacyRun, ...]
+    #: the path it was found under, and its path relative to that
+    root: str = ""
+    relpath: str = "."
 
 
-def _stage_stats(name: str, seconds: Sequence[float], ids: Sequence[str | None]) -> StageStats:
-    count = len(seconds)
-    total = sum(seconds, 0.0)  # left to right, as the writer sums total_seconds
-    distinct = tuple(dict.fromkeys(i for i in ids if i is not None))
-    return StageStats(
-        name=name,
-        runs=count,
-        total_seconds=total,
-        mean_seconds=total / count if count else None,
-        min_seconds=min(seconds) if count else None,
-        max_seconds=max(seconds) if count else None,
-        hardware_ids=distinct,
-        run_seconds=tuple(seconds),
-        runs_without_hardware=sum(1 for i in ids if i is None),
+def _where(name: str, run: RunTiming, position: int) -> str:
+    if run.run_idx is not None and type(run.run_idx) is int and run.run_idx >= 0:
+        return f"stage {name} run {run.run_idx}"
+    return f"stage {name} run #{position + 1} in the file"
+
+
+def _flags(name: str, stage: StageTiming) -> tuple[list[str], list[float]]:
+    """Warnings for the values no writer could have stored, and the seconds kept."""
+    flags: list[str] = []
+    kept: list[float] = []
+    for position, run in enumerate(stage.runs):
+        seconds = run.seconds
+        if 0.0 <= seconds < _INF:
+            kept.append(seconds)
+        else:
+            why = "negative" if seconds < 0 else "not a finite number"
+            flags.append(
+                f"{_where(name, run, position)}: seconds {seconds!r} is {why}; no writer "
+                "stores that, so it is left out of the statistics"
+            )
+        if run.run_idx is not None and run.run_idx < 0:
+            flags.append(
+                f"stage {name} run #{position + 1} in the file: run_idx {run.run_idx} is "
+                "negative; no writer stores that"
+            )
+    if not flags:
+        stored, summed = stage.total_seconds, sum((r.seconds for r in stage.runs), 0.0)
+        if not math.isclose(stored, summed, rel_tol=1e-9, abs_tol=1e-9):
+            flags.append(
+                f"stage {name}: total_seconds {stored!r} is not the sum of its runs "
+                f"({summed!r}); the report uses the runs"
+            )
+    return flags, kept
+
+
+def _expected_runs(stage: StageTiming) -> int | None:
+    value = getattr(stage, "expected_runs", None)
+    if value is None:
+        value = stage.extra.get("expected_runs")
+    if type(value) is int and value > 0:
+        return value
+    return None
+
+
+def _metadata_warning(name: str, runs: Sequence[RunTiming]) -> str | None:
+    """A key whose values differ between the runs, so the mean mixes unlike runs.
+
+    A key holding a different value in every one of three or more runs (a seed, a
+    score) describes each run, not a setting, and is not a mixture.
+    """
+    if len(runs) < 2:
+        return None
+    keys = dict.fromkeys(k for r in runs for k in r.metadata)
+    mixed = []
+    for key in keys:
+        counts: dict[str, int] = {}
+        for run in runs:
+            value = run.metadata.get(key, _ABSENT)
+            shown = "(absent)" if value is _ABSENT else json.dumps(value, sort_keys=True)
+            counts[shown] = counts.get(shown, 0) + 1
+        if len(counts) < 2 or (len(counts) == len(runs) >= 3):
+            continue
+        values = sorted(counts.items(), key=lambda kv: -kv[1])
+        shown_values = ", ".join(f"{key}={v} in {n}" for v, n in values[:4])
+        more = f" and {len(values) - 4} more" if len(values) > 4 else ""
+        mixed.append(f"{shown_values}{more}")
+    if not mixed:
+        return None
+    return (
+        f"stage {name}: its runs differ in metadata ({'; '.join(mixed)} runs); its mean "
+        "mixes unlike runs"
+    )
+
+
+_ABSENT = object()
+
+
+def _hardware_warning(
+    stats: StageStats, described: dict[str, Hardware]
+) -> str | None:
+    """Runs on descriptions that differ in a field that changes a duration (or unknown)."""
+    from stagetimer.hardware import format_differences, hardware_differences
+
+    ids = stats.hardware_ids
+    unknown = [i for i in ids if i not in described]
+    if unknown:
+        return (
+            f"stage {stats.name}: its {stats.runs} runs span {len(ids)} hardware ids "
+            f"({', '.join(ids)}), not all described; their times may not be comparable"
+        )
+    base = ids[0]
+    parts = []
+    for other in ids[1:]:
+        differences = hardware_differences(described[base], described[other])
+        if differences:
+            parts.append(f"{base} vs {other}: {format_differences(differences)}")
+    if not parts:
+        return None
+    return (
+        f"stage {stats.name}: its {stats.runs} runs were measured on hardware that differs "
+        f"({'; '.join(parts)}); their times are not comparable"
     )
 
 
@@ -110,26 +220,53 @@ def _allocation_note(hw_id: str, hw: Hardware) -> str | None:
     return f"{hw_id}: the allocation was smaller than the node: {', '.join(parts)}"
 
 
-def _analyse(path: str, timings: Timings, described: dict[str, Hardware]) -> ArtifactReport:
+def _stage_stats(name: str, stage: StageTiming) -> tuple[StageStats, list[str]]:
+    flags, kept = _flags(name, stage)
+    summary = summarise(kept)
+    ids = [r.hardware_id for r in stage.runs]
+    stats = StageStats(
+        name=name,
+        runs=len(stage.runs),
+        total_seconds=summary.total,
+        mean_seconds=summary.mean,
+        median_seconds=summary.median,
+        stdev_seconds=summary.stdev,
+        min_seconds=summary.minimum,
+        max_seconds=summary.maximum,
+        hardware_ids=tuple(dict.fromkeys(i for i in ids if i is not None)),
+        run_seconds=tuple(r.seconds for r in stage.runs),
+        runs_without_hardware=ids.count(None),
+        flagged_runs=len(stage.runs) - len(kept),
+        expected_runs=_expected_runs(stage),
+        summary=summary,
+        timing=stage,
+    )
+    return stats, flags
+
+
+def _analyse(artifact: Artifact) -> ArtifactReport:
+    timings: Timings = artifact.timings
+    described = artifact.hardware.hardware
     stages: list[StageStats] = []
     legacy_runs: list[LegacyRun] = []
     warnings: list[str] = []
     referenced: dict[str, int] = {}
     for name, stage in timings.stages.items():
-        stats = _stage_stats(
-            name, [r.seconds for r in stage.runs], [r.hardware_id for r in stage.runs]
-        )
+        stats, flags = _stage_stats(name, stage)
         stages.append(stats)
+        warnings.extend(flags)
         for run in stage.runs:
             if run.hardware_id is not None:
                 referenced[run.hardware_id] = referenced.get(run.hardware_id, 0) + 1
             if run.legacy_metadata:
                 legacy_runs.append(LegacyRun(name, run.run_idx, run.label, run.legacy_metadata))
+            if run.metadata and (mixed := _metadata_warning(name, stage.runs)) is not None:
+                warnings.append(mixed)
+                break
         if len(stats.hardware_ids) > 1:
-            warnings.append(
-                f"stage {name}: its {stats.runs} runs span {len(stats.hardware_ids)} hardware "
-                f"ids ({', '.join(stats.hardware_ids)}); their times are not comparable"
-            )
+            note = _hardware_warning(stats, described)
+            if note is not None:
+                warnings.append(note)
     hardware: dict[str, Hardware | None] = {}
     for hw_id, count in referenced.items():
         hw = hardware[hw_id] = described.get(hw_id)
@@ -140,16 +277,25 @@ def _analyse(path: str, timings: Timings, described: dict[str, Hardware]) -> Art
         elif (note := _allocation_note(hw_id, hw)) is not None:
             warnings.append(note)
     return ArtifactReport(
-        path=path,
+        path=artifact.path,
         stages=tuple(stages),
         hardware=hardware,
         warnings=tuple(warnings),
         legacy_top_level=dict(timings.legacy_metadata),
         legacy_runs=tuple(legacy_runs),
+        root=artifact.root,
+        relpath=artifact.relpath,
     )
 
 
-def build_report(paths: Iterable[str]) -> tuple[list[ArtifactReport], list[Problem]]:
+def report_from(artifacts: Iterable[Artifact]) -> list[ArtifactReport]:
+    """The report of artifacts already read (``scan_tree`` / ``load_tree``)."""
+    return [_analyse(a) for a in artifacts]
+
+
+def build_report(
+    paths: Iterable[str | os.PathLike[str]],
+) -> tuple[list[ArtifactReport], list[Problem]]:
     """Read every artifact directory at or under ``paths``; never writes anything.
 
     A directory whose ``timings.json`` cannot be read is left out (its problem is
@@ -157,86 +303,48 @@ def build_report(paths: Iterable[str]) -> tuple[list[ArtifactReport], list[Probl
     its hardware undescribed, and the problem is returned too.
     """
     artifacts, problems = scan_tree(paths)
-    return [_analyse(a.path, a.timings, a.hardware.hardware) for a in artifacts], problems
+    return report_from(artifacts), problems
 
 
-# -- rendering -------------------------------------------------------------------------------
+# -- JSON --------------------------------------------------------------------------------------
 
 
-def format_seconds(value: float | None) -> str:
-    """A duration with its unit: ``120 µs``, ``77.8 ms``, ``12.34 s`` (JSON keeps raw seconds)."""
-    if value is None:
-        return "-"
-    if value < 1e-3:
-        return f"{value * 1e6:.0f} \N{MICRO SIGN}s"
-    if value < 1:
-        return f"{value * 1e3:.1f} ms"
-    return f"{value:.2f} s"
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float as None: what strict JSON can hold."""
+    if type(value) is float:
+        return value if -_INF < value < _INF else None
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
 
 
-def _legacy_values(values: dict[str, Any]) -> str:
-    return ", ".join(f"{key}={json.dumps(value)}" for key, value in values.items())
-
-
-def _render_artifact(report: ArtifactReport) -> list[str]:
-    lines = [report.path]
-    if not report.stages:
-        lines.append("  (no stages recorded)")
-    several = len(report.hardware) > 1
-    header = ["stage", "runs", "total", "mean", "min", "max"]
-    if several:
-        header.append("hardware")
-    rows = [header]
-    for s in report.stages:
-        row = [s.name, str(s.runs), *map(format_seconds, (s.total_seconds, s.mean_seconds))]
-        row += [format_seconds(s.min_seconds), format_seconds(s.max_seconds)]
-        if several:
-            row.append(", ".join(s.hardware_ids) or "-")
-        rows.append(row)
-    if report.stages:
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        for row in rows:
-            cells = [row[0].ljust(widths[0])]
-            cells += [cell.rjust(width) for cell, width in zip(row[1:6], widths[1:6], strict=True)]
-            cells += row[6:]
-            lines.append("  " + "  ".join(cells).rstrip())
-    unknown = sum(s.runs_without_hardware for s in report.stages)
-    if report.hardware or unknown:
-        lines.append("  measured on:")
-        for hw_id, hw in report.hardware.items():
-            shown = "not described in " + HARDWARE_FILE if hw is None else summary_line(hw)
-            lines.append(f"    {hw_id}: {shown}")
-        if unknown:
-            lines.append(f"    {unknown} run(s) without a hardware_id (legacy): hardware unknown")
-    lines.extend(f"  warning: {warning}" for warning in report.warnings)
-    if report.legacy_top_level or report.legacy_runs:
-        lines.append(
-            "  legacy metadata, recorded by the writer (about the machine that wrote the file):"
-        )
-        if report.legacy_top_level:
-            lines.append(f"    file: {_legacy_values(report.legacy_top_level)}")
-        for run in report.legacy_runs:
-            where = run.stage
-            if run.run_idx is not None:
-                where += f" run {run.run_idx}"
-            if run.label is not None:
-                where += f" ({run.label})"
-            lines.append(f"    {where}: {_legacy_values(run.values)}")
-    return lines
-
-
-def render_text(reports: Sequence[ArtifactReport]) -> str:
-    """The human report: one block per artifact directory, a blank line between blocks."""
-    return "\n\n".join("\n".join(_render_artifact(r)) for r in reports) + ("\n" if reports else "")
+def _run_dict(run: RunTiming) -> dict[str, Any]:
+    job = getattr(run, "job", None)
+    return {
+        "run_idx": run.run_idx,
+        "label": run.label,
+        "started_at": run.started_at,
+        "seconds": run.seconds,
+        "hardware_id": run.hardware_id,
+        "job_id": job.get("job_id") if isinstance(job, dict) else getattr(job, "job_id", None),
+        "metadata": run.metadata,
+    }
 
 
 def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
     """The JSON-ready form: ``{"artifacts": [{"path", "stages", "legacy_metadata", ...}]}``.
 
-    Beside the keys the contract fixes, each artifact has ``hardware`` (id -> one-line
-    summary, null when undescribed) and ``warnings``; each stage has ``run_seconds``.
-    ``legacy_metadata`` is ``{}`` or ``{"top_level": {...}, "runs": [...]}``.
+    Beside the documented keys, each artifact has ``relpath``, ``hardware`` (id ->
+    one-line summary, null when undescribed) and ``warnings``; each stage has
+    ``median_seconds``, ``stdev_seconds``, ``expected_runs``, ``run_seconds`` and
+    ``run_details`` (per run: run_idx, label, started_at, seconds, hardware_id, job_id,
+    metadata). ``legacy_metadata`` is ``{}`` or ``{"top_level": {...}, "runs": [...]}``.
+    Values that are not finite are null (and named in ``warnings``).
     """
+    from stagetimer.hardware import summary_line
+
     artifacts = []
     for r in reports:
         legacy: dict[str, Any] = {}
@@ -257,7 +365,11 @@ def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
                 "min_seconds": s.min_seconds,
                 "max_seconds": s.max_seconds,
                 "hardware_ids": list(s.hardware_ids),
+                "median_seconds": s.median_seconds,
+                "stdev_seconds": s.stdev_seconds,
+                "expected_runs": s.expected_runs,
                 "run_seconds": list(s.run_seconds),
+                "run_details": [_run_dict(run) for run in s.timing.runs] if s.timing else [],
             }
             for s in r.stages
         ]
@@ -265,15 +377,17 @@ def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
         artifacts.append(
             {
                 "path": r.path,
+                "relpath": r.relpath,
                 "stages": stages,
                 "hardware": hardware,
                 "warnings": list(r.warnings),
                 "legacy_metadata": legacy,
             }
         )
-    return {"artifacts": artifacts}
+    return strict({"artifacts": artifacts})  # type: ignore[no-any-return]
 
 
 def render_json(reports: Sequence[ArtifactReport]) -> str:
-    """``report_dict`` as indented JSON text."""
-    return json.dumps(report_dict(reports), indent=2, ensure_ascii=False) + "\n"
+    """``report_dict`` as indented, strict JSON text (no NaN, no raw control characters)."""
+    text = json.dumps(report_dict(reports), indent=2, ensure_ascii=False, allow_nan=False)
+    return escape_json_text(text) + "\n"

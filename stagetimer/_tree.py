@@ -19,9 +19,9 @@ from collections.abc import Iterable
 import attrs
 
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
-from stagetimer._load import load_hardware, load_timings
 from stagetimer._records import HardwareSidecar, Timings
 from stagetimer._sidecar import HARDWARE_FILE, TIMINGS_FILE
+from stagetimer._tree_read import HardwareCache, read_timings
 
 __all__ = ["Artifact", "Problem", "find_artifact_dirs", "load_tree", "scan_tree"]
 
@@ -176,14 +176,15 @@ def scan_tree(
     """
     directories, problems = find_artifact_dirs(paths)
     artifacts: list[Artifact] = []
+    hardware_cache = HardwareCache()
     for directory, root, relpath in directories:
         try:
-            timings = load_timings(directory)
+            timings = read_timings(directory)
         except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
             problems.append(_read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
             continue
         try:
-            hardware = load_hardware(directory)
+            hardware = hardware_cache.read(directory)
         except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
             problems.append(_read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
             hardware = HardwareSidecar()

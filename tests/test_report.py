@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from conftest import stagetimer_script
 from hypothesis import given, settings
@@ -19,7 +20,15 @@ from hypothesis import strategies as st
 
 from stagetimer import Recorder, capture_hardware, record_timing, stage
 from stagetimer._report import build_report, report_dict
-from stagetimer.hardware import CpuInfo, Hardware, MemoryInfo, description, hardware_id
+from stagetimer.hardware import (
+    CpuInfo,
+    Hardware,
+    MemoryInfo,
+    description,
+    format_differences,
+    hardware_differences,
+    hardware_id,
+)
 from stagetimer.hardware._show import summary_line
 
 
@@ -91,13 +100,15 @@ def test_text_report_lists_each_recorded_stage_of_each_directory(tmp_path: Path)
     ]
 
 
-def test_text_report_shows_total_mean_min_max_with_units(tmp_path: Path) -> None:
+def test_text_report_shows_total_mean_median_sd_min_max_with_units(tmp_path: Path) -> None:
     record(tmp_path, "nashconv", [1.0, 2.0, 4.5])
 
     result = run("report", str(tmp_path))
 
     row = next(line for line in result.stdout.splitlines() if line.strip().startswith("nashconv"))
-    assert ["nashconv", "3", "7.50", "s", "2.50", "s", "1.00", "s", "4.50", "s"] == row.split()
+    # total, mean, median, sample sd (sqrt(3.25) = 1.80), min, max
+    assert ["nashconv", "3", "7.5", "s", "2.5", "s", "2.0", "s", "1.8", "s", "1.0", "s",
+            "4.5", "s"] == row.split()
 
 
 def test_text_report_names_the_hardware_in_one_summary_line(tmp_path: Path) -> None:
@@ -157,11 +168,23 @@ def test_runs_on_two_machines_are_flagged_as_not_comparable(tmp_path: Path) -> N
     result = run("report", str(tmp_path))
 
     here = hardware_id(capture_hardware())
+    differences = format_differences(hardware_differences(capture_hardware(), OTHER_MACHINE))
     assert (
-        f"  warning: stage ippo_train: its 2 runs span 2 hardware ids ({here}, {other}); "
-        "their times are not comparable"
+        f"  warning: stage ippo_train: its 2 runs were measured on hardware that differs "
+        f"({here} vs {other}: {differences}); their times are not comparable"
     ) in result.stdout.splitlines()
     assert f"    {other}: {summary_line(OTHER_MACHINE)}" in result.stdout.splitlines()
+
+
+def test_runs_on_descriptions_that_differ_only_in_host_are_not_flagged(tmp_path: Path) -> None:
+    record(tmp_path, "ippo_train", [1.0, 2.0])
+    renamed = attrs.evolve(capture_hardware(), host="another-name-same-machine")
+    other = add_hardware(tmp_path, renamed)
+    point_run_at(tmp_path, "ippo_train", 1, other)
+
+    result = run("report", str(tmp_path))
+
+    assert [] == [line for line in result.stdout.splitlines() if "ippo_train: its" in line]
 
 
 def test_allocation_smaller_than_the_node_is_flagged(tmp_path: Path) -> None:
@@ -216,7 +239,8 @@ def test_legacy_metadata_has_its_own_section_attributed_to_the_writer(tmp_path: 
     assert [
         "    file: system_ram_gb=64, gpu_ram_gb=24",
         "    ippo_train run 0: system_ram_gb=32",
-    ] == lines[start + 1 :]
+    ] == lines[start + 1 : start + 3]
+    assert "" == lines[start + 3]  # then the suite's line
     assert "    2 run(s) without a hardware_id (legacy): hardware unknown" in lines
 
 

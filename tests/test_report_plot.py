@@ -40,7 +40,9 @@ def test_plot_png_is_written(exports: Path, tmp_path: Path) -> None:
     assert b"\x89PNG\r\n\x1a\n" == out.read_bytes()[:8]
 
 
-def test_plot_svg_is_written_with_the_stage_names(exports: Path, tmp_path: Path) -> None:
+def test_plot_svg_is_written_with_the_directories_and_families(
+    exports: Path, tmp_path: Path
+) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "stages.svg"
 
@@ -49,7 +51,8 @@ def test_plot_svg_is_written_with_the_stage_names(exports: Path, tmp_path: Path)
     assert 0 == result.returncode, result.stderr
     text = out.read_text()
     assert "<svg" in text
-    assert "ippo_train" in text and "iql_cer_train" in text
+    shown = ["ippo", "iql_cer", "training", "checkpoint_save", "alpharank"]
+    assert shown == [label for label in shown if f">{label}<" in text]
 
 
 def test_plot_with_json_keeps_stdout_pure_json(exports: Path, tmp_path: Path) -> None:

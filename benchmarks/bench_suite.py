@@ -1,0 +1,143 @@
+"""Benchmark: ``stagetimer report`` and ``stagetimer table`` on a 1,000-directory suite.
+
+Run:  python benchmarks/bench_suite.py            (or through benchmarks/run.py)
+
+The suite is 1,000 artifact directories, 10 stages x 10 runs each, with a real
+hardware description of this machine. The floor, measured in the same run, is
+what any reader must do: walk the tree and ``json.load`` both sidecars of every
+directory. Each command runs in this process (``stagetimer._cli.main``, output to
+/dev/null), so that interpreter start-up, the same for both, is left out; the
+figure is the median over turns of command seconds / floor seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+__all__ = ["DIRECTORIES", "GOAL", "figures", "floor", "main", "make_suite"]
+
+DIRECTORIES = 1000
+STAGES = 10
+RUNS = 10
+#: the most a command may cost, as a multiple of the floor
+GOAL = 3.0
+
+
+def make_suite(root: str, directories: int = DIRECTORIES) -> None:
+    """Write ``directories`` artifact directories (``env<k>/algo<j>``) as the library writes
+    them: indented ``timings.json`` with every run's fields, and this machine's hardware."""
+    from stagetimer._sidecar import dumps_timings
+    from stagetimer.hardware import capture_hardware, description, hardware_id
+
+    hw = capture_hardware()
+    hw_id = hardware_id(hw)
+    hardware = json.dumps(
+        {"schema_version": 1, "hardware": {hw_id: description(hw)}}, indent=2
+    ) + "\n"
+    for d in range(directories):
+        directory = os.path.join(root, f"env{d // 50:02d}", f"algo{d % 50:02d}")
+        os.makedirs(directory)
+        data = {}
+        for s in range(STAGES):
+            runs = [
+                {
+                    "seconds": 1.0 + s + 0.01 * r + 0.001 * d,
+                    "hardware_id": hw_id,
+                    "run_idx": r,
+                    "started_at": f"2026-11-29T12:{s:02d}:{r:02d}.000Z",
+                    "steps": 10000,
+                }
+                for r in range(RUNS)
+            ]
+            data[f"stage{s}_train" if s == 0 else f"stage{s}"] = {
+                "total_seconds": sum(r["seconds"] for r in runs),  # type: ignore[misc]
+                "runs": runs,
+            }
+        with open(os.path.join(directory, "timings.json"), "w", encoding="utf-8") as f:
+            f.write(dumps_timings(data))
+        with open(os.path.join(directory, "timings_hardware.json"), "w", encoding="utf-8") as f:
+            f.write(hardware)
+
+
+def floor(root: str) -> int:
+    """Walk ``root`` and ``json.load`` both sidecars of every artifact directory."""
+    count = 0
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if "timings.json" in filenames:
+            for name in ("timings.json", "timings_hardware.json"):
+                with open(os.path.join(directory, name), "rb") as f:
+                    json.load(f)
+            count += 1
+    return count
+
+
+def _command(argv: list[str]) -> Callable[[], object]:
+    from stagetimer._cli import main as cli
+
+    def run() -> object:
+        with open(os.devnull, "w", encoding="utf-8") as sink, contextlib.redirect_stdout(sink):
+            status = cli(argv)
+        if status != 0:
+            raise RuntimeError(f"stagetimer {' '.join(argv)} exited with {status}")
+        return status
+
+    return run
+
+
+def _seconds(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _ratio(fn: Callable[[], object], base: Callable[[], object], turns: int) -> tuple[float, ...]:
+    """Median seconds of ``fn``, of ``base``, and the median ratio of the two per turn."""
+    fn(), base()  # warm the caches (page cache, imports) for both
+    ours, theirs, ratios = [], [], []
+    for _ in range(turns):
+        b = _seconds(base)
+        o = _seconds(fn)
+        ours.append(o)
+        theirs.append(b)
+        ratios.append(o / b)
+    return statistics.median(ours), statistics.median(theirs), statistics.median(ratios)
+
+
+def figures(turns: int = 5) -> list[tuple[str, str, str, bool | None]]:
+    """``(figure, measured, goal, ok)`` for ``report`` and ``table`` on the suite."""
+    rows: list[tuple[str, str, str, bool | None]] = []
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as root:
+        make_suite(root)
+        for name, argv in (
+            ("report", ["report", root]),
+            ("table", ["table", root]),
+        ):
+            ours, base, ratio = _ratio(_command(argv), lambda: floor(root), turns)
+            rows.append((
+                f"stagetimer {name}, {DIRECTORIES} dirs x {STAGES} stages x {RUNS} runs",
+                f"{ratio:.2f}x floor ({ours:.2f} s vs {base:.2f} s)",
+                f"<= {GOAL:g}x",
+                ratio <= GOAL,
+            ))
+    return rows
+
+
+def main() -> int:
+    """Print the figures, one a line; exit 1 when a goal is missed."""
+    rows = figures()
+    for figure, measured, goal, ok in rows:
+        mark = "ok" if ok else "MISSED"
+        print(f"{figure:55}  {measured:35}  {goal:8}  {mark}")
+    return 0 if all(ok is not False for _, _, _, ok in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
