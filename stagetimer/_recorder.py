@@ -1,44 +1,52 @@
-"""Recorder: owns one artifact directory and saves each finished stage into its sidecars."""
+"""Recorder: owns one artifact directory and saves each finished stage into its sidecars.
+
+How a process's life is handled (see docs/guarantees.md):
+
+- A record whose save failed stays pending and is, before the stage returns, in the
+  recorder's rescue file (``_rescue``), which each later save rewrites or removes.
+- A save runs as this thread's *section*. A stage recorded while the thread is already
+  inside one (a signal handler that interrupted a save, or the hardware capture) is
+  queued, never waits, and is saved before the outer section returns.
+- Whether an interrupted write reached the disk is read back from its ``Attempt``;
+  records that went through a write are never applied twice (an identical run already
+  in the stage is taken as theirs).
+- ``fork()``: the child drops the parent's pending records, locks and caches.
+"""
 
 from __future__ import annotations
 
 import atexit
 import contextvars
-import json
+import functools
 import os
 import sys
 import threading
 import time
 import warnings
+import weakref
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import attrs
 
-from stagetimer._errors import (
-    InvalidRecordError,
-    NoActiveRecorderError,
-    SchemaVersionError,
-    SidecarCorruptError,
-    StageTimerWarning,
-)
+from stagetimer._errors import InvalidRecordError, NoActiveRecorderError, StageTimerWarning
+from stagetimer._lock import release_mine, reset_after_fork
 from stagetimer._parse import parse_hardware, parse_timings
+from stagetimer._rescue import Rescue, build_run, run_is_stored
 from stagetimer._rules import POLICIES, apply_run, keep_completed_prefix
 from stagetimer._sidecar import (
     HARDWARE_FILE,
     TIMINGS_FILE,
+    Attempt,
     TimingsCache,
     add_hardware,
     dumps_hardware,
     timings_bytes,
     update_file,
-    write_atomic,
 )
 
 __all__ = ["Recorder", "active_recorder", "recording_disabled", "resolve_recorder"]
-
-# Errors that mean "this save did not happen": the record stays pending (lenient) or the
-# error is raised (strict). LockTimeoutError is a TimeoutError, hence an OSError.
-_SAVE_ERRORS = (OSError, SidecarCorruptError, SchemaVersionError)
 
 _stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
     "stagetimer_recorders", default=()
@@ -46,10 +54,16 @@ _stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
 _env_recorders: dict[str, Recorder] = {}
 _env_guard = threading.Lock()
 # Recorders holding pending records, kept alive (strong references) until those are saved
-# or rescued at exit: a recorder dropped by its user must not take its records with it.
+# or given up at exit: a recorder dropped by its user must not take its records with it.
 _with_pending: set[Recorder] = set()
 _with_pending_guard = threading.Lock()
 _live_hardware: tuple[str, dict[str, Any]] | None = None
+# Every recorder of this process, for the reset in a forked child.
+_instances: weakref.WeakSet[Recorder] = weakref.WeakSet()
+# Per thread: ``frame``, the frame running this thread's outermost save section, and
+# ``deferred``, the recorders given records while it runs.
+_local = threading.local()
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 _DISABLE = "STAGETIMER_DISABLE"
@@ -79,7 +93,7 @@ def recording_disabled() -> bool:
 
 
 def _this_hardware() -> tuple[str, dict[str, Any]]:
-    """This process's (hardware_id, description), captured once."""
+    """This process's (hardware_id, description), captured once (per forked child too)."""
     global _live_hardware
     if _live_hardware is None:
         from stagetimer.hardware import capture_hardware, description, hardware_id
@@ -97,21 +111,121 @@ def _utc_iso(timestamp: float) -> str:
 
 
 class _Pending:
-    """One finished run waiting to be saved, with the hardware it ran on."""
+    """One finished run waiting to be saved; its hardware is filled in by the first save."""
 
-    __slots__ = ("hardware", "hardware_id", "name", "run")
+    __slots__ = ("attempted", "fields", "hardware", "hardware_id", "name", "run")
 
-    def __init__(self, name: str, run: dict[str, Any], hw_id: str, hw: dict[str, Any]) -> None:
-        self.name, self.run, self.hardware_id, self.hardware = name, run, hw_id, hw
+    def __init__(self, name: str, fields: tuple[Any, ...]) -> None:
+        self.name = name
+        self.fields = fields  # (seconds, run_idx, label, started_at, metadata)
+        self.run: dict[str, Any] | None = None
+        self.hardware_id: str | None = None
+        self.hardware: dict[str, Any] | None = None
+        self.attempted = False  # went through a write whose outcome may be unknown
+
+    def resolve(self) -> dict[str, Any]:
+        if self.run is None:
+            hw_id, hw = _this_hardware()
+            seconds, run_idx, label, started_at, metadata = self.fields
+            from stagetimer.hardware import job_identity
+
+            self.hardware_id, self.hardware = hw_id, hw
+            self.run = build_run(
+                seconds, hw_id, run_idx, label, started_at, job_identity(), metadata
+            )
+        return self.run
 
 
-def _as_path(directory: str | os.PathLike[str]) -> str:
-    return os.fspath(directory)
+# -- sections: one save at a time per thread, whatever interrupts it ----------------------
+
+
+def _reentered() -> bool:
+    """Whether this thread is inside a save section further up its own stack.
+
+    Only a signal handler (or code the save itself calls) gets here then. A marker an
+    interrupt left behind is not on the stack, so it does not count.
+    """
+    outer: FrameType | None = getattr(_local, "frame", None)
+    if outer is None:
+        return False
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        if frame is outer:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _section(work: Callable[[], None]) -> None:
+    """Run ``work`` as this thread's outermost save section.
+
+    Records queued meanwhile (by signal handlers) are saved before this returns; an
+    ``Exception`` from ``work`` is raised after that, a ``BaseException`` (an interrupt)
+    after they were put in their rescue files. Whatever lock an interrupt left held is
+    released.
+    """
+    failure: BaseException | None = None
+    while True:
+        deferred: list[Recorder] = []
+        _local.deferred = deferred
+        _local.frame = sys._getframe()
+        try:
+            work()
+        except BaseException as exc:
+            if failure is None or not isinstance(exc, Exception):
+                failure = exc
+        finally:
+            _local.frame = None  # from here on, handlers save directly
+            release_mine()
+        if failure is not None and not isinstance(failure, Exception):
+            for rec in dict.fromkeys(deferred):
+                rec._make_safe()
+            raise failure
+        if not deferred:
+            if failure is not None:
+                raise failure
+            return
+        work = functools.partial(_flush_all, list(dict.fromkeys(deferred)))
+
+
+def _flush_all(recorders: list[Recorder]) -> None:
+    for rec in recorders:
+        rec._flush()
+
+
+# -- validation -------------------------------------------------------------------------
+
+
+def _as_path(directory: object) -> str:
+    if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
+        raise ValueError(
+            f"directory {directory!r} is not valid: expected a str or os.PathLike path "
+            "(bytes paths are not supported)"
+        )
+    path = os.fspath(directory)
+    if not isinstance(path, str):
+        raise ValueError(f"directory {directory!r} is not valid: its path is {path!r}, not a str")
+    if not path or "\0" in path:
+        raise ValueError(f"directory {directory!r} is not valid: expected a non-empty path")
+    return path
+
+
+def _check_directory(instance: Recorder, attribute: Any, value: str) -> None:
+    if os.path.lexists(value) and not os.path.isdir(value):
+        raise ValueError(
+            f"directory {value!r} is not valid: it exists and is not a directory "
+            "(pass the artifact directory, not a file in it)"
+        )
 
 
 def _check_completed_runs(instance: Recorder, attribute: Any, value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise ValueError(f"completed_runs {value!r} is not valid: expected an int >= 0")
+
+
+def _check_expected_runs(instance: Recorder, attribute: Any, value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"expected_runs {value!r} is not valid: expected an int >= 1 or None")
 
 
 def _check_policy(instance: Recorder, attribute: Any, value: object) -> None:
@@ -121,7 +235,14 @@ def _check_policy(instance: Recorder, attribute: Any, value: object) -> None:
 
 def _check_timeout(instance: Recorder, attribute: Any, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"lock_timeout {value!r} is not valid: expected a number of seconds >= 0")
+        raise ValueError(
+            f"lock_timeout {value!r} is not valid: expected a number of seconds >= 0 "
+            "(float('inf') waits as long as it takes)"
+        )
+
+
+def _restore(settings: dict[str, Any]) -> Recorder:
+    return Recorder(**settings)
 
 
 @attrs.define(eq=False)
@@ -132,15 +253,39 @@ class Recorder:
     ...     with stage("ippo_train", run_idx=0):
     ...         train()
 
-    ``resume_partial_runs=True`` with ``completed_runs=n`` keeps, at the first save,
-    only the runs of indexed stages with ``run_idx < n`` (the prefix the caller
-    validated against its checkpoints). ``policy`` is ``"sequential"`` (one process
-    runs the seeds in order) or ``"upsert"`` (seeds in parallel). With
-    ``strict=False`` a failed save warns and keeps the record pending; with
-    ``strict=True`` it raises.
+    Parameters (all but ``directory`` keyword-only):
+
+    directory
+        The artifact directory (a ``str`` or ``os.PathLike``), created at the first
+        save. A path that exists and is not a directory is refused (``ValueError``).
+    resume_partial_runs, completed_runs
+        ``resume_partial_runs=True`` with ``completed_runs=n`` (an int >= 0, the prefix
+        the caller validated against its checkpoints) keeps, at the first save, only
+        the runs of indexed stages with ``run_idx < n``. Stages without ``run_idx``
+        are kept.
+    policy
+        ``"sequential"`` (default: one process runs the seeds in order; ``run_idx=0``
+        resets a stage, ``k > 0`` appends) or ``"upsert"`` (seeds in parallel, e.g. a
+        job array: a record replaces the run with the same ``run_idx`` and label).
+    strict
+        ``False`` (default): a failed save emits one ``StageTimerWarning``, keeps the
+        record pending (retried at the next save and at close/exit) and writes it to
+        this recorder's rescue file ``timings.rescue-….json`` before the stage returns
+        (``stagetimer recover DIR`` folds it back). ``True``: the error is raised.
+    lock_timeout
+        Seconds to wait for a sidecar's lock (default 60); ``float("inf")`` waits as
+        long as it takes. A save that times out fails as above.
+    expected_runs
+        ``None`` (default) or an int >= 1: the number of runs the suite will make,
+        written as ``"expected_runs"`` into each indexed stage this recorder records,
+        so that the report can show progress.
+
+    A recorder can be pickled (its settings; a spawn worker gets a fresh one for the
+    same directory). After ``fork()`` the child's recorders start without the parent's
+    pending records.
     """
 
-    directory: str = attrs.field(converter=_as_path)
+    directory: str = attrs.field(converter=_as_path, validator=_check_directory)
     resume_partial_runs: bool = attrs.field(default=False, kw_only=True)
     completed_runs: int | None = attrs.field(
         default=None, kw_only=True, validator=_check_completed_runs
@@ -148,12 +293,21 @@ class Recorder:
     policy: str = attrs.field(default="sequential", kw_only=True, validator=_check_policy)
     strict: bool = attrs.field(default=False, kw_only=True)
     lock_timeout: float = attrs.field(default=60.0, kw_only=True, validator=_check_timeout)
+    expected_runs: int | None = attrs.field(
+        default=None, kw_only=True, validator=_check_expected_runs
+    )
     _pending: list[_Pending] = attrs.field(factory=list, init=False, repr=False)
     _resume_done: bool = attrs.field(default=False, init=False, repr=False)
     _hardware_stat: tuple[int, int, int] | None = attrs.field(default=None, init=False, repr=False)
     _hardware_known: set[str] = attrs.field(factory=set, init=False, repr=False)
     _mutex: threading.RLock = attrs.field(factory=threading.RLock, init=False, repr=False)
     _cache: TimingsCache = attrs.field(factory=TimingsCache, init=False, repr=False)
+    # (the write, the records it holds, whether it truncated): until settled
+    _inflight: tuple[Attempt, list[_Pending], bool] | None = attrs.field(
+        default=None, init=False, repr=False
+    )
+    _rescue: Rescue = attrs.field(init=False, repr=False)
+    _swept: set[str] = attrs.field(factory=set, init=False, repr=False)  # files it cleared
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
@@ -163,6 +317,31 @@ class Recorder:
             )
         if not self.resume_partial_runs and self.completed_runs is not None:
             raise ValueError("completed_runs is only meaningful with resume_partial_runs=True")
+        self._rescue = Rescue(self.directory, self.policy, self.expected_runs)
+        _instances.add(self)
+
+    def __reduce__(self) -> tuple[Callable[[dict[str, Any]], Recorder], tuple[dict[str, Any]]]:
+        settings = {
+            "directory": self.directory,
+            "resume_partial_runs": self.resume_partial_runs,
+            "completed_runs": self.completed_runs,
+            "policy": self.policy,
+            "strict": self.strict,
+            "lock_timeout": self.lock_timeout,
+            "expected_runs": self.expected_runs,
+        }
+        return _restore, (settings,)
+
+    def _reset_in_child(self) -> None:
+        """After fork: the parent's pending records, rescue file and locks are not ours."""
+        self._pending = []
+        self._inflight = None
+        self._mutex = threading.RLock()
+        self._cache = TimingsCache()
+        self._hardware_stat = None
+        self._hardware_known = set()
+        self._swept = set()
+        self._rescue = Rescue(self.directory, self.policy, self.expected_runs)
 
     @property
     def timings_path(self) -> str:
@@ -202,104 +381,179 @@ class Recorder:
         started_at: float | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
-        """Save one validated run now (arguments must already be checked)."""
-        hw_id, hw = _this_hardware()
-        run: dict[str, Any] = {"seconds": seconds, "hardware_id": hw_id}
-        if run_idx is not None:
-            run["run_idx"] = run_idx
-        if label is not None:
-            run["label"] = label
-        if started_at is not None:
-            run["started_at"] = _utc_iso(started_at)
-        if metadata:
-            run.update(metadata)
-        pending = _Pending(name, run, hw_id, hw)
+        """Save one validated run now (arguments must already be checked).
+
+        Called while this thread is already saving (from a signal handler), the run is
+        queued and saved before that save returns.
+        """
+        iso = None if started_at is None else _utc_iso(started_at)
+        pending = _Pending(name, (seconds, run_idx, label, iso, metadata))
+        if _reentered():
+            self._pending.append(pending)
+            _local.deferred.append(self)
+            return
+        _section(lambda: self._record_one(pending))
+
+    def _record_one(self, pending: _Pending) -> None:
         with self._mutex:
             self._pending.append(pending)
-            try:
-                rejected = self._save()
-            except _SAVE_ERRORS as exc:
-                if self.strict:
-                    self._pending.remove(pending)
-                    raise
-                with _with_pending_guard:
-                    _with_pending.add(self)
-                self._warn(
-                    f"stage {name!r} finished ({seconds:.3f} s) but could not be saved: {exc}; "
-                    f"{len(self._pending)} record(s) kept pending, retried at the next save "
-                    "and at close"
-                )
-                return
-            self._handle_rejected(rejected, raising=True)
+            self._attempt(pending, raising=True)
+
+    def _flush(self) -> None:
+        """Save what signal handlers queued; a failure warns and rescues, never raises."""
+        with self._mutex:
+            if self._pending:
+                self._attempt(self._pending[-1], raising=False, lenient=True)
 
     def close(self) -> None:
-        """Save pending records; where that still fails, write them to a rescue file."""
+        """Save pending records; what still fails stays in the rescue file, for ``recover``."""
+        if _reentered():
+            return  # a signal handler inside a save: that save stores everything pending
+        _section(self._close_now)
+
+    def _close_now(self) -> None:
         with self._mutex:
             if not self._pending:
                 return
             try:
                 rejected = self._save()
-            except _SAVE_ERRORS as exc:
-                records, self._pending[:] = list(self._pending), []
+            except Exception as exc:
+                self._settle()
+                where = self._rescue.write(self._pending, [])
+                count = len(self._pending)
+                # Given up: the records live on in the rescue file, which this recorder
+                # no longer rewrites.
+                self._pending = []
+                self._rescue = Rescue(self.directory, self.policy, self.expected_runs)
                 with _with_pending_guard:
                     _with_pending.discard(self)
-                self._rescue(records, f"could not be saved at close: {exc}")
+                self._warn(f"{count} record(s) could not be saved at close: {exc}; {where}")
                 return
-            self._handle_rejected(rejected, raising=False)
+            except BaseException:
+                self._make_safe()
+                raise
+            self._after_save(rejected, raising=False)
 
-    def _handle_rejected(
+    def _attempt(self, newest: _Pending, *, raising: bool, lenient: bool = False) -> None:
+        """One save of everything pending; a failure warns once and updates the rescue file."""
+        try:
+            rejected = self._save()
+        except Exception as exc:
+            self._settle()
+            if self.strict and not lenient:
+                self._forget(newest)
+                raise
+            with _with_pending_guard:
+                _with_pending.add(self)
+            where = self._rescue.write(self._pending, [])
+            seconds = newest.fields[0]
+            self._warn(
+                f"stage {newest.name!r} finished ({seconds:.3f} s) but could not be saved: "
+                f"{exc}; {len(self._pending)} record(s) kept pending, retried at the next "
+                f"save and at exit; {where}"
+            )
+            return
+        except BaseException:
+            self._make_safe()
+            raise
+        self._after_save(rejected, raising=raising)
+
+    def _forget(self, pending: _Pending) -> None:
+        self._pending = [p for p in self._pending if p is not pending]
+        self._rescue.write(self._pending, [])
+
+    def _make_safe(self) -> None:
+        """After an interrupt: settle the write it cut short, rescue what is still pending."""
+        self._settle()
+        if self._pending:
+            with _with_pending_guard:
+                _with_pending.add(self)
+            self._rescue.write(self._pending, [])
+
+    def _after_save(
         self, rejected: list[tuple[_Pending, InvalidRecordError]], *, raising: bool
     ) -> None:
         """Records the file refuses (their name holds other data) are bad input: raised.
 
-        Lenient recorders first put them in a rescue file, so nothing is lost; at close
+        Lenient recorders first put them in the rescue file, so nothing is lost; at close
         they are only rescued.
         """
-        if not self.strict:
-            for pending, exc in rejected:
-                self._rescue([pending], str(exc))
+        if not self._pending:
+            with _with_pending_guard:
+                _with_pending.discard(self)
+        refused = [] if self.strict else [p for p, _ in rejected]
+        where = self._rescue.write(self._pending, refused)
+        if refused:
+            self._warn(f"{rejected[0][1]}; {where}")
         if rejected and (raising or self.strict):
             raise rejected[0][1]
+
+    def _settle(self) -> None:
+        """Learn whether the last write reached the disk; drop the records it stored."""
+        inflight = self._inflight
+        if inflight is None:
+            return
+        attempt, records, truncated = inflight
+        if attempt.replaced():
+            stored = {id(p) for p in records}
+            self._pending = [p for p in self._pending if id(p) not in stored]
+            if truncated:
+                self._resume_done = True
+        self._inflight = None
 
     def _save(self) -> list[tuple[_Pending, InvalidRecordError]]:
         """Save every pending record (hardware first); return those the file refused.
 
         The first lock taken creates the directory when it is missing.
         """
+        self._settle()
         deadline = time.monotonic() + self.lock_timeout  # one budget for the whole save
-        self._save_hardware({p.hardware_id: p.hardware for p in self._pending})
+        records = list(self._pending)
+        for pending in records:
+            pending.resolve()
+        self._save_hardware({p.hardware_id: p.hardware for p in records})  # type: ignore[misc]
         rejected: list[tuple[_Pending, InvalidRecordError]] = []
+        truncate = self.resume_partial_runs and not self._resume_done
+        expected = self.expected_runs
 
         def change(data: dict[str, Any]) -> bytes | None:
             rejected.clear()
-            truncate = self.resume_partial_runs and not self._resume_done
             if truncate:
                 assert self.completed_runs is not None
                 keep_completed_prefix(data, self.completed_runs)
             trusted = self._cache.trusted_totals
-            for pending in self._pending:
+            changed = truncate
+            for pending in records:
+                run = pending.run
+                assert run is not None
+                if pending.attempted and run_is_stored(data, pending.name, run):
+                    continue  # an interrupted write of this process stored it already
+                pending.attempted = True
                 try:
                     apply_run(
-                        data,
-                        pending.name,
-                        pending.run,
-                        self.policy,
+                        data, pending.name, run, self.policy,
                         trusted_total=pending.name in trusted,
                     )
                 except InvalidRecordError as exc:
                     rejected.append((pending, exc))
-                else:
-                    trusted.add(pending.name)
-            if not truncate and len(rejected) == len(self._pending):
-                return None  # nothing changed: leave the file's bytes alone
-            return timings_bytes(data, self._cache)
+                    continue
+                trusted.add(pending.name)
+                changed = True
+                if expected is not None and run.get("run_idx") is not None:
+                    data[pending.name]["expected_runs"] = expected
+            return timings_bytes(data, self._cache) if changed else None
 
+        attempt = Attempt()
+        self._inflight = (attempt, records, truncate)
         remaining = max(0.0, deadline - time.monotonic())
-        update_file(self.timings_path, parse_timings, change, remaining, self._cache)
-        self._resume_done = True
-        self._pending.clear()
-        with _with_pending_guard:
-            _with_pending.discard(self)
+        path = self.timings_path
+        update_file(
+            path, parse_timings, change, remaining, self._cache, attempt, path not in self._swept
+        )
+        self._swept.add(path)
+        # Written, or nothing needed writing (every record refused or already stored).
+        attempt.done = True
+        self._settle()
         return rejected
 
     def _save_hardware(self, needed: dict[str, dict[str, Any]]) -> None:
@@ -316,41 +570,20 @@ class Recorder:
         def change(data: dict[str, Any]) -> str | None:
             return dumps_hardware(data) if add_hardware(data, needed) else None
 
-        update_file(path, parse_hardware, change, self.lock_timeout)
+        update_file(
+            path, parse_hardware, change, self.lock_timeout, sweep=path not in self._swept
+        )
+        self._swept.add(path)
         st = os.stat(path)
         self._hardware_stat = (st.st_ino, st.st_size, st.st_mtime_ns)
         self._hardware_known = set(needed)
 
-    # -- last resorts --------------------------------------------------------
-
     def _warn(self, message: str) -> None:
-        import logging  # only on the failure path
-
-        logging.getLogger("stagetimer").warning("%s: %s", self.directory, message)
-        warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=4)
-
-    def _rescue(self, records: list[_Pending], reason: str) -> None:
-        payload = {
-            "directory": os.path.abspath(self.directory),
-            "reason": reason,
-            "policy": self.policy,
-            "hardware": {p.hardware_id: p.hardware for p in records},
-            "records": [{"stage": p.name, "run": p.run} for p in records],
-        }
-        now = time.time()
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f"{int(now % 1 * 1e6):06d}Z"
-        path = os.path.join(self.directory, f"timings.rescue-{stamp}-{os.getpid()}.json")
-        try:
-            text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
-            write_atomic(path, text.encode("utf-8"), None)  # a new file of its own
-        except OSError as exc:
-            sys.stderr.write(
-                f"stagetimer: could not save {len(records)} record(s) nor a rescue file "
-                f"({exc}); here they are: {json.dumps(payload, ensure_ascii=False)}\n"
-            )
-            sys.stderr.flush()
-            return
-        self._warn(f"{len(records)} record(s) written to the rescue file {path}: {reason}")
+        """One ``StageTimerWarning``, attributed to the first caller outside stagetimer."""
+        level, frame = 1, sys._getframe()
+        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+        warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
 
 
 def active_recorder() -> Recorder | None:
@@ -388,7 +621,34 @@ def _close_all() -> None:
     for rec in recorders:
         try:
             rec.close()
-        except Exception:  # at exit, one recorder's failure must not hide the others'
-            import logging
+        except Exception as exc:  # at exit, one recorder's failure must not hide the others'
+            warnings.warn(
+                f"{rec.directory}: closing at exit failed: {exc}", StageTimerWarning, stacklevel=2
+            )
 
-            logging.getLogger("stagetimer").exception("closing %s at exit failed", rec.directory)
+
+def _after_fork_in_child() -> None:
+    """A forked child starts with no lock held and none of the parent's pending records."""
+    global _env_guard, _with_pending_guard, _live_hardware, _local
+    _env_guard = threading.Lock()
+    _with_pending_guard = threading.Lock()
+    _with_pending.clear()
+    _live_hardware = None
+    _local = threading.local()
+    reset_after_fork()
+    from stagetimer import _sidecar
+
+    _sidecar.reset_after_fork()
+    for rec in list(_instances):
+        rec._reset_in_child()
+    if "stagetimer.hardware._capture" in sys.modules:
+        from stagetimer.hardware import _capture
+
+        # The child may run elsewhere (it may set its own affinity): capture again. The
+        # cache's lock may have been copied held by a thread the child does not have.
+        _capture._live_lock = threading.Lock()
+        _capture.clear_cache()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,4 +1,4 @@
-"""The persistence protocol (SPEC section 6): locked read-apply-write with atomic replacement.
+"""The persistence protocol (docs/guarantees.md): locked read-apply-write with atomic replacement.
 
 One save = take the file's advisory lock -> read -> apply one change -> write a
 temporary file in the same directory -> flush and fsync -> ``os.replace`` ->
@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import os
-import threading
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from stagetimer._errors import LockTimeoutError
+from stagetimer._lock import acquire, release
 from stagetimer._parse import (
     open_sidecar,
     read_all,
@@ -27,11 +28,14 @@ from stagetimer._rules import is_stage
 __all__ = [
     "HARDWARE_FILE",
     "TIMINGS_FILE",
+    "Attempt",
     "TimingsCache",
     "add_hardware",
+    "clear_leftovers",
     "dumps_hardware",
     "dumps_timings",
     "locked",
+    "reset_after_fork",
     "timings_bytes",
     "update_file",
     "write_atomic",
@@ -41,87 +45,18 @@ TIMINGS_FILE = "timings.json"
 HARDWARE_FILE = "timings_hardware.json"
 
 
-# Threads of one process serialise per file on a threading.Lock; processes through the
-# flock of one cached FileLock per file (building a FileLock costs more than a save's I/O).
-_locks: dict[str, tuple[threading.Lock, Any]] = {}
-_locks_guard = threading.Lock()
-
-
-_lock_class: Any = None
-
-
-def _sidecar_lock_class() -> Any:
-    """filelock's flock lock, acquired without rewriting the lock file.
-
-    ``UnixFileLock._acquire`` also creates the parent directory, truncates and chmods
-    the lock file on every acquire: metadata writes that wait for the journal commit of
-    the previous save's fsync (1.6 ms of a 3 ms save on ext4, measured with strace).
-    Here the lock file is created once (mode from the umask) and afterwards only
-    opened, and the directory is made only when it is missing; the waiting, timeout
-    and release logic stay filelock's.
-    """
-    global _lock_class
-    if _lock_class is None:
-        import filelock  # imported here: import stagetimer stays light
-
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: filelock's own platform lock
-            _lock_class = filelock.FileLock
-            return _lock_class
-
-        class SidecarLock(filelock.UnixFileLock):
-            def _acquire(self) -> None:
-                try:
-                    fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o666)
-                except FileNotFoundError:  # the artifact directory does not exist yet
-                    os.makedirs(os.path.dirname(self.lock_file) or ".", exist_ok=True)
-                    fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o666)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as exc:
-                    os.close(fd)
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise  # not "held by another": a real failure, not a wait
-                else:
-                    self._context.lock_file_fd = fd
-
-        _lock_class = SidecarLock
-    return _lock_class
-
-
-def _locks_for(path: str) -> tuple[threading.Lock, Any]:
-    with _locks_guard:
-        pair = _locks.get(path)
-        if pair is None:
-            lock = _sidecar_lock_class()(path + ".lock", thread_local=False)
-            pair = _locks[path] = (threading.Lock(), lock)
-        return pair
-
-
 @contextlib.contextmanager
 def locked(path: str, timeout: float) -> Iterator[None]:
-    """Hold the advisory lock ``path + ".lock"`` (and this process's lock for ``path``).
+    """Hold the advisory lock ``path + ".lock"`` (see ``stagetimer._lock``).
 
-    The artifact directory is created when it is missing.
+    The artifact directory is created when it is missing. ``timeout`` may be infinite.
     """
-    thread_lock, file_lock = _locks_for(path)
-    deadline = time.monotonic() + timeout  # one budget for both locks
-    if not thread_lock.acquire(timeout=timeout):
-        raise LockTimeoutError(path + ".lock", timeout)
+    lock_path = path + ".lock"
+    acquire(lock_path, timeout)
     try:
-        try:
-            # filelock polls a held lock every poll_interval (0.05 s by default): too coarse
-            # for saves that take a millisecond.
-            file_lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=0.001)
-        except TimeoutError:  # filelock.Timeout
-            raise LockTimeoutError(path + ".lock", timeout) from None
-        try:
-            yield
-        finally:
-            file_lock.release()
+        yield
     finally:
-        thread_lock.release()
+        release(lock_path)
 
 
 # One encoder object: json.dumps with keyword arguments builds a new one per call.
@@ -131,6 +66,7 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def _indented(value: Any, depth: int) -> str:
@@ -224,30 +160,153 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+class Attempt:
+    """One write's bookkeeping, from which an interrupted save learns whether it happened.
+
+    ``os.replace`` is the moment a save takes effect; an interrupt may land on either side
+    of it. The temporary file has a name of its own, so after it was created its absence
+    means the replacement happened (see ``replaced``).
+    """
+
+    __slots__ = ("done", "ino", "path", "tmp")
+
+    def __init__(self) -> None:
+        self.path: str | None = None  # the file replaced
+        self.tmp: str | None = None  # set before the temporary file is created
+        self.ino: int | None = None  # its inode, once it was created
+        self.done = False  # set once os.replace returned
+
+    def replaced(self) -> bool:
+        """Whether the file was replaced; removes a temporary file left by an interrupt.
+
+        Without ``done``: the temporary file is gone and the file is that inode. (When
+        another writer replaced the file since, this answers False; the caller then
+        finds its runs already stored instead of storing them twice.)
+        """
+        if self.done:
+            return True
+        if self.tmp is None or self.path is None:
+            return False
+        try:
+            os.unlink(self.tmp)
+        except FileNotFoundError:
+            pass  # never created (interrupted before the open), or renamed onto the file
+        except OSError:
+            return False
+        else:
+            return False
+        try:
+            return self.ino is not None and os.stat(self.path).st_ino == self.ino
+        except OSError:
+            return False
+
+
+_token_cache: tuple[int, str] | None = None
+_counter = itertools.count()
+_TMP_MARK = ".tmp"
+_FOREIGN_AGE = 3600.0  # seconds after which another host's temporary file is a leftover
+_unclean: set[str] = set()  # sidecars whose last save by this process did not finish
+
+
+def _token() -> str:
+    """``host-pid-random`` of this process (a fork gets its own)."""
+    global _token_cache
+    pid = os.getpid()
+    if _token_cache is None or _token_cache[0] != pid:
+        import socket
+
+        host = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:64] or "host"
+        _token_cache = (pid, f"{host}-{pid}-{os.urandom(4).hex()}")
+    return _token_cache[1]
+
+
 def _temp_path(path: str) -> str:
+    """A name of its own beside ``path``: ``.<name>.tmp-<host>-<pid>-<random>-<n>``."""
     directory, base = os.path.split(path)
-    return os.path.join(directory, f".{base}.tmp")
+    return os.path.join(directory, f".{base}{_TMP_MARK}-{_token()}-{next(_counter)}")
 
 
-def write_atomic(path: str, content: bytes, mode: int | None) -> None:
+def _is_leftover(directory: str, name: str, prefix: str) -> bool:
+    """Whether the temporary file ``name`` (seen under the lock) is what a writer left."""
+    rest = name[len(prefix) :]
+    if rest == "":
+        return True  # the fixed name older versions used
+    if not rest.startswith("-"):
+        return False
+    parts = rest[1:].rsplit("-", 3)
+    mine = _token().rsplit("-", 2)
+    if len(parts) == 4 and parts[0] == mine[0] and parts[1].isdigit():
+        pid = int(parts[1])
+        if pid == os.getpid():
+            return True  # ours, from an interrupted save (we hold the lock now)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True  # its writer is gone
+        except OSError:
+            return False  # alive, someone else's
+        return False
+    # Another host's: only on file systems whose locks are per client could a live writer
+    # still be using it; past an hour it is a leftover.
+    try:
+        age = time.time() - os.lstat(os.path.join(directory, name)).st_mtime
+    except OSError:
+        return False
+    return age > _FOREIGN_AGE
+
+
+def clear_leftovers(path: str) -> None:
+    """Remove the temporary files killed or interrupted writers left beside ``path``.
+
+    Called under ``path``'s lock: no live writer of this file system's locks is writing.
+    """
+    directory, base = os.path.split(path)
+    directory = directory or "."
+    prefix = f".{base}{_TMP_MARK}"
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        if _is_leftover(directory, name, prefix):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+    _unclean.discard(path)
+
+
+def reset_after_fork() -> None:
+    """In a forked child: the parent's unfinished saves are not the child's to clear."""
+    _unclean.clear()
+
+
+def write_atomic(
+    path: str, content: bytes, mode: int | None, attempt: Attempt | None = None
+) -> None:
     """Replace ``path`` by ``content`` atomically and durably.
 
     ``mode``: the permission bits of the file being replaced (kept), or None for a new
-    file (the umask decides). The temporary file has a fixed name: it is only written
-    under the file's lock, so whatever a killed writer left there is overwritten by the
-    next save.
+    file (the umask decides). The temporary file is created new (``O_EXCL``, no link
+    followed) under a name of its own in the same directory, so nothing planted there
+    and no other writer's file is ever written through. ``attempt`` records the progress
+    (see ``Attempt``).
     """
+    if attempt is None:
+        attempt = Attempt()
     directory = os.path.dirname(path)
-    tmp = _temp_path(path)
-    if mode is None:
-        # A new file: created fresh so that the umask decides its mode.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    _unclean.add(path)
+    attempt.path = path
+    for _ in range(100):
+        attempt.tmp = tmp = _temp_path(path)
+        try:
+            fd = os.open(tmp, _CREATE, 0o666 if mode is None else 0o600)
+        except FileExistsError:
+            continue  # something is planted at that name: take another
+        break
     else:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, mode)
+        raise FileExistsError(errno.EEXIST, "no free temporary file name", path)
     try:
         try:
+            attempt.ino = os.fstat(fd).st_ino
             if mode is not None:
                 os.fchmod(fd, mode)
             view = memoryview(content)
@@ -257,10 +316,11 @@ def write_atomic(path: str, content: bytes, mode: int | None) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+        attempt.done = True
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        attempt.replaced()  # removes the temporary file
         raise
+    _unclean.discard(path)
     _fsync_directory(directory or ".")
 
 
@@ -328,26 +388,29 @@ def update_file(
     change: Callable[[dict[str, Any]], str | bytes | None],
     timeout: float,
     cache: TimingsCache | None = None,
+    attempt: Attempt | None = None,
+    sweep: bool = True,
 ) -> None:
     """One save: under the lock, parse the file, let ``change`` edit it and write the result.
 
     ``change`` returns the new content, or None when nothing needs writing. With a
-    ``cache``, bytes this writer wrote itself are not parsed again.
+    ``cache``, bytes this writer wrote itself are not parsed again. ``attempt`` records
+    whether the file was replaced, for a caller that an interrupt may reach. ``sweep``:
+    clear what killed writers left (a recorder does at its first save of each file, and
+    after an interrupted save of this process).
     """
     with locked(path, timeout):
+        if sweep or path in _unclean:
+            clear_leftovers(path)
         data, mode = _read_locked(path, parse, cache)
-        try:
-            content = change(data)
-            if content is None:
-                # Nothing to write; still clear what a killed writer may have left.
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(_temp_path(path))
-            else:
-                encoded = content.encode("utf-8") if isinstance(content, str) else content
-                write_atomic(path, encoded, mode)
-                if cache is not None:
-                    cache.raw, cache.data = encoded, data
-        except BaseException:
-            if cache is not None:
-                cache.clear()  # ``data`` may hold a change that did not reach the disk
-            raise
+        if cache is not None:
+            # ``change`` edits ``data`` in place: until the new bytes are on disk the
+            # cache must not claim to hold what the file holds.
+            cache.raw = None
+        content = change(data)
+        if content is None:
+            return
+        encoded = content.encode("utf-8") if isinstance(content, str) else content
+        write_atomic(path, encoded, mode, attempt)
+        if cache is not None:
+            cache.raw, cache.data = encoded, data

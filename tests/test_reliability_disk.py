@@ -133,21 +133,24 @@ def test_first_record_on_a_full_disk_is_pending_and_saved_at_close(small_fs: Pat
 def test_full_disk_forever_close_puts_the_record_on_stderr_as_json(
     small_fs: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    # Neither the sidecar nor a rescue file fits: standard error is the last resort.
+    # Neither the sidecar nor a rescue file fits: standard error is the last resort, before
+    # the stage returns (a record is never only in memory), and only once.
     rec = Recorder(small_fs, lock_timeout=LOCK_TIMEOUT)
     record_timing("before", 1.0, recorder=rec)
     old = (small_fs / "timings.json").read_bytes()
     fill_filesystem(small_fs)
-    with pytest.warns(StageTimerWarning):
-        record_timing("lost", 2.0, run_idx=0, recorder=rec)
     capfd.readouterr()
-
-    rec.close()
-
+    with pytest.warns(StageTimerWarning, match="standard error"):
+        record_timing("lost", 2.0, run_idx=0, recorder=rec)
     payloads = stderr_payloads(capfd.readouterr().err)
     assert [[("lost", 2.0)]] == [
         [(r["stage"], r["run"]["seconds"]) for r in p["records"]] for p in payloads
     ]
+
+    with pytest.warns(StageTimerWarning, match="at close"):
+        rec.close()
+
+    assert [] == stderr_payloads(capfd.readouterr().err)  # not printed a second time
     assert rec.pending == 0
     assert old == (small_fs / "timings.json").read_bytes()
     leftovers = sorted(p.name for p in small_fs.iterdir() if p.name.startswith("."))
@@ -208,31 +211,33 @@ def test_read_only_forever_close_puts_the_records_on_stderr_as_json(
         record_timing("before", 1.0, recorder=rec)
     names_before = sorted(p.name for p in small_fs.iterdir())
     remount(small_fs, read_only=True)
+    capfd.readouterr()
     with pytest.warns(StageTimerWarning):
         record_timing("lost_1", 2.0, run_idx=3, label="a", recorder=rec, note="x")
     with pytest.warns(StageTimerWarning):
         record_timing("lost_2", 4.0, recorder=rec)
     assert rec.pending == 2
-    capfd.readouterr()
-
-    t0 = time.monotonic()
-    rec.close()
-    elapsed = time.monotonic() - t0
-
+    # Each record reached standard error before its stage returned, each once.
     err = capfd.readouterr().err
     payloads = stderr_payloads(err)
-    assert len(payloads) == 1, err
-    (payload,) = payloads
-    records = [
-        (r["stage"], r["run"]["seconds"], r["run"].get("run_idx")) for r in payload["records"]
-    ]
+    assert len(payloads) == 2, err
+    entries = [r for payload in payloads for r in payload["records"]]
+    records = [(r["stage"], r["run"]["seconds"], r["run"].get("run_idx")) for r in entries]
     assert records == [("lost_1", 2.0, 3), ("lost_2", 4.0, None)]
-    assert {k: payload["records"][0]["run"][k] for k in ("label", "note")} == {
+    assert {k: entries[0]["run"][k] for k in ("label", "note")} == {
         "label": "a",
         "note": "x",
     }
-    hw_ids = {r["run"]["hardware_id"] for r in payload["records"]}
-    assert hw_ids <= set(payload["hardware"])
+    for payload in payloads:
+        hw_ids = {r["run"]["hardware_id"] for r in payload["records"]}
+        assert hw_ids <= set(payload["hardware"])
+
+    t0 = time.monotonic()
+    with pytest.warns(StageTimerWarning, match="at close"):
+        rec.close()
+    elapsed = time.monotonic() - t0
+
+    assert [] == stderr_payloads(capfd.readouterr().err)
     assert rec.pending == 0
     assert elapsed < LOCK_TIMEOUT
     assert names_before == sorted(p.name for p in small_fs.iterdir())  # nothing written

@@ -1,0 +1,181 @@
+"""The advisory lock of one sidecar: an ``flock`` on a descriptor each save opens itself.
+
+The lock file ``<sidecar>.lock`` is opened without following symbolic links and with
+``O_CLOEXEC``; when it may not be opened for writing (a lock file another member of a
+group directory created with mode 0644, a read-only file), it is opened read-only:
+``flock`` needs no write permission. The lock itself is filelock's public
+``lock_descriptor``/``unlock_descriptor`` (the lock ``filelock.FileLock`` takes on the
+same file), tried without blocking; the waiting, the deadline and the polling are ours.
+
+Threads of one process take a per-file gate first (on file systems that emulate
+``flock`` with POSIX record locks, such as NFS, two descriptors of one process do not
+exclude each other). Whatever an interrupt (``KeyboardInterrupt`` or any exception raised
+by a signal handler) leaves half done is recorded on the gate, owned by the thread it
+interrupted, and undone by :func:`release_mine` or by that thread's next acquire. After
+``fork()`` the child closes the descriptors it inherited (without unlocking them: the lock
+belongs to the parent's open file description) and starts with no gate held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import math
+import os
+import threading
+import time
+from typing import Any
+
+from stagetimer._errors import LockTimeoutError
+
+__all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a FIFO planted as a lock file must not block the open.
+_OPEN_RW = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_OPEN_RO = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+
+#: The first wait between attempts on a held lock, doubled up to ``_POLL_MAX``: a save
+#: takes about a millisecond, a hung writer holds the lock for minutes.
+_POLL_FIRST = 0.0005
+_POLL_MAX = 0.02
+
+
+class _Gate:
+    """This process's state for one lock file: which thread holds it, with which descriptor."""
+
+    __slots__ = ("fd", "guard", "owner")
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()  # only ever taken with ``with`` (interrupt-safe)
+        self.owner: int | None = None  # thread ident of the holder
+        self.fd: int | None = None  # the holder's descriptor, locked or about to be
+
+
+_gates: dict[str, _Gate] = {}
+_gates_guard = threading.Lock()
+_descriptor_api: tuple[Any, Any] | None = None
+
+
+def _api() -> tuple[Any, Any]:
+    """filelock's ``lock_descriptor`` and ``unlock_descriptor`` (imported on first use)."""
+    global _descriptor_api
+    if _descriptor_api is None:
+        from filelock import lock_descriptor, unlock_descriptor
+
+        _descriptor_api = (lock_descriptor, unlock_descriptor)
+    return _descriptor_api
+
+
+def _gate(lock_path: str) -> _Gate:
+    gate = _gates.get(lock_path)
+    if gate is None:
+        with _gates_guard:
+            gate = _gates.setdefault(lock_path, _Gate())
+    return gate
+
+
+def _drop(gate: _Gate) -> None:
+    """Release what ``gate`` holds. Every step may be interrupted and done again."""
+    fd = gate.fd
+    if fd is not None:
+        # Unlock first: from here on nobody waits on this descriptor (should the unlock
+        # fail, closing the descriptor releases the lock as well).
+        with contextlib.suppress(OSError):
+            _api()[1](fd)
+        gate.fd = None
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    gate.owner = None
+
+
+def _open(lock_path: str) -> int:
+    try:
+        return os.open(lock_path, _OPEN_RW, 0o666)
+    except FileNotFoundError:  # the artifact directory does not exist yet
+        os.makedirs(os.path.dirname(lock_path) or ".", exist_ok=True)
+        return os.open(lock_path, _OPEN_RW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(
+                errno.ELOOP,
+                "the lock file is a symbolic link, which stagetimer does not follow; "
+                "remove it",
+                lock_path,
+            ) from None
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        # Not writable by us: flock works on a read-only descriptor too.
+        try:
+            return os.open(lock_path, _OPEN_RO)
+        except OSError:
+            raise exc from None
+
+
+def _pause(delay: float, deadline: float, lock_path: str, timeout: float) -> float:
+    now = time.monotonic()
+    if now >= deadline:
+        raise LockTimeoutError(lock_path, timeout)
+    time.sleep(min(delay, deadline - now))
+    return min(delay * 2, _POLL_MAX)
+
+
+def acquire(lock_path: str, timeout: float) -> None:
+    """Hold the advisory lock ``lock_path`` for this thread; wait at most ``timeout`` s.
+
+    ``timeout`` may be ``math.inf`` (wait as long as it takes). Raises
+    ``LockTimeoutError``, or ``OSError`` when the lock file cannot be opened or locked.
+    Pair with :func:`release`; the gate records what an interrupt leaves held.
+    """
+    lock_descriptor = _api()[0]
+    me = threading.get_ident()
+    deadline = math.inf if timeout == math.inf else time.monotonic() + timeout
+    gate = _gate(lock_path)
+    delay = _POLL_FIRST
+    while True:
+        with gate.guard:
+            if gate.owner == me:  # left by an interrupted save of this thread
+                _drop(gate)
+            if gate.owner is None:
+                gate.owner = me
+                break
+        delay = _pause(delay, deadline, lock_path, timeout)
+    try:
+        gate.fd = _open(lock_path)
+        delay = _POLL_FIRST
+        while not lock_descriptor(gate.fd, blocking=False):
+            delay = _pause(delay, deadline, lock_path, timeout)
+    except BaseException:
+        _drop(gate)
+        raise
+
+
+def release(lock_path: str) -> None:
+    """Release the lock this thread holds on ``lock_path`` (nothing when it holds none)."""
+    gate = _gates.get(lock_path)
+    if gate is not None and gate.owner == threading.get_ident():
+        _drop(gate)
+
+
+def release_mine() -> None:
+    """Release every lock this thread still holds: what an interrupted save left."""
+    me = threading.get_ident()
+    for gate in list(_gates.values()):
+        if gate.owner == me:
+            _drop(gate)
+
+
+def reset_after_fork() -> None:
+    """In a forked child: forget the parent's locks and close the descriptors it copied.
+
+    They are closed, not unlocked: an flock belongs to the open file description the
+    parent shares, and unlocking it here would release the parent's lock.
+    """
+    global _gates, _gates_guard
+    for gate in _gates.values():
+        if gate.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(gate.fd)
+    _gates = {}
+    _gates_guard = threading.Lock()
