@@ -25,11 +25,18 @@ from stagetimer._recorder import Recorder
 from stagetimer._stage import record_timing, stage, timed_stage
 
 if TYPE_CHECKING:
+    from stagetimer._compare import Comparison, compare
     from stagetimer._load import load_hardware, load_timings
     from stagetimer._records import HardwareSidecar, RunTiming, StageTiming, Timings
-    from stagetimer._compare import Comparison, compare
-    from stagetimer.hardware import Difference, Hardware, capture_hardware, hardware_differences
-    from stagetimer.hardware import hardware_id
+    from stagetimer._suite import to_frame, to_records
+    from stagetimer._tree import Artifact, load_tree
+    from stagetimer.hardware import (
+        Difference,
+        Hardware,
+        capture_hardware,
+        hardware_differences,
+        hardware_id,
+    )
 
 # Reading sidecars and probing hardware are imported on first use, so that
 # ``import stagetimer`` stays as light as the recording path needs.
@@ -47,6 +54,10 @@ _LAZY = {
     "Comparison": "stagetimer._compare",
     "hardware_differences": "stagetimer.hardware",
     "Difference": "stagetimer.hardware",
+    "load_tree": "stagetimer._tree",
+    "Artifact": "stagetimer._tree",
+    "to_records": "stagetimer._suite",
+    "to_frame": "stagetimer._suite",
 }
 
 
@@ -66,6 +77,7 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Artifact",
     "Comparison",
     "Difference",
     "Hardware",
@@ -88,8 +100,11 @@ __all__ = [
     "hardware_id",
     "load_hardware",
     "load_timings",
+    "load_tree",
     "record_timing",
     "stage",
     "stages",
     "timed_stage",
+    "to_frame",
+    "to_records",
 ]
