@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from stagetimer._compare import Comparison, compare
     from stagetimer._load import load_hardware, load_timings
     from stagetimer._records import HardwareSidecar, RunTiming, StageTiming, Timings
+    from stagetimer._rescue import recover
     from stagetimer._suite import to_frame, to_records
     from stagetimer._tree import Artifact, load_tree
     from stagetimer.hardware import (
@@ -58,6 +59,7 @@ _LAZY = {
     "Artifact": "stagetimer._tree",
     "to_records": "stagetimer._suite",
     "to_frame": "stagetimer._suite",
+    "recover": "stagetimer._rescue",
 }
 
 
@@ -102,6 +104,7 @@ __all__ = [
     "load_timings",
     "load_tree",
     "record_timing",
+    "recover",
     "stage",
     "stages",
     "timed_stage",

@@ -202,6 +202,30 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
+def _recover(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from stagetimer._errors import StageTimerError
+    from stagetimer._rescue import recover
+
+    status = 0
+    for directory in args.directories:
+        try:
+            done = recover(directory)
+        except (StageTimerError, OSError) as exc:
+            _error("recover", str(exc))
+            status = 1
+            continue
+        for item in done:
+            print(
+                f"{item.path}: {item.stored} record(s) stored into "
+                f"{os.path.join(directory, 'timings.json')}"
+                + (f", {item.already} already there" if item.already else "")
+                + "; rescue file removed"
+            )
+        if not done:
+            print(f"{directory}: no rescue file, nothing to recover")
+    return status
+
+
 def _parser() -> argparse.ArgumentParser:
     from stagetimer import __version__
 
@@ -307,6 +331,17 @@ def _parser() -> argparse.ArgumentParser:
                          help="exit with status 2 when a stage is judged slower by more "
                          "than PCT %% (a regression gate for CI)")
     compare.set_defaults(run=_compare, parser=compare)
+
+    recover = commands.add_parser(
+        "recover",
+        help="fold rescue files back into timings.json",
+        description="Store the records of every timings.rescue-*.json in each DIR (written "
+        "where a save failed) into DIR/timings.json, under its lock and with the rules of "
+        "the recorder that wrote them, then remove each rescue file. A record already "
+        "stored is not stored again: running it twice changes nothing.",
+    )
+    recover.add_argument("directories", nargs="+", metavar="DIR", help="an artifact directory")
+    recover.set_defaults(run=_recover, parser=recover)
     return parser
 
 
