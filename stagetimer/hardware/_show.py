@@ -135,7 +135,8 @@ def _rows(stored: dict[str, Any]) -> list[tuple[str, Any]]:
 def _wrapped(text: str, indent: int) -> list[str]:
     """``text`` wrapped into :data:`WIDTH` columns under column ``indent`` (under column 4
     where a word, such as a long path, would not fit there); words are never split."""
-    if max(len(word) for word in text.split()) > WIDTH - indent:
+    # A word that would leave "(from" alone on the first line moves the text to column 4.
+    if max(len(word) for word in text.split()) > WIDTH - indent - len("(from "):
         indent = 4
     return textwrap.wrap(
         text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * indent,
