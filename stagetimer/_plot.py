@@ -164,6 +164,20 @@ def _rows(reports: Sequence[ArtifactReport]) -> list[_Row]:
     return rows
 
 
+def _plural(count: int) -> str:
+    return f"{count} director{'y' if count == 1 else 'ies'}"
+
+
+def _common(paths: Sequence[str]) -> str:
+    """What the directories share, relative to the working directory when inside it."""
+    absolute = [os.path.abspath(p) for p in paths]
+    common = os.path.dirname(absolute[0]) if len(absolute) == 1 else os.path.commonpath(absolute)
+    here = os.getcwd()
+    if common == here or common.startswith(here + os.sep):
+        return os.path.relpath(common, here)
+    return common
+
+
 def _relative(paths: Sequence[str]) -> list[str]:
     if len(paths) == 1:
         return [os.path.basename(os.path.abspath(paths[0])) or paths[0]]
@@ -180,13 +194,15 @@ def _layout(rows: Sequence[_Row]) -> list[list[tuple[str, _Row | None]]]:
         groups.setdefault(row.group, []).append(row)
     headed = len(groups) > 1 or next(iter(groups)) != ""
     pages: list[list[tuple[str, _Row | None]]] = [[]]
+    heading = 1 if headed else 0
     for group, members in groups.items():
         lines: list[tuple[str, _Row | None]] = [(group, row) for row in members]
+        fits_a_page = len(lines) + heading <= ROWS_PER_PAGE
         while lines:
             page = pages[-1]
-            room = ROWS_PER_PAGE - len(page) - (1 if headed else 0)
-            if room < min(len(lines), 3) and page:
-                pages.append([])
+            room = ROWS_PER_PAGE - len(page) - heading
+            if page and (room < 3 or (fits_a_page and room < len(lines))):
+                pages.append([])  # a group that fits a page is never split
                 continue
             take, lines = lines[:room], lines[room:]
             if headed:
@@ -328,9 +344,10 @@ def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
     colours = {n: _OTHER_PALETTE[i % len(_OTHER_PALETTE)] for i, n in enumerate(other_names)}
     pages = _layout(rows)
     paths = page_paths(path, len(pages))
+    common = escape_text(_common([r.path for r in shown]))
     suffix = os.path.splitext(path)[1].lower()[1:]
     for number, (lines, target) in enumerate(zip(pages, paths, strict=True), 1):
-        title = f"Wall-clock time per stage, {len(shown)} directories"
+        title = f"Wall-clock time per stage: {_plural(len(shown))} under {common}"
         if len(pages) > 1:
             title += f" (page {number} of {len(pages)})"
         # Text stays text in an SVG (searchable, editable on a slide), not glyph outlines.
