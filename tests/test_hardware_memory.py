@@ -245,6 +245,135 @@ def test_mountinfo_parser_keeps_only_cgroup_mounts_with_their_options() -> None:
     assert {"cgroup", "cgroup2"} == {m.fstype for m in mounts}
 
 
+# --- several mounts of one hierarchy, mount ROOTs relative to the namespace ----------
+
+# A container's own cgroup2 mount, rooted at its group (created with cgroupns=host), and
+# the host's tree bind-mounted at /host/sys/fs/cgroup: one hierarchy (same 0:29 device).
+CONTAINER_MOUNT = (
+    "1290 1283 0:29 /org/tenant /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - "
+    "cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
+)
+HOST_TREE_MOUNT = (
+    "1301 1283 0:29 / /host/sys/fs/cgroup ro,nosuid,nodev,noexec,relatime master:9 - "
+    "cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
+)
+
+
+def container_beside_host_tree(fake: FakeRoot, mountinfo: str) -> None:
+    fake.cgroups("0::/org/tenant/app\n", mountinfo)
+    fake.files("/sys/fs/cgroup", {"cgroup.controllers": "cpu memory pids", "memory.max": 2 * GIB})
+    fake.files("/sys/fs/cgroup/app", {"memory.max": "max"})
+    fake.files("/host/sys/fs/cgroup", {"cgroup.controllers": "cpu memory pids"})
+    fake.files("/host/sys/fs/cgroup/org", {"memory.max": GIB})
+    fake.files("/host/sys/fs/cgroup/org/tenant", {"memory.max": 2 * GIB})
+    fake.files("/host/sys/fs/cgroup/org/tenant/app", {"memory.max": "max"})
+
+
+@pytest.mark.parametrize(
+    "mountinfo",
+    [CONTAINER_MOUNT + HOST_TREE_MOUNT, HOST_TREE_MOUNT + CONTAINER_MOUNT],
+    ids=["container-mount-first", "host-tree-first"],
+)
+def test_ancestor_limit_visible_only_through_another_mount_of_the_hierarchy_counts(
+    fake: FakeRoot, mountinfo: str
+) -> None:
+    container_beside_host_tree(fake, mountinfo)
+
+    info, sources = probe_memory(fake.root, {})
+
+    assert (GIB, "cgroup_v2") == (info.limit_bytes, info.source)
+    assert "/host/sys/fs/cgroup/org/memory.max" == sources["memory.limit_bytes"]
+
+
+@pytest.mark.parametrize(
+    "mountinfo",
+    [CONTAINER_MOUNT + HOST_TREE_MOUNT, HOST_TREE_MOUNT + CONTAINER_MOUNT],
+    ids=["container-mount-first", "host-tree-first"],
+)
+def test_each_group_is_read_once_preferring_the_mount_under_sys_fs_cgroup(
+    fake: FakeRoot, mountinfo: str
+) -> None:
+    container_beside_host_tree(fake, mountinfo)
+
+    located = locate(fake.root, "memory")
+
+    assert not isinstance(located, str)
+    assert (
+        "/sys/fs/cgroup/app",  # /org/tenant/app
+        "/sys/fs/cgroup",  # /org/tenant
+        "/host/sys/fs/cgroup/org",
+        "/host/sys/fs/cgroup",  # the root group
+    ) == located.dirs
+    assert "the 4 cgroup v2 groups up to /sys/fs/cgroup and /host/sys/fs/cgroup" == located.span()
+
+
+def test_mount_rooted_above_the_namespace_maps_path_minus_root(fake: FakeRoot) -> None:
+    # A cgroup2 mount made outside the reader's cgroup namespace, whose root is two levels
+    # down: mountinfo shows its ROOT relative to the namespace (kernfs_path_from_node), and
+    # /proc/self/cgroup does the same for a process moved out of the namespace.
+    fake.cgroups(
+        "0::/../../app\n",
+        "1204 1195 0:29 /../.. /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 "
+        "cgroup2 rw,nsdelegate,memory_recursiveprot\n",
+    )
+    fake.files("/sys/fs/cgroup", {"cgroup.controllers": "memory", "memory.max": 3 * GIB})
+    fake.files("/sys/fs/cgroup/app", {"memory.max": GIB})
+
+    info, sources = probe_memory(fake.root, {})
+
+    assert (GIB, "/sys/fs/cgroup/app/memory.max") == (
+        info.limit_bytes, sources["memory.limit_bytes"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("root", "path", "dirs"),
+    [
+        # path minus ROOT, as automemlimit's resolveCgroupPath and automaxprocs' Translate
+        ("/", "/a/b", ("/m/a/b", "/m/a", "/m")),
+        ("/a", "/a/b", ("/m/b", "/m")),
+        ("/a", "/a", ("/m",)),
+        ("/../..", "/../../app", ("/m/app", "/m")),
+        ("/../..", "/../..", ("/m",)),
+        ("/..", "/../x/y", ("/m/x/y", "/m/x", "/m")),
+        # the namespace root / is not an ancestor of /../sibling: the mount point is a guess
+        ("/", "/../sibling", ("/m",)),
+        # a path beside ROOT is not shown: the mount point is a guess
+        ("/a", "/b", ("/m",)),
+        ("/a", "/ab", ("/m",)),
+    ],
+)
+def test_v2_directories_are_the_path_minus_the_mount_root(
+    fake: FakeRoot, root: str, path: str, dirs: tuple[str, ...]
+) -> None:
+    fake.cgroups(f"0::{path}\n", f"30 25 0:29 {root} /m rw - cgroup2 cgroup2 rw\n")
+    fake.files("/m", {"cgroup.controllers": "memory"})
+
+    located = locate(fake.root, "memory")
+
+    assert not isinstance(located, str)
+    assert dirs == located.dirs
+
+
+def test_v1_controller_mounted_twice_reads_each_group_once(fake: FakeRoot) -> None:
+    # automemlimit's v1_conflicting_mounts fixture: one memory hierarchy at two places.
+    fake.cgroups(
+        "12:memory:/workload/job\n",
+        "41 30 0:37 /workload /run/containerd/rootfs/sys/fs/cgroup/memory rw,nosuid,nodev,"
+        "noexec,relatime - cgroup cgroup rw,memory\n"
+        "42 30 0:37 /workload /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime - cgroup "
+        "cgroup rw,memory\n",
+    )
+    v1_group(fake, "/job", UNLIMITED_4K, hierarchical=512 * MIB)
+    v1_group(fake, "", 768 * MIB)
+
+    info, sources = probe_memory(fake.root, {})
+
+    assert (512 * MIB, "/sys/fs/cgroup/memory/job/memory.stat (hierarchical_memory_limit)") == (
+        info.limit_bytes, sources["memory.limit_bytes"]
+    )
+
+
 # --- Slurm and node RAM ---------------------------------------------------------
 
 

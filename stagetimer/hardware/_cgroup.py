@@ -65,21 +65,24 @@ class Located:
     #: 1 or 2
     version: int
     mount_point: str
-    #: the process's own group first, then each ancestor up to and including the mount point
+    #: the process's own group first, then each ancestor a mount shows, nearest first
     dirs: tuple[str, ...]
     #: a remark about how the directory was found (namespace fall-back), or ""
     note: str = ""
+    #: other mount points of the same hierarchy the walk reads ancestors through
+    other_mounts: tuple[str, ...] = ()
 
     def span(self) -> str:
         """The walk in words, without the process's own group name.
 
         Reasons for a missing value go into the hashed description; a leaf such as
         ``session-3.scope`` or a container id changes from one login to the next on
-        the same machine, so only the count of groups and the mount point are named.
+        the same machine, so only the count of groups and the mount points are named.
         """
         count = len(self.dirs)
         groups = "group" if count == 1 else "groups"
-        return f"the {count} cgroup v{self.version} {groups} up to {self.mount_point}"
+        mounts = " and ".join((self.mount_point, *self.other_mounts))
+        return f"the {count} cgroup v{self.version} {groups} up to {mounts}"
 
     def noted(self, where: str) -> str:
         """``where`` followed by the note in parentheses, when there is one."""
@@ -152,34 +155,64 @@ def _is_under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix.rstrip("/") + "/")
 
 
-def _subsystem_path(mount: Mount, path: str) -> tuple[str, str]:
-    """The directory for cgroup ``path`` under ``mount``, and a note when falling back."""
-    mount_point = mount.mount_point
+def _shown_at(mount: Mount, group: str) -> str | None:
+    """The directory where ``mount`` shows cgroup ``group``, or None when it does not.
+
+    The directory is the mount point plus the group's path minus the mount's ROOT
+    (proc(5) "root"; JDK ``set_subsystem_path``; automemlimit and automaxprocs take
+    the path relative to ROOT the same way). Both are relative to the reader's cgroup
+    namespace, so both may start with ``/..``: ROOT ``/../..`` shows ``/../../app``
+    at ``<mount>/app``. A remainder that climbs (``..``) is not shown by the mount.
+    """
+    root = mount.root
+    if group == root:
+        return mount.mount_point
+    prefix = root.rstrip("/")
+    if not group.startswith(prefix + "/"):
+        return None
+    rest = group[len(prefix) :].strip("/")
+    if ".." in rest.split("/"):
+        return None
+    return posixpath.join(mount.mount_point, rest) if rest else mount.mount_point
+
+
+def _ups(path: str) -> int:
+    """How many ``..`` components ``path`` starts with (``/../../app`` -> 2)."""
+    count = 0
+    for part in path.strip("/").split("/"):
+        if part != "..":
+            break
+        count += 1
+    return count
+
+
+def _ancestors(path: str, top_ups: int) -> list[str]:
+    """``path`` and each group above it, nearest first.
+
+    Above a path's own leading ``..`` components the parents are ``/..``, ``/../..``
+    and so on, up to ``top_ups`` of them: the namespace root ``/`` is not an ancestor of
+    ``/../sibling``, its parent ``/..`` is.
+    """
+    ups = _ups(path)
+    names = [p for p in path.strip("/").split("/")[ups:] if p]
+    groups = []
+    for keep in range(len(names), -1, -1):
+        groups.append("/" + "/".join([".."] * ups + names[:keep]))
+    for more in range(ups + 1, top_ups + 1):
+        groups.append("/" + "/".join([".."] * more))
+    return groups
+
+
+def _fallback_note(mount: Mount, path: str) -> str:
     if path == "/.." or path.startswith("/../"):
         # cgroup-v2.rst "Namespace": the process is outside this namespace's root.
-        return mount_point, f"cgroup path {path} lies outside the namespace; using the mount point"
-    if mount.root == "/":
-        return (mount_point if path == "/" else posixpath.join(mount_point, path.lstrip("/"))), ""
-    if path == mount.root:
-        return mount_point, ""
-    if _is_under(path, mount.root):
-        rest = path[len(mount.root.rstrip("/")) :]
-        return posixpath.join(mount_point, rest.lstrip("/")), ""
-    return mount_point, (
-        f"cgroup path {path} is not under the mount's root {mount.root}; using the mount point"
-    )
+        return f"cgroup path {path} lies outside the namespace; using the mount point"
+    return f"cgroup path {path} is not under the mount's root {mount.root}; using the mount point"
 
 
-def _walk_up(leaf: str, mount_point: str) -> tuple[str, ...]:
-    dirs = [leaf]
-    current = leaf
-    while current != mount_point and _is_under(current, mount_point):
-        parent = posixpath.dirname(current)
-        if parent == current:
-            break
-        dirs.append(parent)
-        current = parent
-    return tuple(dirs)
+def _standard_first(mounts: list[Mount]) -> list[Mount]:
+    """Mounts under /sys/fs/cgroup first, each group else in mountinfo order."""
+    return sorted(mounts, key=lambda m: 0 if _is_under(m.mount_point, "/sys/fs/cgroup") else 1)
 
 
 def _pick_mount(candidates: list[Mount], path: str) -> Mount:
@@ -191,6 +224,42 @@ def _pick_mount(candidates: list[Mount], path: str) -> Mount:
         return (0 if clean else 1, 0 if standard else 1)
 
     return min(candidates, key=rank)
+
+
+def _walk(version: int, mounts: list[Mount], path: str) -> tuple[Located, Mount]:
+    """The directories of ``path`` and of each ancestor, over every mount of one hierarchy.
+
+    A hierarchy may be mounted more than once with different ROOTs (a container's own
+    ``/sys/fs/cgroup`` rooted at its group, beside the host's tree at
+    ``/host/sys/fs/cgroup`` rooted at ``/``): an ancestor's limit may be visible only
+    through one of them. Each group is read through one mount (the first under
+    /sys/fs/cgroup that shows it, else the first in mountinfo order), so the smallest
+    limit over the walk does not depend on the order of the mounts. Also returns the
+    mount that shows the nearest group.
+    """
+    ordered = _standard_first(mounts)
+    top_ups = max(_ups(m.root) for m in mounts)
+    dirs: list[str] = []
+    used: list[Mount] = []
+    for group in _ancestors(path, top_ups):
+        for mount in ordered:
+            directory = _shown_at(mount, group)
+            if directory is not None:
+                dirs.append(directory)
+                if mount not in used:
+                    used.append(mount)
+                break
+    if not dirs:
+        # No mount shows the group or an ancestor: its mount point is the best guess.
+        mount = _pick_mount(mounts, path)
+        point = mount.mount_point
+        return Located(version, point, (point,), _fallback_note(mount, path)), mount
+    first = used[0]
+    note = ""
+    if _shown_at(first, path) is None:
+        note = f"cgroup path {path} is not shown by any mount; reading its ancestors"
+    others = dict.fromkeys(m.mount_point for m in used[1:] if m.mount_point != first.mount_point)
+    return Located(version, first.mount_point, tuple(dirs), note, tuple(others)), first
 
 
 @attrs.frozen
@@ -219,9 +288,7 @@ class Cgroups:
             v1 = [m for m in self.mounts if m.fstype == "cgroup" and controller in m.super_options]
             if not v1:
                 return f"the {controller} controller is on cgroup v1 but no such mount is visible"
-            mount = _pick_mount(v1, path)
-            leaf, note = _subsystem_path(mount, path)
-            return Located(1, mount.mount_point, _walk_up(leaf, mount.mount_point), note)
+            return _walk(1, v1, path)[0]
 
         for hierarchy, controllers, path in self.entries:
             if hierarchy != "0" or controllers:
@@ -229,15 +296,14 @@ class Cgroups:
             v2 = [m for m in self.mounts if m.fstype == "cgroup2"]
             if not v2:
                 return "cgroup v2 is in use but no cgroup2 mount is visible"
-            mount = _pick_mount(v2, path)
+            located, mount = _walk(2, v2, path)
             listed = self.v2_controllers(mount.mount_point)
             if listed is None or controller not in listed:
                 return (
                     f"the {controller} controller is not enabled on cgroup v2 "
                     f"({posixpath.join(mount.mount_point, 'cgroup.controllers')} does not list it)"
                 )
-            leaf, note = _subsystem_path(mount, path)
-            return Located(2, mount.mount_point, _walk_up(leaf, mount.mount_point), note)
+            return located
 
         return f"/proc/self/cgroup lists no hierarchy with the {controller} controller"
 
