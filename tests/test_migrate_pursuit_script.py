@@ -36,7 +36,7 @@ def test_script_moves_pursuit_exports_to_the_flat_layout(tmp_path: Path) -> None
     exports = tmp_path / "exports"
     old_layout(exports)
     pursuit = exports / "gridworlds" / "pursuit"
-    assert {} == load_timings(pursuit / "classic_3" / "ippo").stages  # no fallback to the old
+    assert not (pursuit / "classic_3" / "ippo").exists()  # only the old layout exists
 
     result = run_script(exports)
 
