@@ -8,8 +8,11 @@ changed. On exit it cancels the jobs it submitted, stops the daemons by PID
 (slurmd first), removes the ``slurm_<host>`` cgroup folders slurmd created and
 the temporary directory.
 
-How a single-node cluster behaves on this kind of machine is written down in
-``notes/slurm-single-node.md`` beside the SPEC (Slurm 22.05, munge 0.5.15).
+Written for Debian's Slurm 22.05 and munge 0.5.15 on a machine without systemd
+as PID 1 and with the cgroup v1 memory controller mounted read-write: the daemons
+run in the foreground (``munged -F``, ``slurmctld -D``, ``slurmd -D``), with
+``MailProg=/bin/true`` (the default mail program is missing, which is an error)
+and no accounting daemon (jobs are polled with ``squeue``).
 This module knows nothing about pytest: it raises ``ClusterUnavailable`` (or
 ``InstallFailed``) and the test decides whether that skips or fails.
 """

@@ -1,12 +1,14 @@
 """A real Slurm job array records every seed with the allocation its task could use.
 
 Each test starts a single-node cluster on this machine (``slurm_cluster.py``),
-submits ``examples/slurm/seed_array.sbatch`` as a 4-task array with ``--mem=1G
---cpus-per-task=1``, every task recording its seed with ``policy="upsert"`` into
-one shared directory, and reads both sidecars back. Without cgroup enforcement
+submits ``examples/slurm/seed_array.sbatch`` as a job array, every task recording
+its seed with ``policy="upsert"`` into one shared directory, and reads both
+sidecars back (and runs ``stagetimer report`` on them). Without cgroup enforcement
 the memory allocation is visible only as ``SLURM_MEM_PER_NODE``; with
 ``ConstrainRAMSpace`` it is the limit of the job's cgroup v1 ancestors (the task's
-own group shows the unlimited sentinel). Facts: ``notes/slurm-single-node.md``.
+own group shows the unlimited sentinel). The tasks' job ids are in each run's
+``job``, not in the hardware description: tasks with the same allocation on one
+node share one description.
 
 Needs root and Debian's Slurm packages (installed here when missing); skipped
 with the reason where the machine cannot run a cluster, except that on CI
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +36,7 @@ from slurm_cluster import (
 )
 
 from stagetimer import load_hardware, load_timings
-from stagetimer.hardware import Hardware
+from stagetimer.hardware import Hardware, hardware_differences
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -108,22 +111,30 @@ def _own_finite_memory_limit() -> str | None:
     return None
 
 
-def run_seed_array(cluster: SlurmCluster, tmp_path: Path) -> tuple[dict[int, str], Path, str]:
+def run_seed_array(
+    cluster: SlurmCluster,
+    tmp_path: Path,
+    seeds: list[int] = SEEDS,
+    *,
+    mem: str = "1G",
+    cpus: int = 1,
+) -> tuple[dict[int, str], Path, str]:
     """Submit the example array, wait for it; return {array task: job id}, artifacts, diagnostics.
 
-    Fails the test, with the job's output and the daemons' logs, if a task does
-    not end COMPLETED with exit code 0 within 120 s.
+    ``seeds`` are the array's task ids, ``mem`` and ``cpus`` each task's ``--mem``
+    and ``--cpus-per-task``. Fails the test, with the job's output and the daemons'
+    logs, if a task does not end COMPLETED with exit code 0 within 120 s.
     """
     artifacts = tmp_path / "exports" / "ippo"
-    output = tmp_path / "slurm-out"
+    output = tmp_path / f"slurm-out-{seeds[0]}"
     output.mkdir()
     env = {**cluster.env, "PYTHON": sys.executable, "STAGETIMER_DIR": str(artifacts)}
     env.pop("STAGETIMER_DISABLE", None)
     array_id = cluster.submit(
         EXAMPLE / "seed_array.sbatch",
-        f"--array={SEEDS[0]}-{SEEDS[-1]}",
-        "--mem=1G",
-        "--cpus-per-task=1",
+        f"--array={','.join(map(str, seeds))}",
+        f"--mem={mem}",
+        f"--cpus-per-task={cpus}",
         f"--output={output}/slurm-%A_%a.out",
         cwd=EXAMPLE,  # the script runs train_seed.py from $SLURM_SUBMIT_DIR
         env=env,
@@ -147,7 +158,7 @@ def run_seed_array(cluster: SlurmCluster, tmp_path: Path) -> tuple[dict[int, str
         pytest.fail(f"{str(error).splitlines()[0]}\n{diagnostics()}")
     tasks = _array_tasks(cluster.show_job(array_id))
     report = diagnostics()
-    assert sorted(tasks) == SEEDS, report
+    assert sorted(tasks) == seeds, report
     assert {(state, code) for _, state, code in tasks.values()} == {("COMPLETED", "0:0")}, report
     return {task: job_id for task, (job_id, _, _) in tasks.items()}, artifacts, report
 
@@ -178,20 +189,110 @@ def test_array_with_constrain_ram_takes_memory_from_the_job_cgroup(
 ) -> None:
     job_ids, artifacts, report = run_seed_array(cluster_with_cgroups, tmp_path)
 
-    for seed, hardware in enumerate(_hardware_of_each_seed(artifacts, job_ids, report)):
+    for hardware in _hardware_of_each_seed(artifacts, job_ids, report):
         assert (hardware.memory.limit_bytes, hardware.memory.source) == (ONE_GIB, "cgroup_v1")
-        # The task's own group (task_0) shows the unlimited sentinel; the limit is
-        # on its job_N and step_batch ancestors.
+        # The task's own group (task_0) shows the unlimited sentinel; the limit is on its
+        # job_N and step_batch ancestors, named without the job's id.
         where = hardware.sources["memory.limit_bytes"]
-        assert f"/job_{job_ids[seed]}/" in where
+        assert re.search(r"/slurm_[^/]+/uid_0/job_N/", where), where
         assert "/task_" not in where
+
+
+def test_tasks_with_one_allocation_share_one_hardware_id(
+    cluster_with_cgroups: SlurmCluster, tmp_path: Path
+) -> None:
+    # Two CPUs per task on this two-CPU node: every task is pinned to the same CPUs.
+    _, artifacts, report = run_seed_array(cluster_with_cgroups, tmp_path, cpus=2)
+
+    runs = load_timings(artifacts).stages["ippo_train"].runs
+    hardware_ids = {run.hardware_id for run in runs}
+    assert (1, 1) == (len(hardware_ids), len(load_hardware(artifacts).hardware)), report
+
+
+def test_each_run_holds_its_task_s_job_identity(
+    cluster_with_cgroups: SlurmCluster, tmp_path: Path
+) -> None:
+    job_ids, artifacts, report = run_seed_array(cluster_with_cgroups, tmp_path, cpus=2)
+
+    runs = load_timings(artifacts).stages["ippo_train"].runs
+    # The array's id is its first job record's, the smallest: the other tasks split off it.
+    array_job_id = min(job_ids.values(), key=int)
+    expected = [
+        {
+            "scheduler": "slurm",
+            "job_id": job_ids[seed],
+            "array_job_id": array_job_id,
+            "array_task_id": str(seed),
+            "node_name": cluster_with_cgroups.host,
+        }
+        for seed in SEEDS
+    ]
+    keys = ("scheduler", "job_id", "array_job_id", "array_task_id", "node_name")
+    actual = [{key: (run.job or {}).get(key) for key in keys} for run in runs]
+    assert expected == actual, report
+
+
+def test_report_gives_no_mixed_hardware_warning_for_one_allocation(
+    cluster_with_cgroups: SlurmCluster, tmp_path: Path
+) -> None:
+    _, artifacts, report = run_seed_array(cluster_with_cgroups, tmp_path, cpus=2)
+
+    assert [] == _hardware_warnings(artifacts), report
+
+
+def test_tasks_pinned_to_different_cpus_draw_no_mixed_hardware_warning(
+    cluster_with_cgroups: SlurmCluster, tmp_path: Path
+) -> None:
+    # One CPU per task: two tasks run at once, on CPU 0 and CPU 1. Their descriptions
+    # name different affine CPUs, but no field that changes a duration differs.
+    _, artifacts, report = run_seed_array(cluster_with_cgroups, tmp_path, cpus=1)
+
+    described = load_hardware(artifacts).hardware
+    assert [] == [
+        hardware_differences(a, b) for a in described.values() for b in described.values()
+        if hardware_differences(a, b)
+    ], report  # fmt: skip
+    assert [] == _hardware_warnings(artifacts), report
+
+
+def test_a_task_with_a_smaller_memory_limit_draws_a_warning_naming_the_field(
+    cluster_with_cgroups: SlurmCluster, tmp_path: Path
+) -> None:
+    run_seed_array(cluster_with_cgroups, tmp_path, SEEDS[:-1], mem="1G", cpus=2)
+    _, artifacts, report = run_seed_array(
+        cluster_with_cgroups, tmp_path, SEEDS[-1:], mem="512M", cpus=2
+    )
+
+    warnings = _hardware_warnings(artifacts)
+    assert (1, True, True) == (
+        len(warnings),
+        "memory.limit_bytes: 1 GiB → 512 MiB" in warnings[0] if warnings else False,
+        all("memory.limit_bytes" in w for w in warnings),
+    ), report
+
+
+def _hardware_warnings(artifacts: Path) -> list[str]:
+    """The lines of ``stagetimer report`` that warn of runs measured on differing hardware."""
+    result = subprocess.run(
+        [sys.executable, "-m", "stagetimer", "report", str(artifacts)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert 0 == result.returncode, result.stderr
+    return [
+        line.strip()
+        for line in result.stdout.splitlines()
+        if "warning" in line and ("not comparable" in line or "hardware ids" in line)
+    ]
 
 
 def _hardware_of_each_seed(artifacts: Path, job_ids: dict[int, str], report: str) -> list[Hardware]:
     """Check what every seed's record says about its task; return the descriptions by seed.
 
-    One run per seed, each pointing into the hardware sidecar at a description
-    with one CPU and the job id and array index of the task that ran the seed.
+    One run per seed, each pointing into the hardware sidecar at a description with
+    one CPU and a Slurm allocation, and holding the job id of the task that ran it.
     """
     runs = load_timings(artifacts).stages["ippo_train"].runs
     sidecar = load_hardware(artifacts).hardware
@@ -202,9 +303,6 @@ def _hardware_of_each_seed(artifacts: Path, job_ids: dict[int, str], report: str
     assert [hw.cpu.logical_cpus for hw in described] == [1] * len(SEEDS)
     assert [len(hw.cpu.affinity) for hw in described] == [1] * len(SEEDS)
     assert [hw.scheduler.kind for hw in described] == ["slurm"] * len(SEEDS)
-    assert [hw.scheduler.job_id for hw in described] == [job_ids[seed] for seed in SEEDS]
-    assert len({hw.scheduler.job_id for hw in described}) == len(SEEDS)
-    assert [hw.scheduler.env.get("SLURM_ARRAY_TASK_ID") for hw in described] == [
-        str(seed) for seed in SEEDS
-    ]
+    assert [hw.scheduler.env.get("SLURM_MEM_PER_NODE") for hw in described] == ["1024"] * 4
+    assert [(run.job or {}).get("job_id") for run in runs] == [job_ids[s] for s in SEEDS], report
     return described

@@ -3,8 +3,10 @@
 Every task of the array writes the same artifact directory at the same time, so
 the recorder uses ``policy="upsert"``: each task replaces only the run with its
 own ``run_idx`` and the runs stay sorted by seed, whatever order the tasks end
-in. The hardware each task could use (its CPUs, its memory allocation, its job
-id) is captured in the task and stored beside the timings.
+in. The hardware each task could use (its CPUs, its memory allocation) is
+captured in the task and stored beside the timings, once for all the tasks that
+could use the same; each run keeps its task's job id, array task id and node in
+its ``job`` key.
 
     python train_seed.py --seed 0 --out exports/ippo     # outside Slurm
     sbatch seed_array.sbatch                              # one task per seed

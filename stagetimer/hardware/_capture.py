@@ -147,7 +147,7 @@ def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
 def capture_hardware(
     *, root: str = "/", environ: Mapping[str, str] | None = None, nvml: Any = None
 ) -> Hardware:
-    """Describe what this process can use (SPEC section 4).
+    """Describe what this process can use: CPUs, memory, GPUs and the batch allocation.
 
     ``root`` is where ``/proc`` and ``/sys`` are read from (a fixture tree in tests),
     ``environ`` the environment (default ``os.environ``: Slurm/PBS variables and
