@@ -143,6 +143,13 @@ def _expected_runs(stage: StageTiming) -> int | None:
     return None
 
 
+def _shown(value: Any) -> Any:
+    """A hashable stand-in for a metadata value, equal for equal JSON values."""
+    if value is None or type(value) in (str, int, float, bool):
+        return (type(value) is bool, value)  # True and 1 are different settings
+    return json.dumps(value, sort_keys=True)
+
+
 def _metadata_warning(name: str, runs: Sequence[RunTiming]) -> str | None:
     """A key whose values differ between the runs, so the mean mixes unlike runs.
 
@@ -151,26 +158,37 @@ def _metadata_warning(name: str, runs: Sequence[RunTiming]) -> str | None:
     """
     if len(runs) < 2:
         return None
+    first = runs[0].metadata
+    if all(r.metadata == first for r in runs):  # the common case, at C speed
+        return None
     keys = dict.fromkeys(k for r in runs for k in r.metadata)
     mixed = []
     for key in keys:
-        counts: dict[str, int] = {}
+        counts: dict[Any, int] = {}
         for run in runs:
-            value = run.metadata.get(key, _ABSENT)
-            shown = "(absent)" if value is _ABSENT else json.dumps(value, sort_keys=True)
+            metadata = run.metadata
+            shown = _shown(metadata[key]) if key in metadata else _ABSENT
             counts[shown] = counts.get(shown, 0) + 1
         if len(counts) < 2 or (len(counts) == len(runs) >= 3):
             continue
         values = sorted(counts.items(), key=lambda kv: -kv[1])
-        shown_values = ", ".join(f"{key}={v} in {n}" for v, n in values[:4])
-        more = f" and {len(values) - 4} more" if len(values) > 4 else ""
-        mixed.append(f"{shown_values}{more}")
+        described = ", ".join(f"{_value_text(key, v)} in {n}" for v, n in values[:4])
+        more = f" and {len(values) - 4} more values" if len(values) > 4 else ""
+        mixed.append(f"{described}{more}")
     if not mixed:
         return None
     return (
         f"stage {name}: its runs differ in metadata ({'; '.join(mixed)} runs); its mean "
         "mixes unlike runs"
     )
+
+
+def _value_text(key: str, shown: Any) -> str:
+    if shown is _ABSENT:
+        return f"no {key}"
+    if isinstance(shown, tuple):
+        return f"{key}={json.dumps(shown[1])}"
+    return f"{key}={shown}"
 
 
 _ABSENT = object()
@@ -255,14 +273,15 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
         stats, flags = _stage_stats(name, stage)
         stages.append(stats)
         warnings.extend(flags)
+        with_metadata = False
         for run in stage.runs:
             if run.hardware_id is not None:
                 referenced[run.hardware_id] = referenced.get(run.hardware_id, 0) + 1
             if run.legacy_metadata:
                 legacy_runs.append(LegacyRun(name, run.run_idx, run.label, run.legacy_metadata))
-            if run.metadata and (mixed := _metadata_warning(name, stage.runs)) is not None:
-                warnings.append(mixed)
-                break
+            with_metadata = with_metadata or bool(run.metadata)
+        if with_metadata and (mixed := _metadata_warning(name, stage.runs)) is not None:
+            warnings.append(mixed)
         if len(stats.hardware_ids) > 1:
             note = _hardware_warning(stats, described)
             if note is not None:

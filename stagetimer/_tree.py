@@ -12,9 +12,11 @@ replaced atomically, so a reader sees a whole old or a whole new file.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import gc
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -164,6 +166,23 @@ def _read_problem(
     return _os_problem(exc, fallback)
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a suite is read.
+
+    Reading builds hundreds of thousands of small objects (a RunTiming and its dicts per
+    run) and none of them is part of a cycle; every collection the allocations trigger
+    walks all of them again for nothing: a third of the time of reading 100,000 runs.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def scan_tree(
     paths: Iterable[str | os.PathLike[str]],
 ) -> tuple[list[Artifact], list[Problem]]:
@@ -177,6 +196,17 @@ def scan_tree(
     directories, problems = find_artifact_dirs(paths)
     artifacts: list[Artifact] = []
     hardware_cache = HardwareCache()
+    with _collector_paused():
+        _read_all(directories, artifacts, problems, hardware_cache)
+    return artifacts, problems
+
+
+def _read_all(
+    directories: list[tuple[str, str, str]],
+    artifacts: list[Artifact],
+    problems: list[Problem],
+    hardware_cache: HardwareCache,
+) -> None:
     for directory, root, relpath in directories:
         try:
             timings = read_timings(directory)
@@ -189,7 +219,6 @@ def scan_tree(
             problems.append(_read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
             hardware = HardwareSidecar()
         artifacts.append(Artifact(directory, root, relpath, timings, hardware))
-    return artifacts, problems
 
 
 def load_tree(*paths: str | os.PathLike[str]) -> list[Artifact]:
