@@ -17,6 +17,7 @@ keep it verbatim.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
@@ -91,6 +92,12 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # open(2) of a UNIX socket
+            raise SidecarCorruptError(path, "is a socket, not a regular file") from None
+        if exc.errno == errno.ELOOP:
+            raise SidecarCorruptError(path, "is a symlink loop, not a regular file") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
