@@ -292,9 +292,9 @@ def run_directory(args: argparse.Namespace, env: str, algorithm: str, progress: 
                               f"{timer.seconds:.3f} s (NashConv {gap:.4f} > "
                               f"{args.nashconv_threshold:g})")
                 checkpoint["theta"] = theta
-                checkpoint_save.auto_resume(directory, i, checkpoint)  # type: ignore[attr-defined]
+                checkpoint_save.auto_resume(directory, i, checkpoint)
                 progress.done(f"  run {i}  {'checkpoint_save_auto_resume':<28} saved")
-                gap = nashconv.auto_resume(game, theta, i)  # type: ignore[attr-defined]
+                gap = nashconv.auto_resume(game, theta, i)
                 progress.done(f"  run {i}  {'nashconv_auto_resume':<28} NashConv value {gap:.4f}")
             result: dict[str, Any] = {"nashconv": gap, "auto_resumed": resumed}
             if args.satisfaction:

@@ -7,20 +7,60 @@ import inspect
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from time import perf_counter
-from typing import Any, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._recorder import Recorder, recording_disabled, resolve_recorder
 from stagetimer._validate import check_record, check_seconds, copy_metadata
 from stagetimer.stages import AUTO_RESUME_SUFFIX
 
-__all__ = ["record_timing", "stage", "timed_stage"]
+__all__ = ["BoundTimedFunction", "TimedFunction", "record_timing", "stage", "timed_stage"]
 
 # Stage names that passed check_name (a name is checked once per process, not per stage).
 _checked_names: set[str] = set()
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+Q = ParamSpec("Q")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+S = TypeVar("S")
 RunIdx = int | str | Callable[[Mapping[str, Any]], "int | None"] | None
+
+
+class BoundTimedFunction(Protocol[P, R_co]):
+    """A ``@timed_stage`` method looked up on an instance: called as the method is."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+
+class TimedFunction(Protocol[P, R_co]):
+    """What ``@timed_stage`` makes of a function: the same call, timed, and its
+    ``.auto_resume`` form (for type checkers; at run time it is a plain function).
+
+    ``auto_resume`` is reached through the function itself, or for a method through its
+    class (``Trainer.save.auto_resume(trainer, ...)``): a bound method does not bind it.
+    """
+
+    __name__: str
+    __qualname__: str
+
+    @property
+    def __wrapped__(self) -> Callable[P, R_co]: ...
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+    def auto_resume(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
+        """The same call, recorded as stage ``<name>_auto_resume``."""
+        ...
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> TimedFunction[P, R_co]: ...
+    @overload
+    def __get__(
+        self: TimedFunction[Concatenate[S, Q], R],
+        obj: S,
+        owner: type[Any] | None = None,
+    ) -> BoundTimedFunction[Q, R]: ...
 
 
 def record_timing(
@@ -283,13 +323,13 @@ def _wrap(func: Callable[..., Any], make: _Timer) -> Callable[..., Any]:
 
 
 def _decorate(
-    func: F,
+    func: Callable[P, R],
     name: str,
     run_idx: RunIdx,
     label: str | None,
     recorder: Recorder | None,
     metadata: dict[str, Any],
-) -> F:
+) -> TimedFunction[P, R]:
     check_record(name, None, label, {})
     metadata = copy_metadata(metadata)
     resumed = name + AUTO_RESUME_SUFFIX
@@ -302,7 +342,7 @@ def _decorate(
 
 
 @overload
-def timed_stage(name: F, /) -> F: ...
+def timed_stage(name: Callable[P, R], /) -> TimedFunction[P, R]: ...
 @overload
 def timed_stage(
     name: str | None = None,
@@ -312,7 +352,7 @@ def timed_stage(
     label: str | None = None,
     recorder: Recorder | None = None,
     **metadata: Any,
-) -> Callable[[F], F]: ...
+) -> Callable[[Callable[P, R]], TimedFunction[P, R]]: ...
 def timed_stage(
     name: str | Callable[..., Any] | None = None,
     /,
@@ -349,7 +389,7 @@ def timed_stage(
     if callable(name):
         return _decorate(name, name.__name__, None, None, None, {})
 
-    def decorator(func: F) -> F:
+    def decorator(func: Callable[P, R]) -> TimedFunction[P, R]:
         stage_name = func.__name__ if name is None else name
         return _decorate(func, stage_name, run_idx, label, recorder, metadata)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +109,8 @@ def test_generator_raising_records_nothing_and_propagates_the_same_exception(
 
 def test_generator_send_throw_and_return_value_pass_through(rec: Recorder, art: Path) -> None:
     @timed_stage("nashconv", recorder=rec)
-    def echo() -> Iterator[Any]:
-        received = []
+    def echo() -> Generator[int, str, list[str]]:
+        received: list[str] = []
         while len(received) < 3:
             try:
                 received.append((yield len(received)))
@@ -199,7 +199,7 @@ def test_async_generator_asend_and_athrow_pass_through(rec: Recorder, art: Path)
     received: list[Any] = []
 
     @timed_stage("nashconv", recorder=rec)
-    async def echo() -> AsyncIterator[int]:
+    async def echo() -> AsyncGenerator[int, str]:
         while len(received) < 3:
             try:
                 received.append((yield len(received)))
@@ -286,7 +286,7 @@ def test_auto_resume_runs_the_function_recorded_as_the_companion_stage(
     def save(path: str, run_idx: int) -> str:
         return f"{path}/{run_idx}"
 
-    resumed = save.auto_resume("ck", run_idx=0)  # type: ignore[attr-defined]
+    resumed = save.auto_resume("ck", run_idx=0)
 
     assert "ck/0" == resumed
     assert {"checkpoint_save_auto_resume": [0]} == indices(art)
@@ -299,7 +299,7 @@ def test_bare_decorated_function_has_auto_resume(rec: Recorder, art: Path) -> No
         def nashconv(policy: float) -> float:
             return policy
 
-        nashconv.auto_resume(0.5)  # type: ignore[attr-defined]
+        nashconv.auto_resume(0.5)
 
     assert ["nashconv_auto_resume"] == list(runs(art))
 
@@ -310,7 +310,7 @@ def test_auto_resume_uses_the_same_run_idx_rule(rec: Recorder, art: Path) -> Non
         pass
 
     for seed in (10, 11):
-        nashconv.auto_resume(seed)  # type: ignore[attr-defined]
+        nashconv.auto_resume(seed)
 
     assert {"nashconv_auto_resume": [0, 1]} == indices(art)
 
@@ -321,7 +321,7 @@ def test_auto_resume_of_an_async_function(rec: Recorder, art: Path) -> None:
         await asyncio.sleep(0)
         return run_idx
 
-    assert 4 == asyncio.run(nashconv.auto_resume(4))  # type: ignore[attr-defined]
+    assert 4 == asyncio.run(nashconv.auto_resume(4))
     assert {"nashconv_auto_resume": [4]} == indices(art)
 
 
@@ -340,6 +340,6 @@ def test_auto_resume_of_a_method_through_its_class(rec: Recorder, art: Path) -> 
 
     trainer = Trainer()
     trainer.save(1)
-    Trainer.save.auto_resume(trainer, 1)  # type: ignore[attr-defined]
+    Trainer.save.auto_resume(trainer, 1)
 
     assert {"checkpoint_save": [1], "checkpoint_save_auto_resume": [1]} == indices(art)

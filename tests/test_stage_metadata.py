@@ -17,7 +17,7 @@ def metadata_of(art: Path, name: str) -> list[dict[str, Any]]:
 
 
 def test_stage_records_the_metadata_as_it_was_on_entry(rec: Recorder, art: Path) -> None:
-    config = {"layers": [64, 64]}
+    config: dict[str, Any] = {"layers": [64, 64]}
     with stage("ippo_train", run_idx=0, recorder=rec, config=config):
         config["layers"].append(object())  # not JSON: must not reach the file
         config["lr"] = 0.1
@@ -43,7 +43,7 @@ def test_pending_record_keeps_its_metadata_when_the_caller_changes_it(
 ) -> None:
     art.mkdir(parents=True)
     (art / "timings.json").write_text("{not json")  # the first save fails: the run stays pending
-    seeds = [1, 2]
+    seeds: list[object] = [1, 2]
     with pytest.warns(StageTimerWarning):
         record_timing("alpharank", 1.0, recorder=rec, seeds=seeds)
     seeds.append(object())  # would make the retried save fail if the record shared it
