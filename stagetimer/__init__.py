@@ -22,7 +22,7 @@ from stagetimer._errors import (
     StageTimerWarning,
 )
 from stagetimer._recorder import Recorder
-from stagetimer._stage import record_timing, stage, timed_stage
+from stagetimer._stage import TimedFunction, record_timing, stage, timed_stage
 
 if TYPE_CHECKING:
     from stagetimer._compare import Comparison, compare
@@ -94,6 +94,7 @@ __all__ = [
     "StageTimerError",
     "StageTimerWarning",
     "StageTiming",
+    "TimedFunction",
     "Timings",
     "__version__",
     "capture_hardware",
