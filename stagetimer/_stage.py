@@ -373,9 +373,11 @@ def timed_stage(
 
     Plain and ``async def`` functions are timed per call. Generator functions (plain
     and async) are timed over the whole iteration: from the first ``next`` (when
-    their body starts, and the arguments are bound) to exhaustion or ``close()``;
-    an exception out of the generator records nothing, as for ``with stage``. A
-    generator never iterated records nothing.
+    their body starts, and the arguments are bound) to exhaustion or ``close()``
+    (called by you, or when the generator is collected, e.g. after a ``break`` out of
+    the ``for`` loop that held the only reference); the time between items, spent by
+    the consumer, is part of it. An exception out of the generator records nothing,
+    as for ``with stage``; a generator never iterated records nothing.
 
     Every decorated function has ``.auto_resume(*args, **kwargs)``: the same call,
     recorded as stage ``<name>_auto_resume`` with the same ``run_idx`` rule. For a
