@@ -89,6 +89,16 @@ def test_generator_closed_early_records_up_to_the_close(
     assert {"nashconv": [(1, 1.5)]} == runs(art)
 
 
+def test_breaking_out_of_the_for_loop_records_the_iteration_up_to_the_break(
+    rec: Recorder, art: Path, clock: Clock
+) -> None:
+    for _ in counting(rec, clock)(2):
+        clock.now += 0.5  # the consumer's time between items is part of the iteration
+        break  # CPython closes the generator as its last reference goes
+
+    assert {"nashconv": [(2, 1.5)]} == runs(art)
+
+
 def test_generator_raising_records_nothing_and_propagates_the_same_exception(
     rec: Recorder, art: Path
 ) -> None:
