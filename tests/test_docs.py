@@ -80,3 +80,16 @@ def test_nothing_in_the_project_cites_the_design_contract_or_its_notes() -> None
     found = [hit for path in project_files() for hit in citations(path)]
 
     assert [] == found
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize(
+    "page", ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+)
+def test_every_relative_link_of_the_docs_resolves(page: str) -> None:
+    path = ROOT / page
+    targets = [t for t in LINK.findall(path.read_text(encoding="utf-8")) if "://" not in t]
+
+    assert [] == [t for t in targets if not (path.parent / t).exists()]
