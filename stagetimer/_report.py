@@ -116,7 +116,7 @@ def _flags(name: str, stage: StageTiming) -> tuple[list[str], list[float]]:
         else:
             why = "negative" if seconds < 0 else "not a finite number"
             flags.append(
-                f"{_where(name, run, position)}: seconds {seconds!r} is {why}; no writer "
+                f"{_where(name, run, position)}: seconds {seconds:.17g} is {why}; no writer "
                 "stores that, so it is left out of the statistics"
             )
         if run.run_idx is not None and run.run_idx < 0:
@@ -128,8 +128,8 @@ def _flags(name: str, stage: StageTiming) -> tuple[list[str], list[float]]:
         stored, summed = stage.total_seconds, sum((r.seconds for r in stage.runs), 0.0)
         if not math.isclose(stored, summed, rel_tol=1e-9, abs_tol=1e-9):
             flags.append(
-                f"stage {name}: total_seconds {stored!r} is not the sum of its runs "
-                f"({summed!r}); the report uses the runs"
+                f"stage {name}: total_seconds {stored:.17g} is not the sum of its runs "
+                f"({summed:.17g}); the report uses the runs"
             )
     return flags, kept
 

@@ -282,8 +282,8 @@ def test_missing_path_exits_1_with_one_line_and_reports_the_rest(tmp_path: Path)
     ("content", "problem"),
     [
         (b'{"ippo_train": {"total_seconds": 1.0, "runs": [', "does not parse as JSON"),
-        (b"[1, 2, 3]", "top level is a JSON list"),
-        (b'{"ippo_train": {"runs": [{"seconds": "fast"}]}}', "unexpected shape"),
+        (b"[1, 2, 3]", "top level is an array, expected an object"),
+        (b'{"ippo_train": {"runs": [{"seconds": "fast"}]}}', "has 'seconds' a string"),
     ],
 )
 def test_corrupt_timings_exit_1_name_the_file_and_the_other_dirs_are_reported(
