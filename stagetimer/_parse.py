@@ -28,13 +28,13 @@ from typing import Any
 
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._errors import short_repr as _short
+from stagetimer._shape import check_hardware_shape, check_timings_shape, json_type
 
 __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_FILE_DEPTH",
     "SCHEMA_VERSION",
-    "check_timings_shape",
     "open_sidecar",
     "parse_hardware",
     "parse_timings",
@@ -270,95 +270,13 @@ def _loads(path: str, raw: bytes) -> Any:
     return data
 
 
-def _type(value: object) -> str:
-    """The JSON name of ``value``'s type."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
-def _is_number(value: object) -> bool:
-    return type(value) is float or type(value) is int
-
-
-# Known fields of a run and the JSON type each must have (null counts as absent).
-_RUN_TYPES: tuple[tuple[str, type, str], ...] = (
-    ("hardware_id", str, "a string"),
-    ("run_idx", int, "an integer"),
-    ("label", str, "a string"),
-    ("started_at", str, "a string"),
-    ("job", dict, "an object"),
-)
-
-
-def _check_run(path: str, name: str, i: int, run: object) -> None:
-    where = f"stage {_short(name)} run {i}"
-    if type(run) is not dict:
-        raise SidecarCorruptError(path, f"{where} is {_type(run)}, expected an object")
-    seconds = run.get("seconds")
-    if not _is_number(seconds):
-        what = "has no 'seconds'" if "seconds" not in run else f"has 'seconds' {_type(seconds)}"
-        raise SidecarCorruptError(path, f"{where} {what}, expected a number")
-    for key, kind, words in _RUN_TYPES:
-        value = run.get(key)
-        if value is not None and type(value) is not kind:
-            raise SidecarCorruptError(
-                path, f"{where} has {key!r} {_type(value)}, expected {words}"
-            )
-
-
-def check_timings_shape(path: str, data: dict[str, Any]) -> None:
-    """Refuse a ``timings.json`` mapping whose stages do not have the format's types.
-
-    A top-level object with a ``runs`` key is a stage: ``runs`` is a list of objects,
-    each with a number ``seconds`` and, where present, a string ``hardware_id``,
-    ``label`` and ``started_at``, an integer ``run_idx`` and an object ``job``; the
-    stage's ``total_seconds`` is a number and ``expected_runs`` an integer.
-    """
-    for name, stage in data.items():
-        if type(stage) is not dict or "runs" not in stage:
-            continue
-        runs = stage["runs"]
-        if type(runs) is not list:
-            raise SidecarCorruptError(
-                path, f"stage {_short(name)} has 'runs' {_type(runs)}, expected an array"
-            )
-        total = stage.get("total_seconds")
-        if "total_seconds" in stage and not _is_number(total):
-            raise SidecarCorruptError(
-                path, f"stage {_short(name)} has 'total_seconds' {_type(total)}, expected a number"
-            )
-        expected = stage.get("expected_runs")
-        if expected is not None and type(expected) is not int:
-            raise SidecarCorruptError(
-                path,
-                f"stage {_short(name)} has 'expected_runs' {_type(expected)}, expected an integer",
-            )
-        for i, run in enumerate(runs):
-            if type(run) is not dict or not _is_number(run.get("seconds")):
-                _check_run(path, name, i, run)
-                continue
-            for key, kind, _words in _RUN_TYPES:
-                value = run.get(key)
-                if value is not None and type(value) is not kind:
-                    _check_run(path, name, i, run)
-
-
 def parse_timings(path: str, raw: bytes | None) -> dict[str, Any]:
     """The top-level mapping of ``timings.json`` (empty when the file is missing)."""
     if raw is None:
         return {}
     data = _loads(path, raw)
     if type(data) is not dict:
-        raise SidecarCorruptError(path, f"top level is {_type(data)}, expected an object")
+        raise SidecarCorruptError(path, f"top level is {json_type(data)}, expected an object")
     check_timings_shape(path, data)
     return data
 
@@ -369,7 +287,7 @@ def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, "hardware": {}}
     data = _loads(path, raw)
     if type(data) is not dict:
-        raise SidecarCorruptError(path, f"top level is {_type(data)}, expected an object")
+        raise SidecarCorruptError(path, f"top level is {json_type(data)}, expected an object")
     version = data.get("schema_version")
     if type(version) is int and version > SCHEMA_VERSION:
         raise SchemaVersionError(path, version, SCHEMA_VERSION)
@@ -377,15 +295,5 @@ def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
         raise SidecarCorruptError(
             path, f"schema_version is {_short(version)}, expected {SCHEMA_VERSION}"
         )
-    hardware = data.get("hardware")
-    if type(hardware) is not dict:
-        raise SidecarCorruptError(
-            path, f"'hardware' is {_type(hardware) if 'hardware' in data else 'missing'}, "
-            "expected an object"
-        )
-    for key, entry in hardware.items():
-        if type(entry) is not dict:
-            raise SidecarCorruptError(
-                path, f"hardware {_short(key)} is {_type(entry)}, expected an object"
-            )
+    check_hardware_shape(path, data)
     return data

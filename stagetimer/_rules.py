@@ -93,7 +93,7 @@ def apply_run(
     when the record is refused.
     """
     existing = data.get(name)
-    if existing is not None and not is_stage(existing):
+    if name in data and not is_stage(existing):  # a stored null is other data too
         raise InvalidRecordError(
             f"stage name {name!r} holds other data in timings.json (not an object with a "
             "'runs' list); choose another stage name",

@@ -1,0 +1,234 @@
+"""What the JSON of each sidecar must look like: the types the format fixes (docs/format.md).
+
+A sidecar that parses but has a known field of the wrong JSON type is corrupt for
+every reader and writer alike; a value of the right type that no writer could have
+written (a negative ``seconds``) is not, and is kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from typing import Any
+
+from stagetimer._errors import SidecarCorruptError, short_repr
+
+__all__ = ["check_hardware_shape", "check_timings_shape", "json_type"]
+
+_short = short_repr
+
+
+def json_type(value: object) -> str:
+    """The JSON name of ``value``'s type."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _is_number(value: object) -> bool:
+    return type(value) is float or type(value) is int
+
+
+# Known fields of a run and the JSON type each must have (null counts as absent).
+_RUN_TYPES: tuple[tuple[str, type, str], ...] = (
+    ("hardware_id", str, "a string"),
+    ("run_idx", int, "an integer"),
+    ("label", str, "a string"),
+    ("started_at", str, "a string"),
+    ("job", dict, "an object"),
+)
+
+
+def _check_run(path: str, name: str, i: int, run: object) -> None:
+    where = f"stage {_short(name)} run {i}"
+    if type(run) is not dict:
+        raise SidecarCorruptError(path, f"{where} is {json_type(run)}, expected an object")
+    seconds = run.get("seconds")
+    if not _is_number(seconds):
+        what = "has no 'seconds'" if "seconds" not in run else f"has 'seconds' {json_type(seconds)}"
+        raise SidecarCorruptError(path, f"{where} {what}, expected a number")
+    for key, kind, words in _RUN_TYPES:
+        value = run.get(key)
+        if value is not None and type(value) is not kind:
+            raise SidecarCorruptError(
+                path, f"{where} has {key!r} {json_type(value)}, expected {words}"
+            )
+
+
+def check_timings_shape(path: str, data: dict[str, Any]) -> None:
+    """Refuse a ``timings.json`` mapping whose stages do not have the format's types.
+
+    A top-level object with a ``runs`` key is a stage: ``runs`` is a list of objects,
+    each with a number ``seconds`` and, where present, a string ``hardware_id``,
+    ``label`` and ``started_at``, an integer ``run_idx`` and an object ``job``; the
+    stage's ``total_seconds`` is a number and ``expected_runs`` an integer.
+    """
+    for name, stage in data.items():
+        if type(stage) is not dict or "runs" not in stage:
+            continue
+        runs = stage["runs"]
+        if type(runs) is not list:
+            raise SidecarCorruptError(
+                path, f"stage {_short(name)} has 'runs' {json_type(runs)}, expected an array"
+            )
+        total = stage.get("total_seconds")
+        if "total_seconds" in stage and not _is_number(total):
+            raise SidecarCorruptError(
+                path,
+                f"stage {_short(name)} has 'total_seconds' {json_type(total)}, expected a number",
+            )
+        expected = stage.get("expected_runs")
+        if expected is not None and type(expected) is not int:
+            raise SidecarCorruptError(
+                path,
+                f"stage {_short(name)} has 'expected_runs' {json_type(expected)}, "
+                "expected an integer",
+            )
+        for i, run in enumerate(runs):
+            if type(run) is not dict or not _is_number(run.get("seconds")):
+                _check_run(path, name, i, run)
+                continue
+            for key, kind, _words in _RUN_TYPES:
+                value = run.get(key)
+                if value is not None and type(value) is not kind:
+                    _check_run(path, name, i, run)
+
+
+# -- timings_hardware.json --------------------------------------------------------------
+
+# A checker per type hint of the attrs classes of the description: the JSON a value of
+# that type is stored as. At least as strict as the loader's cattrs structuring, so that
+# a description the loader refuses is refused by a save as well.
+_Check = typing.Callable[[object], "str | None"]
+
+
+def _at(where: str, problem: str) -> str:
+    """``where`` and the ``problem`` found inside it: ``.cpu.affinity[1] is a boolean``."""
+    return f"{where}{'' if problem[0] in '.[' else ' '}{problem}"
+
+
+def _expect(kinds: tuple[type, ...], words: str) -> _Check:
+    def check(value: object) -> str | None:
+        ok = type(value) in kinds
+        return None if ok else f"is {json_type(value)}, expected {words}"
+
+    return check
+
+
+def _union(checks: list[_Check], words: str) -> _Check:
+    def check(value: object) -> str | None:
+        if any(c(value) is None for c in checks):
+            return None
+        return f"is {json_type(value)}, expected {words}"
+
+    return check
+
+
+def _items(item: _Check) -> _Check:
+    def check(value: object) -> str | None:
+        if type(value) is not list:
+            return f"is {json_type(value)}, expected an array"
+        for i, element in enumerate(value):
+            problem = item(element)
+            if problem is not None:
+                return _at(f"[{i}]", problem)
+        return None
+
+    return check
+
+
+def _values(item: _Check) -> _Check:
+    def check(value: object) -> str | None:
+        if type(value) is not dict:
+            return f"is {json_type(value)}, expected an object"
+        for key, element in value.items():
+            problem = item(element)
+            if problem is not None:
+                return _at(f"[{short_repr(key)}]", problem)
+        return None
+
+    return check
+
+
+def _fields(cls: type) -> _Check:
+    import attrs
+
+    hints = typing.get_type_hints(cls)
+    checks = {f.name: _checker(hints[f.name]) for f in attrs.fields(cls)}
+
+    def check(value: object) -> str | None:
+        if type(value) is not dict:
+            return f"is {json_type(value)}, expected an object"
+        for name, field_check in checks.items():
+            if name in value:
+                problem = field_check(value[name])
+                if problem is not None:
+                    return _at(f".{name}", problem)
+        return None
+
+    return check
+
+
+def _checker(hint: Any) -> _Check:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        members = typing.get_args(hint)
+        checks = [_checker(m) for m in members]
+        words = " or ".join(_words(m) for m in members)
+        return _union(checks, words)
+    if hint is type(None):
+        return _expect((type(None),), "null")
+    if hint is bool:
+        return _expect((bool,), "a boolean")
+    if hint is int:
+        return _expect((int,), "an integer")
+    if hint is float:
+        return _expect((int, float), "a number")
+    if hint is str:
+        return _expect((str,), "a string")
+    if origin in (tuple, list):
+        return _items(_checker(typing.get_args(hint)[0]))
+    if origin is dict:
+        return _values(_checker(typing.get_args(hint)[1]))
+    if hint is Any:
+        return lambda value: None
+    return _fields(hint)  # an attrs class
+
+
+def _words(hint: Any) -> str:
+    names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number",
+             str: "a string"}
+    if hint in names:
+        return names[hint]
+    origin = typing.get_origin(hint)
+    return "an array" if origin in (tuple, list) else "an object"
+
+
+@functools.cache
+def _description_check() -> _Check:
+    from stagetimer.hardware import Hardware  # the description's own classes
+
+    return _fields(Hardware)
+
+
+def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
+    """Refuse a ``timings_hardware.json`` mapping whose descriptions do not have the
+    types of ``stagetimer.hardware.Hardware`` (unknown keys are allowed)."""
+    hardware = data.get("hardware")
+    if type(hardware) is not dict:
+        what = json_type(hardware) if "hardware" in data else "missing"
+        raise SidecarCorruptError(path, f"'hardware' is {what}, expected an object")
+    check = _description_check()
+    for key, entry in hardware.items():
+        problem = check(entry)
+        if problem is not None:
+            raise SidecarCorruptError(path, _at(f"hardware {short_repr(key)}", problem))
