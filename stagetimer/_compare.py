@@ -129,6 +129,9 @@ class Pair:
     #: stages recorded on one side only (not compared)
     base_only_stages: tuple[str, ...] = ()
     new_only_stages: tuple[str, ...] = ()
+    #: the directories' path relative to each tree's root ("/"-separated); None when two
+    #: artifact directories were given
+    relpath: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The pair as ``stagetimer compare --json`` prints it."""
@@ -145,6 +148,7 @@ class Pair:
                 "base": list(self.base_only_stages),
                 "new": list(self.new_only_stages),
             },
+            "relpath": self.relpath,
         }
 
 
@@ -356,9 +360,10 @@ def compare(
         if partner is None:
             unpaired_base.append(artifact.path)
         else:
-            pairs.append(
-                compare_artifacts(artifact, partner, threshold=threshold, differences=differences)
+            pair = compare_artifacts(
+                artifact, partner, threshold=threshold, differences=differences
             )
+            pairs.append(attrs.evolve(pair, relpath=artifact.relpath))
     unpaired = Unpaired(tuple(unpaired_base), tuple(a.path for a in by_relpath.values()))
     return Comparison(tuple(pairs), unpaired, threshold)
 

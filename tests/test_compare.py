@@ -282,7 +282,15 @@ def test_to_dict_has_the_documented_keys(tmp_path: Path) -> None:
     (stage,) = pair["stages"]
     assert (
         {"pairs", "unpaired", "threshold"},
-        {"base", "new", "stages", "hardware_differences", "hardware_ids", "unpaired_stages"},
+        {
+            "base",
+            "new",
+            "stages",
+            "hardware_differences",
+            "hardware_ids",
+            "unpaired_stages",
+            "relpath",
+        },
         {"name", "base", "new", "ratio", "ratio_ci", "verdict"},
         {"runs", "median_seconds", "mean_seconds", "stdev_seconds"},
         {"base": [], "new": []},
@@ -304,3 +312,19 @@ def test_a_missing_path_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as raised:
         compare(tmp_path / "base", tmp_path / "missing")
     assert str(tmp_path / "missing") == raised.value.filename
+
+
+def test_tree_pairs_know_their_relative_path(tmp_path: Path) -> None:
+    for side in ("main", "feature"):
+        write_artifact(tmp_path / side / "pursuit" / "ippo", {"train": [1.0, 1.1]})
+        write_artifact(tmp_path / side / "coins" / "ippo", {"train": [1.0, 1.1]})
+
+    comparison = compare(tmp_path / "main", tmp_path / "feature")
+    assert ["coins/ippo", "pursuit/ippo"] == [pair.relpath for pair in comparison.pairs]
+
+
+def test_two_artifact_directories_have_no_relative_path(tmp_path: Path) -> None:
+    base = write_artifact(tmp_path / "main", {"train": [1.0, 1.1]})
+    new = write_artifact(tmp_path / "feature", {"train": [1.0, 1.1]})
+
+    assert [None] == [pair.relpath for pair in compare(base, new).pairs]

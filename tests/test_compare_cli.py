@@ -172,3 +172,17 @@ def test_plot_needs_a_png_or_svg_name(sides: tuple[str, str], tmp_path: Path) ->
         result.stdout,
         "must end in .png or .svg" in result.stderr,
     )
+
+
+def test_plot_of_two_trees_draws_every_pair(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    for side, stages in (("main", BASE), ("feature", NEW)):
+        write_artifact(tmp_path / side / "pursuit" / "ippo", stages)
+        write_artifact(tmp_path / side / "coins" / "ippo", stages)
+    target = tmp_path / "ratios.svg"
+
+    result = stagetimer(
+        "compare", "--plot", str(target), str(tmp_path / "main"), str(tmp_path / "feature")
+    )
+    svg = target.read_text()
+    assert (0, True, True) == (result.returncode, "pursuit/ippo" in svg, "coins/ippo" in svg)
