@@ -17,14 +17,33 @@ __all__ = [
 
 
 def short_repr(value: object, limit: int = 80) -> str:
-    """``repr(value)`` cut to about ``limit`` characters, for messages.
+    """``repr(value)`` when it is short, else a shortened form of about ``limit`` characters.
 
     A value from a caller or a file may be megabytes long, nested a hundred thousand
     levels deep, or an int too long for ``repr`` at all (``sys.get_int_max_str_digits``).
     """
+    try:
+        shown = repr(value)
+    except (ValueError, RecursionError):
+        shown = None
+    if shown is not None and len(shown) <= limit:
+        return shown
     import reprlib  # only on the error path
 
-    brief = reprlib.Repr()
+    class Brief(reprlib.Repr):
+        def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+            # reprlib sorts the keys; keep the caller's order, as repr does
+            if not x:
+                return "{}"
+            if level <= 0:
+                return "{...}"
+            items = [
+                f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}"
+                for k, v in list(x.items())[: self.maxdict]
+            ]
+            return "{" + ", ".join(items) + (", ..." if len(x) > self.maxdict else "") + "}"
+
+    brief = Brief()
     brief.maxlevel = 4
     brief.maxstring = brief.maxother = brief.maxlong = limit
     try:

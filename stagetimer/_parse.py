@@ -141,18 +141,21 @@ def read_bytes(path: str) -> bytes | None:
 
 # -- nesting ------------------------------------------------------------------------
 
-# Every byte but the brackets and the quote: deleted to see the structure alone.
+# Every byte but the brackets and the quote: deleted to see the structure alone. Braces
+# become brackets: depth does not depend on the kind (a mismatch is the parser's error),
+# and one kind lets each pass remove exactly one level.
 _NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')
-_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")
+_STEP = {ord("["): 1, ord("]"): -1}
 
 
 def _brackets(raw: bytes) -> bytes:
-    """The brackets of ``raw`` that lie outside JSON strings, in order."""
+    """The brackets of ``raw`` that lie outside JSON strings, in order, braces as brackets."""
     if b"\\" in raw:
         # Escapes pair up left to right inside strings: drop escaped backslashes first,
         # then escaped quotes, so that every quote left delimits a string.
         raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
-    view = raw.translate(None, _NOT_STRUCTURE)
+    view = raw.translate(_ONE_KIND, _NOT_STRUCTURE)
     without_empty = view.replace(b'""', b"")
     if b'"' not in without_empty:
         # Every string held no bracket (the usual case): nothing else to remove.
@@ -167,19 +170,19 @@ def _nesting_exceeds(raw: bytes, limit: int) -> bool:
     innermost bracket pairs, hence one level.
     """
     brackets = _brackets(raw)
-    if len(brackets) <= 2 * limit:
-        return False
-    for passes in range(limit + 1):
+    if brackets.count(b"[") <= limit:
+        return False  # fewer openers than levels allowed
+    for passes in range(limit):
         if not brackets:
             return False
-        reduced = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        reduced = brackets.replace(b"[]", b"")
         if len(reduced) == len(brackets):
             # Brackets that do not pair up (the JSON error is reported by the parser):
             # the depth is at most the levels removed plus what the rest opens.
             rest = max(itertools.accumulate(_STEP[c] for c in brackets))
             return passes + rest > limit
         brackets = reduced
-    return bool(brackets)
+    return bool(brackets)  # still brackets after ``limit`` levels removed
 
 
 # -- parsing ------------------------------------------------------------------------

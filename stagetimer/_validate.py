@@ -115,18 +115,22 @@ _BIG_INT = 10**300
 def _deeper_than(value: object, limit: int) -> bool:
     """Whether ``value`` nests dicts, lists and tuples deeper than ``limit`` levels.
 
-    Iterative, so that no depth of nesting (or a container holding itself) can raise
-    ``RecursionError``; the walk stops at ``limit + 1`` levels.
+    ``[]`` has one level, ``{"a": [1]}`` two. Iterative, so that no depth of nesting (or
+    a container holding itself) can raise ``RecursionError``; the walk stops past
+    ``limit`` levels.
     """
     level: list[object] = [value]
     for _ in range(limit + 1):
         below: list[object] = []
+        found = False
         for item in level:
             if isinstance(item, dict):
+                found = True
                 below.extend(item.values())
             elif isinstance(item, (list, tuple)):
+                found = True
                 below.extend(item)
-        if not below:
+        if not found:
             return False
         level = below
     return True

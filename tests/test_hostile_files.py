@@ -264,6 +264,26 @@ def test_escaped_quotes_and_backslashes_do_not_confuse_the_depth_scan(art: Path)
     assert 'a"]]]]\\' == load_timings(art).stages["ippo_train"].runs[0].label
 
 
+@pytest.mark.parametrize(("depth", "refused"), [(104, False), (105, True)])
+def test_file_nesting_limit_is_exactly_104_levels(art: Path, depth: int, refused: bool) -> None:
+    write(art, "timings.json", ('{"x": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}").encode())
+
+    try:
+        load_timings(art)
+    except SidecarCorruptError as exc:
+        assert refused, exc
+    else:
+        assert not refused
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["balanced", "unclosed"])
+def test_nesting_just_past_the_limit_is_refused_before_parsing(art: Path, closed: bool) -> None:
+    write(art, "timings.json", b"[" * 105 + (b"]" * 105 if closed else b""))
+
+    with pytest.raises(SidecarCorruptError, match="deeper than 104 levels"):
+        load_timings(art)
+
+
 def test_metadata_nested_to_the_limit_is_written_and_read_back(art: Path) -> None:
     deep: object = 1
     for _ in range(100):

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stagetimer import InvalidRecordError, Recorder, record_timing, stage, timed_stage
+from stagetimer import (
+    InvalidRecordError,
+    Recorder,
+    load_timings,
+    record_timing,
+    stage,
+    timed_stage,
+)
+from stagetimer._errors import short_repr
+from stagetimer._validate import copy_metadata
 
 BAD_NAMES = [
     "", None, 3, b"ippo_train", "ippo\ntrain", "ippo\x00", "tab\there", "del\x7f", "c1\x85"
 ]
-BAD_SECONDS = [-1.0, -1e-9, math.nan, math.inf, -math.inf, True, False, "1.0", None, [1.0]]
-BAD_RUN_IDX = [-1, 1.0, "0", True, False, [0]]
+BAD_SECONDS = [
+    -1.0, -1e-9, math.nan, math.inf, -math.inf, True, False, "1.0", None, [1.0],
+    10**400,  # finite in Python, beyond a float: float() would raise OverflowError
+    -(10**400),
+]
+# Above 2**63 - 1 JSON readers in other languages overflow; 10**5000 has more digits
+# than Python converts to text (sys.get_int_max_str_digits), so no save could write it.
+BAD_RUN_IDX = [-1, 1.0, "0", True, False, [0], 2**63, 10**5000]
 BAD_LABELS = [1, b"x", ["a"], {"a": 1}]
 BAD_METADATA: list[dict[str, Any]] = [
     {"hardware_id": "hw-x"},
@@ -28,6 +44,35 @@ BAD_METADATA: list[dict[str, Any]] = [
     {"bytes": b"x"},
 ]
 STAGE_ONLY_RESERVED: list[dict[str, Any]] = [{"seconds": 1.0}]
+
+
+def ident(value: object) -> str:
+    """A short test id: some values have no repr (10**5000) or a huge one."""
+    return short_repr(value, 40)
+
+
+def nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def holding_itself() -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    return loop
+
+
+BAD_METADATA += [
+    {"job": {"job_id": "4711"}},  # a run field since 0.2
+    {"cfg": nested(100_000)},  # deep enough for RecursionError in json and repr
+    {"cfg": nested(101)},  # one level beyond the limit
+    {"cfg": holding_itself()},
+    {"cfg": {1: "a", "1": "b"}},  # both keys are "1" in JSON: one would be lost
+    {"big": 10**5000},  # more digits than json writes
+    {"text": ["ok", "\udc80"]},  # a lone surrogate has no UTF-8 form
+]
 
 
 @pytest.fixture
@@ -55,14 +100,14 @@ def test_bad_name(rec: Recorder, art: Path, existing: bytes, name: Any) -> None:
     _unchanged(art, existing)
 
 
-@pytest.mark.parametrize("seconds", BAD_SECONDS)
+@pytest.mark.parametrize("seconds", BAD_SECONDS, ids=ident)
 def test_bad_seconds(rec: Recorder, art: Path, existing: bytes, seconds: Any) -> None:
     with pytest.raises(InvalidRecordError, match="seconds"):
         record_timing("ippo_train", seconds, recorder=rec)
     _unchanged(art, existing)
 
 
-@pytest.mark.parametrize("run_idx", BAD_RUN_IDX)
+@pytest.mark.parametrize("run_idx", BAD_RUN_IDX, ids=ident)
 def test_bad_run_idx(rec: Recorder, art: Path, existing: bytes, run_idx: Any) -> None:
     with pytest.raises(InvalidRecordError, match="run_idx"):
         record_timing("ippo_train", 1.0, run_idx=run_idx, recorder=rec)
@@ -76,7 +121,7 @@ def test_bad_label(rec: Recorder, art: Path, existing: bytes, label: Any) -> Non
     _unchanged(art, existing)
 
 
-@pytest.mark.parametrize("metadata", BAD_METADATA)
+@pytest.mark.parametrize("metadata", BAD_METADATA, ids=ident)
 def test_bad_metadata(rec: Recorder, art: Path, existing: bytes, metadata: dict[str, Any]) -> None:
     with pytest.raises(InvalidRecordError, match="metadata"):
         record_timing("ippo_train", 1.0, recorder=rec, **metadata)
@@ -92,7 +137,7 @@ def test_bad_metadata(rec: Recorder, art: Path, existing: bytes, metadata: dict[
         *BAD_METADATA,
         *STAGE_ONLY_RESERVED,
     ],
-    ids=repr,
+    ids=ident,
 )
 def test_stage_checks_arguments_before_the_block_runs(
     rec: Recorder, art: Path, existing: bytes, kwargs: dict[str, Any]
@@ -103,6 +148,80 @@ def test_stage_checks_arguments_before_the_block_runs(
         ran.append(True)
     assert ran == []
     _unchanged(art, existing)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "shown"),
+    [
+        ({"seconds": 10**400}, "seconds 1000000000"),
+        ({"run_idx": 10**5000}, "run_idx <an integer of 16610 bits>"),
+        ({"cfg": nested(100_000)}, "metadata cfg=[[[[[...]]]]]"),
+        ({"cfg": "x" * 10**6 + "\udc80"}, "metadata cfg='xxxxxxxx"),
+        ({"label": ["y" * 10**6]}, "label ['yyyyyyy"),
+    ],
+    ids=["seconds", "run_idx", "deep metadata", "huge string", "huge label"],
+)
+def test_error_names_a_huge_value_in_a_short_message(
+    rec: Recorder, art: Path, existing: bytes, kwargs: dict[str, Any], shown: str
+) -> None:
+    seconds = kwargs.pop("seconds", 1.0)
+
+    with pytest.raises(InvalidRecordError) as info:
+        record_timing("ippo_train", seconds, recorder=rec, **kwargs)
+
+    message = str(info.value)
+    assert (True, True) == (message.startswith(shown), len(message) < 300), message[:300]
+    _unchanged(art, existing)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Stage.__enter__'s fast path for a known name checks run_idx < 0 but not "
+    "run_idx > 2**63 - 1 (stagetimer/_stage.py); remove this mark when it does",
+)
+def test_refused_run_idx_does_not_poison_the_recorder(
+    rec: Recorder, art: Path, existing: bytes
+) -> None:
+    with stage("ippo_train", run_idx=0, recorder=rec):
+        pass  # the name is now known: the next stage may take a fast path
+    with pytest.raises(InvalidRecordError), stage("ippo_train", run_idx=10**5000, recorder=rec):
+        pass
+
+    record_timing("ippo_train", 2.0, run_idx=1, recorder=rec)
+
+    assert [0, 1] == [r.run_idx for r in load_timings(art).stages["ippo_train"].runs]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [nested(100), {"a": {"b": [1, 2, {"c": None}]}}, (1, 2), {1: "int key"}, 10**400, ""],
+    ids=["100 levels", "mixed", "tuple", "int key", "400-digit int", "empty string"],
+)
+def test_valid_metadata_is_written_as_json_would_read_it(
+    rec: Recorder, art: Path, value: Any
+) -> None:
+    record_timing("ippo_train", 1.0, recorder=rec, cfg=value)
+
+    assert json.loads(json.dumps(value)) == load_timings(art).stages["ippo_train"].runs[0].metadata[
+        "cfg"
+    ]
+
+
+def test_copy_metadata_is_deep_and_json_ready() -> None:
+    original: dict[str, Any] = {"cfg": {"lr": [0.1]}, "seed": 3}
+
+    copy = copy_metadata(original)
+    original["cfg"]["lr"].append(0.5)
+
+    assert {"cfg": {"lr": [0.1]}, "seed": 3} == copy
+
+
+def test_expected_runs_is_a_stage_key_that_metadata_may_use(
+    rec: Recorder, art: Path
+) -> None:
+    record_timing("ippo_train", 1.0, run_idx=0, recorder=rec, expected_runs=10)
+
+    assert {"expected_runs": 10} == load_timings(art).stages["ippo_train"].runs[0].metadata
 
 
 def test_stage_checks_arguments_even_when_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
