@@ -1,7 +1,8 @@
-"""Property-based tests: bad input never touches the files (SPEC section 2), and random
-sequences of valid records give exactly what a small model of SPEC section 3 predicts.
+"""Property-based tests: bad input never touches the files (docs/format.md), and random
+sequences of valid records give exactly what a small model of the replacement rules
+(docs/format.md) predicts.
 
-The model below is written from the SPEC text alone; it does not use
+The model below is written from the documented rules alone; it does not use
 ``stagetimer._rules``.
 """
 
@@ -312,7 +313,7 @@ Run = tuple[int | None, str | None, float, dict[str, Any]]
 
 
 class Model:
-    """SPEC section 3, on an insertion-ordered dict of stage name -> runs."""
+    """The replacement rules, on an insertion-ordered dict of stage name -> runs."""
 
     def __init__(self) -> None:
         self.stages: dict[str, list[Run]] = {}
@@ -465,7 +466,7 @@ def quiet() -> Iterator[None]:
 def test_any_finite_durations_save_or_are_refused_without_breaking_the_recorder(
     scratch: Path, seconds: list[float]
 ) -> None:
-    # SPEC section 2: seconds is any finite number >= 0. A duration whose stage total
+    # docs/format.md: seconds is any finite number >= 0. A duration whose stage total
     # overflows may be refused (InvalidRecordError) but nothing else may escape, the
     # file must stay valid JSON, and later records must still be saved.
     with tempfile.TemporaryDirectory(dir=scratch) as tmp, warnings.catch_warnings():

@@ -1,13 +1,19 @@
-"""The replacement rules of SPEC section 3, each on its own, against the file on disk."""
+"""The replacement rules (docs/format.md), each on its own, against the file on disk."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 from conftest import read_json
 
 from stagetimer import Recorder, load_timings, record_timing
+from stagetimer._rules import add_seconds, valid_seconds
+
+
+def repr_id(value: object) -> str:
+    return repr(value) if not isinstance(value, int) or abs(value) < 10**20 else "huge int"
 
 
 def runs_of(art: Path, name: str) -> list[tuple[int | None, float]]:
@@ -163,3 +169,89 @@ def test_recording_into_other_data_raises_after_rescuing_when_lenient(art: Path)
     assert (art / "timings.json").read_bytes() == before
     (rescue,) = art.glob("timings.rescue-*.json")
     assert read_json(rescue)["records"][0]["run"]["seconds"] == 1.5
+
+
+@pytest.mark.parametrize(
+    "stored", ["null", "{}", '{"total_seconds": 1}', "[]", '"text"', "0"],
+)
+def test_other_data_of_any_value_is_never_replaced_by_a_stage(art: Path, stored: str) -> None:
+    from stagetimer import InvalidRecordError
+
+    art.mkdir(parents=True)
+    (art / "timings.json").write_text(f'{{"nashconv": {stored}}}\n')
+    before = (art / "timings.json").read_bytes()
+
+    with pytest.raises(InvalidRecordError, match="holds other data"):
+        record_timing("nashconv", 1.0, recorder=Recorder(art, strict=True))
+
+    assert before == (art / "timings.json").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("seconds", "counted"),
+    [
+        (1.5, 1.5),
+        (0, 0.0),
+        (10**300, 1e300),
+        (-5, None),
+        (math.nan, None),
+        (math.inf, None),
+        (-math.inf, None),
+        (10**400, None),  # float() would raise OverflowError
+        ("2", None),
+        (True, None),
+        (None, None),
+    ],
+    ids=repr_id,
+)
+def test_valid_seconds_are_what_a_writer_could_have_written(
+    seconds: object, counted: float | None
+) -> None:
+    assert counted == valid_seconds({"seconds": seconds})
+
+
+def test_add_seconds_skips_what_no_writer_could_have_written() -> None:
+    runs = [{"seconds": 1.5}, {"seconds": math.nan}, {"seconds": 10**400}, 7, {"seconds": 2}]
+
+    assert 3.5 == add_seconds(0.0, runs)
+
+
+# A stored run whose seconds no writer could have written, and the total a new record
+# of the same stage gets: only the seconds a writer could have written are summed.
+@pytest.mark.parametrize(
+    ("stored", "total"),
+    [
+        ("1.5", 3.5),
+        ("-5", 2.0),
+        ("NaN", 2.0),
+        ("Infinity", 2.0),
+        ("1e999", 2.0),
+        ("1" + "0" * 400, 2.0),
+        ("1e308", 1e308 + 2.0),
+    ],
+)
+@pytest.mark.parametrize("policy", ["sequential", "upsert"])
+def test_total_sums_only_seconds_a_writer_could_have_written(
+    art: Path, stored: str, total: float, policy: str
+) -> None:
+    art.mkdir(parents=True)
+    (art / "timings.json").write_text(
+        f'{{"ippo_train": {{"total_seconds": 0, "runs": [{{"seconds": {stored}, "run_idx": 0}}]}}}}'
+    )
+
+    record_timing("ippo_train", 2.0, run_idx=1, recorder=Recorder(art, strict=True, policy=policy))
+
+    assert total == read_json(art / "timings.json")["ippo_train"]["total_seconds"]
+
+
+def test_durations_that_overflow_together_are_refused(art: Path) -> None:
+    from stagetimer import InvalidRecordError
+
+    rec = Recorder(art, strict=True)
+    record_timing("ippo_train", 1.7e308, run_idx=0, recorder=rec)
+    before = (art / "timings.json").read_bytes()
+
+    with pytest.raises(InvalidRecordError, match="overflow"):
+        record_timing("ippo_train", 1.7e308, run_idx=1, recorder=rec)
+
+    assert before == (art / "timings.json").read_bytes()

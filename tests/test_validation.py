@@ -1,4 +1,4 @@
-"""Every bad input of SPEC section 2 raises InvalidRecordError and leaves the files untouched."""
+"""Every bad input (docs/format.md) raises InvalidRecordError and leaves the files untouched."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Memory the process may use: the smallest finite cgroup limit, else the Slurm request.
 
 Node RAM (``/proc/meminfo`` ``MemTotal``) is recorded beside the limit and never
-substituted for it (SPEC section 4).
+substituted for it (docs/hardware.md).
 """
 
 from __future__ import annotations
