@@ -108,20 +108,22 @@ class _Row:
     others: dict[str, float]  # other stage -> its mean
 
 
-def _valid(stats: StageStats | None) -> list[tuple[int | None, float]]:
-    if stats is None or stats.timing is None:
+def _valid(report: ArtifactReport, stats: StageStats | None) -> list[tuple[int | None, float]]:
+    if stats is None:
         return []
     return [
-        (r.run_idx, r.seconds) for r in stats.timing.runs if 0.0 <= r.seconds < math.inf
+        (r.run_idx, r.seconds) for r in report.runs(stats.name) if 0.0 <= r.seconds < math.inf
     ]
 
 
-def _bar(stage: StageStats | None, resume: StageStats | None) -> _Bar | None:
-    runs = _valid(stage)
+def _bar(
+    report: ArtifactReport, stage: StageStats | None, resume: StageStats | None
+) -> _Bar | None:
+    runs = _valid(report, stage)
     if not runs:
         return None
     extra: dict[int | None, float] = {}
-    for run_idx, seconds in _valid(resume):
+    for run_idx, seconds in _valid(report, resume):
         extra[run_idx] = extra.get(run_idx, 0.0) + seconds
     seeds = tuple(s + (extra.pop(i, 0.0) if i is not None else 0.0) for i, s in runs)
     n = len(runs)
@@ -156,7 +158,7 @@ def _rows(reports: Sequence[ArtifactReport]) -> list[_Row]:
                 if s.mean_seconds is not None:
                     others[s.name] = s.mean_seconds
                 continue
-            bar = _bar(s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
+            bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
             if bar is not None:
                 bars[family] = bar
         group, _, label = rel.rpartition("/")

@@ -20,10 +20,11 @@ import attrs
 
 from stagetimer._duration import format_duration
 from stagetimer._escape import escape_json_text
-from stagetimer._records import RunTiming, StageTiming, Timings
+from stagetimer._records import LEGACY_KEYS, RunTiming
 from stagetimer._sidecar import HARDWARE_FILE
 from stagetimer._summary import Summary, summarise
-from stagetimer._tree import Artifact, Problem, scan_tree
+from stagetimer._tree import Artifact, Problem, collector_paused, scan_tree
+from stagetimer._tree_read import raw_seconds, raw_stages
 from stagetimer.hardware import Hardware
 from stagetimer.hardware._show import format_bytes
 
@@ -43,6 +44,11 @@ __all__ = [
 format_seconds = format_duration
 
 _INF = math.inf
+#: the keys of a run that are not metadata: RunTiming's own fields
+_RUN_FIELDS = frozenset(
+    f.name for f in attrs.fields(RunTiming) if f.name not in ("metadata", "legacy_metadata")
+)
+_NOT_METADATA = _RUN_FIELDS | frozenset(LEGACY_KEYS)
 
 
 @attrs.frozen
@@ -69,7 +75,9 @@ class StageStats:
     #: how many runs the recorder was told to expect (``Recorder(expected_runs=n)``)
     expected_runs: int | None = None
     summary: Summary | None = attrs.field(default=None, eq=False, repr=False)
-    timing: StageTiming | None = attrs.field(default=None, eq=False, repr=False)
+    #: the earliest and latest ``started_at`` of its runs (None: none stored)
+    first_started_at: str | None = attrs.field(default=None, eq=False)
+    last_started_at: str | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -97,35 +105,50 @@ class ArtifactReport:
     #: the path it was found under, and its path relative to that
     root: str = ""
     relpath: str = "."
+    artifact: Artifact | None = attrs.field(default=None, eq=False, repr=False)
+
+    def runs(self, stage: str) -> tuple[RunTiming, ...]:
+        """The runs of ``stage`` as ``load_timings`` gives them (built on first use)."""
+        if self.artifact is None:
+            return ()
+        timing = self.artifact.timings.stages.get(stage)
+        return timing.runs if timing is not None else ()
 
 
-def _where(name: str, run: RunTiming, position: int) -> str:
-    if run.run_idx is not None and type(run.run_idx) is int and run.run_idx >= 0:
-        return f"stage {name} run {run.run_idx}"
+def _where(name: str, run_idx: object, position: int) -> str:
+    if type(run_idx) is int and run_idx >= 0:
+        return f"stage {name} run {run_idx}"
     return f"stage {name} run #{position + 1} in the file"
 
 
-def _flags(name: str, stage: StageTiming) -> tuple[list[str], list[float]]:
+def _flags(
+    name: str, stage: dict[str, Any], seconds: list[float], indices: list[Any]
+) -> tuple[list[str], list[float]]:
     """Warnings for the values no writer could have stored, and the seconds kept."""
+    total = sum(seconds, 0.0)
+    if total < _INF and (not seconds or min(seconds) >= 0.0):  # NaN fails the first test
+        kept = seconds  # the common case: two passes in C
+    else:
+        kept = [s for s in seconds if 0.0 <= s < _INF]
     flags: list[str] = []
-    kept: list[float] = []
-    for position, run in enumerate(stage.runs):
-        seconds = run.seconds
-        if 0.0 <= seconds < _INF:
-            kept.append(seconds)
-        else:
-            why = "negative" if seconds < 0 else "not a finite number"
-            flags.append(
-                f"{_where(name, run, position)}: seconds {seconds:.17g} is {why}; no writer "
-                "stores that, so it is left out of the statistics"
-            )
-        if run.run_idx is not None and run.run_idx < 0:
-            flags.append(
-                f"stage {name} run #{position + 1} in the file: run_idx {run.run_idx} is "
-                "negative; no writer stores that"
-            )
-    if not flags:
-        stored, summed = stage.total_seconds, sum((r.seconds for r in stage.runs), 0.0)
+    if len(kept) != len(seconds):
+        for position, value in enumerate(seconds):
+            if not 0.0 <= value < _INF:
+                why = "negative" if value < 0 else "not a finite number"
+                flags.append(
+                    f"{_where(name, indices[position], position)}: seconds {value:.17g} is "
+                    f"{why}; no writer stores that, so it is left out of the statistics"
+                )
+    numbered = indices if None not in indices else [i for i in indices if i is not None]
+    if numbered and min(numbered) < 0:
+        flags.extend(
+            f"stage {name} run #{position + 1} in the file: run_idx {run_idx} is negative; "
+            "no writer stores that"
+            for position, run_idx in enumerate(indices) if run_idx is not None and run_idx < 0
+        )
+    stored = stage.get("total_seconds")
+    if not flags and stored is not None:
+        summed = total
         if not math.isclose(stored, summed, rel_tol=1e-9, abs_tol=1e-9):
             flags.append(
                 f"stage {name}: total_seconds {stored:.17g} is not the sum of its runs "
@@ -134,10 +157,8 @@ def _flags(name: str, stage: StageTiming) -> tuple[list[str], list[float]]:
     return flags, kept
 
 
-def _expected_runs(stage: StageTiming) -> int | None:
-    value = getattr(stage, "expected_runs", None)
-    if value is None:
-        value = stage.extra.get("expected_runs")
+def _expected_runs(stage: dict[str, Any]) -> int | None:
+    value = stage.get("expected_runs")
     if type(value) is int and value > 0:
         return value
     return None
@@ -150,7 +171,9 @@ def _shown(value: Any) -> Any:
     return json.dumps(value, sort_keys=True)
 
 
-def _metadata_warning(name: str, runs: Sequence[RunTiming]) -> str | None:
+def _metadata_warning(
+    name: str, runs: Sequence[dict[str, Any]], present: set[str]
+) -> str | None:
     """A key whose values differ between the runs, so the mean mixes unlike runs.
 
     A key holding a different value in every one of three or more runs (a seed, a
@@ -158,25 +181,24 @@ def _metadata_warning(name: str, runs: Sequence[RunTiming]) -> str | None:
     """
     if len(runs) < 2:
         return None
-    first = runs[0].metadata
-    if all(r.metadata == first for r in runs):  # the common case, at C speed
-        return None
-    keys = dict.fromkeys(k for r in runs for k in r.metadata)
     mixed = []
-    for key in keys:
+    for key in present - _NOT_METADATA:
+        values = [r.get(key, _ABSENT) for r in runs]
+        if values.count(values[0]) == len(values) and type(values[0]) is not bool:
+            continue  # the common case, at C speed
         counts: dict[Any, int] = {}
-        for run in runs:
-            metadata = run.metadata
-            shown = _shown(metadata[key]) if key in metadata else _ABSENT
+        for value in values:
+            shown = _ABSENT if value is _ABSENT else _shown(value)
             counts[shown] = counts.get(shown, 0) + 1
         if len(counts) < 2 or (len(counts) == len(runs) >= 3):
             continue
-        values = sorted(counts.items(), key=lambda kv: -kv[1])
-        described = ", ".join(f"{_value_text(key, v)} in {n}" for v, n in values[:4])
-        more = f" and {len(values) - 4} more values" if len(values) > 4 else ""
+        ordered = sorted(counts.items(), key=lambda kv: -kv[1])
+        described = ", ".join(f"{_value_text(key, v)} in {n}" for v, n in ordered[:4])
+        more = f" and {len(ordered) - 4} more values" if len(ordered) > 4 else ""
         mixed.append(f"{described}{more}")
     if not mixed:
         return None
+    mixed.sort()
     return (
         f"stage {name}: its runs differ in metadata ({'; '.join(mixed)} runs); its mean "
         "mixes unlike runs"
@@ -238,50 +260,68 @@ def _allocation_note(hw_id: str, hw: Hardware) -> str | None:
     return f"{hw_id}: the allocation was smaller than the node: {', '.join(parts)}"
 
 
-def _stage_stats(name: str, stage: StageTiming) -> tuple[StageStats, list[str]]:
-    flags, kept = _flags(name, stage)
-    summary = summarise(kept)
-    ids = [r.hardware_id for r in stage.runs]
+def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str]]:
+    runs = stage["runs"]
+    seconds = raw_seconds(stage)
+    indices = [r.get("run_idx") for r in runs]
+    flags, kept = _flags(name, stage, seconds, indices)
+    summary = summarise(kept, quartiles=False)
+    ids = [r.get("hardware_id") for r in runs]
+    starts = [r.get("started_at") for r in runs]
+    if None in starts:
+        starts = [t for t in starts if t is not None]
     stats = StageStats(
         name=name,
-        runs=len(stage.runs),
+        runs=len(runs),
         total_seconds=summary.total,
         mean_seconds=summary.mean,
         median_seconds=summary.median,
         stdev_seconds=summary.stdev,
         min_seconds=summary.minimum,
         max_seconds=summary.maximum,
-        hardware_ids=tuple(dict.fromkeys(i for i in ids if i is not None)),
-        run_seconds=tuple(r.seconds for r in stage.runs),
+        hardware_ids=tuple(i for i in dict.fromkeys(ids) if i is not None),
+        run_seconds=tuple(seconds),
         runs_without_hardware=ids.count(None),
-        flagged_runs=len(stage.runs) - len(kept),
+        flagged_runs=len(runs) - len(kept),
         expected_runs=_expected_runs(stage),
         summary=summary,
-        timing=stage,
+        first_started_at=min(starts) if starts else None,
+        last_started_at=max(starts) if starts else None,
     )
     return stats, flags
 
 
 def _analyse(artifact: Artifact) -> ArtifactReport:
-    timings: Timings = artifact.timings
+    data = artifact.data
     described = artifact.hardware.hardware
     stages: list[StageStats] = []
     legacy_runs: list[LegacyRun] = []
     warnings: list[str] = []
     referenced: dict[str, int] = {}
-    for name, stage in timings.stages.items():
+    for name, stage in raw_stages(data):
         stats, flags = _stage_stats(name, stage)
         stages.append(stats)
         warnings.extend(flags)
-        with_metadata = False
-        for run in stage.runs:
-            if run.hardware_id is not None:
-                referenced[run.hardware_id] = referenced.get(run.hardware_id, 0) + 1
-            if run.legacy_metadata:
-                legacy_runs.append(LegacyRun(name, run.run_idx, run.label, run.legacy_metadata))
-            with_metadata = with_metadata or bool(run.metadata)
-        if with_metadata and (mixed := _metadata_warning(name, stage.runs)) is not None:
-            warnings.append(mixed)
+        runs = stage["runs"]
+        keys = set().union(*runs)
+        if not keys <= _RUN_FIELDS:
+            if not keys.isdisjoint(LEGACY_KEYS):
+                legacy_runs.extend(
+                    LegacyRun(name, r.get("run_idx"), r.get("label"),
+                              {k: r[k] for k in LEGACY_KEYS if k in r})
+                    for r in runs if not r.keys().isdisjoint(LEGACY_KEYS)
+                )
+            if (mixed := _metadata_warning(name, runs, keys)) is not None:
+                warnings.append(mixed)
+        if len(stats.hardware_ids) == 1:
+            [hw_id] = stats.hardware_ids
+            referenced[hw_id] = (
+                referenced.get(hw_id, 0) + stats.runs - stats.runs_without_hardware
+            )
+        else:
+            for run in runs:
+                if (hw_id := run.get("hardware_id")) is not None:
+                    referenced[hw_id] = referenced.get(hw_id, 0) + 1
         if len(stats.hardware_ids) > 1:
             note = _hardware_warning(stats, described)
             if note is not None:
@@ -300,16 +340,24 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
         stages=tuple(stages),
         hardware=hardware,
         warnings=tuple(warnings),
-        legacy_top_level=dict(timings.legacy_metadata),
+        legacy_top_level={
+            k: v for k, v in data.items() if k in LEGACY_KEYS and not _is_stage(v)
+        },
         legacy_runs=tuple(legacy_runs),
         root=artifact.root,
         relpath=artifact.relpath,
+        artifact=artifact,
     )
+
+
+def _is_stage(value: Any) -> bool:
+    return type(value) is dict and type(value.get("runs")) is list
 
 
 def report_from(artifacts: Iterable[Artifact]) -> list[ArtifactReport]:
     """The report of artifacts already read (``scan_tree`` / ``load_tree``)."""
-    return [_analyse(a) for a in artifacts]
+    with collector_paused():
+        return [_analyse(a) for a in artifacts]
 
 
 def build_report(
@@ -388,7 +436,7 @@ def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
                 "stdev_seconds": s.stdev_seconds,
                 "expected_runs": s.expected_runs,
                 "run_seconds": list(s.run_seconds),
-                "run_details": [_run_dict(run) for run in s.timing.runs] if s.timing else [],
+                "run_details": [_run_dict(run) for run in r.runs(s.name)],
             }
             for s in r.stages
         ]

@@ -17,6 +17,7 @@ from stagetimer._records import RunTiming
 from stagetimer._report import ArtifactReport, StageStats
 from stagetimer._sidecar import HARDWARE_FILE
 from stagetimer._summary import is_valid_seconds
+from stagetimer._tree import collector_paused
 
 __all__ = ["progress_line", "render_text", "suite_line"]
 
@@ -83,7 +84,7 @@ def _metadata_text(metadata: dict[str, Any]) -> str:
 def _run_rows(report: ArtifactReport) -> list[str]:
     rows = [["stage", "run_idx", "label", "started_at", "seconds", "metadata"]]
     for s in report.stages:
-        runs: Sequence[RunTiming] = s.timing.runs if s.timing is not None else ()
+        runs: Sequence[RunTiming] = report.runs(s.name)
         for run in runs:
             seconds = format_duration(run.seconds)
             if not is_valid_seconds(run.seconds):
@@ -143,17 +144,14 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
     """``suite: 4 directories, 49 runs, 3 h 12 min in all, started 2026-... to 2026-...``."""
     runs = sum(s.runs for r in reports for s in r.stages)
     total = sum(s.total_seconds for r in reports for s in r.stages)
-    starts = [
-        run.started_at
-        for r in reports for s in r.stages if s.timing is not None
-        for run in s.timing.runs if run.started_at
-    ]
+    firsts = [s.first_started_at for r in reports for s in r.stages if s.first_started_at]
+    lasts = [s.last_started_at for r in reports for s in r.stages if s.last_started_at]
     line = (
         f"suite: {len(reports)} director{'y' if len(reports) == 1 else 'ies'}, "
         f"{_plural(runs, 'run')}, {format_duration(total)} in all"
     )
-    if starts:
-        line += f", started {min(starts)} to {max(starts)}"
+    if firsts:
+        line += f", started {min(firsts)} to {max(lasts)}"
     pending = [
         (s.expected_runs - (s.runs - s.flagged_runs)) * s.median_seconds
         for r in reports for s in r.stages
@@ -173,6 +171,7 @@ def render_text(reports: Sequence[ArtifactReport], *, runs: bool = False) -> str
     the suite's line at the end (``runs``: each run listed too)."""
     if not reports:
         return ""
-    blocks = ["\n".join(map(escape_text, _render_artifact(r, runs))) for r in reports]
+    with collector_paused():
+        blocks = ["\n".join(map(escape_text, _render_artifact(r, runs))) for r in reports]
     blocks.append(escape_text(suite_line(reports)))
     return "\n\n".join(blocks) + "\n"

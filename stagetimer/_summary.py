@@ -59,10 +59,11 @@ def _quantile(ordered: Sequence[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def summarise(seconds: Sequence[float]) -> Summary:
+def summarise(seconds: Sequence[float], *, quartiles: bool = True) -> Summary:
     """The summary of ``seconds`` (already valid: see ``valid_seconds``).
 
-    The total is summed left to right, as the writer sums ``total_seconds``.
+    The total is summed left to right, as the writer sums ``total_seconds``. Without
+    ``quartiles``, ``q1`` and ``q3`` are None (the text report does not show them).
     """
     n = len(seconds)
     if n == 0:
@@ -72,10 +73,13 @@ def summarise(seconds: Sequence[float]) -> Summary:
     ordered = sorted(seconds)
     half = n // 2
     median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+    q1 = q3 = None
     if n > 1:
-        stdev: float | None = math.sqrt(sum((x - mean) ** 2 for x in seconds) / (n - 1))
-        q1: float | None = _quantile(ordered, 0.25)
-        q3: float | None = _quantile(ordered, 0.75)
+        stdev: float | None = math.sqrt(sum([(x - mean) ** 2 for x in seconds]) / (n - 1))
+        if quartiles:
+            q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
     else:
-        stdev, q1, q3 = None, ordered[0], ordered[0]
+        stdev = None
+        if quartiles:
+            q1 = q3 = ordered[0]
     return Summary(n, total, mean, median, stdev, ordered[0], ordered[-1], q1, q3)

@@ -21,7 +21,8 @@ import attrs
 from stagetimer._duration import Unit, unit_for
 from stagetimer._escape import escape_text
 from stagetimer._summary import Summary, summarise, valid_seconds
-from stagetimer._tree import Artifact
+from stagetimer._tree import Artifact, collector_paused
+from stagetimer._tree_read import raw_seconds, raw_stages
 from stagetimer.stages import TRAINING_SUFFIX
 
 __all__ = ["FORMATS", "SuiteTable", "build_table", "render_table"]
@@ -62,7 +63,7 @@ def _labels(artifacts: Sequence[Artifact]) -> tuple[tuple[str, ...], list[tuple[
     names = [f"level {i + 1}" for i in varying]
     last = varying[-1]
     if last == depth - 1 and all(
-        f"{s[last]}{TRAINING_SUFFIX}" in a.timings.stages
+        f"{s[last]}{TRAINING_SUFFIX}" in a.data
         for s, a in zip(split, artifacts, strict=True)
     ):
         names[-1] = "algorithm"
@@ -71,15 +72,19 @@ def _labels(artifacts: Sequence[Artifact]) -> tuple[tuple[str, ...], list[tuple[
 
 def build_table(artifacts: Iterable[Artifact], *, median: bool = False) -> SuiteTable:
     """The table of ``artifacts`` (from ``load_tree``)."""
-    shown = list(artifacts)
+    with collector_paused():
+        return _build(list(artifacts), median)
+
+
+def _build(shown: list[Artifact], median: bool) -> SuiteTable:
     stages: dict[str, None] = {}
     cells: list[dict[str, Summary]] = []
     totals: list[float] = []
     for artifact in shown:
         row = {}
-        for name, stage in artifact.timings.stages.items():
+        for name, stage in raw_stages(artifact.data):
             stages.setdefault(name)
-            row[name] = summarise(valid_seconds(r.seconds for r in stage.runs))
+            row[name] = summarise(valid_seconds(raw_seconds(stage)))
         cells.append(row)
         totals.append(sum(s.total for s in row.values()))
     names, labels = _labels(shown) if shown else (("directory",), [])

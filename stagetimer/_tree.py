@@ -17,20 +17,33 @@ import errno
 import gc
 import os
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import attrs
 
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._records import HardwareSidecar, Timings
 from stagetimer._sidecar import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._tree_read import HardwareCache, read_timings
+from stagetimer._tree_read import HardwareCache, read_data, structure
 
-__all__ = ["Artifact", "Problem", "find_artifact_dirs", "load_tree", "scan_tree"]
+__all__ = [
+    "Artifact",
+    "Problem",
+    "collector_paused",
+    "find_artifact_dirs",
+    "load_tree",
+    "scan_tree",
+]
 
 
 @attrs.frozen
 class Artifact:
-    """One artifact directory and its two sidecars, as read."""
+    """One artifact directory and its two sidecars, as read.
+
+    ``timings`` is what ``load_timings`` returns for the directory, built from the bytes
+    read by the walk on first use: the report and the table summarise ``data`` (the
+    parsed file) directly, and never pay for 100,000 run objects they do not show.
+    """
 
     #: the artifact directory: the given path joined with ``relpath``
     path: str
@@ -38,9 +51,18 @@ class Artifact:
     root: str
     #: ``path`` relative to ``root``, ``"."`` for the root itself, ``/``-separated
     relpath: str
-    timings: Timings
     #: empty when ``timings_hardware.json`` is missing or could not be read (see the problems)
     hardware: HardwareSidecar
+    #: the mapping of ``timings.json`` as parsed (its shape checked), never to be changed
+    data: dict[str, Any] = attrs.field(repr=False)
+    _structured: list[Timings] = attrs.field(factory=list, init=False, eq=False, repr=False)
+
+    @property
+    def timings(self) -> Timings:
+        """``timings.json`` as ``load_timings`` returns it (``Timings``)."""
+        if not self._structured:
+            self._structured.append(structure(self.path, self.data))
+        return self._structured[0]
 
 
 @attrs.frozen
@@ -167,12 +189,13 @@ def _read_problem(
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off while a suite is read.
 
-    Reading builds hundreds of thousands of small objects (a RunTiming and its dicts per
-    run) and none of them is part of a cycle; every collection the allocations trigger
-    walks all of them again for nothing: a third of the time of reading 100,000 runs.
+    Reading a suite builds hundreds of thousands of small objects (a dict per run) and
+    none of them is part of a cycle; every collection the allocations trigger walks all
+    of them again for nothing: a third of the time of reading 100,000 runs, and as much
+    again while they are summarised.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -196,7 +219,7 @@ def scan_tree(
     directories, problems = find_artifact_dirs(paths)
     artifacts: list[Artifact] = []
     hardware_cache = HardwareCache()
-    with _collector_paused():
+    with collector_paused():
         _read_all(directories, artifacts, problems, hardware_cache)
     return artifacts, problems
 
@@ -209,7 +232,7 @@ def _read_all(
 ) -> None:
     for directory, root, relpath in directories:
         try:
-            timings = read_timings(directory)
+            data = read_data(directory)
         except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
             problems.append(_read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
             continue
@@ -218,7 +241,7 @@ def _read_all(
         except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
             problems.append(_read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
             hardware = HardwareSidecar()
-        artifacts.append(Artifact(directory, root, relpath, timings, hardware))
+        artifacts.append(Artifact(directory, root, relpath, hardware, data))
 
 
 def load_tree(*paths: str | os.PathLike[str]) -> list[Artifact]:

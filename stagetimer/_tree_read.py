@@ -13,7 +13,9 @@ structured form is kept per content.
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -23,7 +25,14 @@ from stagetimer._parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._records import LEGACY_KEYS, HardwareSidecar, RunTiming, StageTiming, Timings
 from stagetimer._sidecar import HARDWARE_FILE, TIMINGS_FILE
 
-__all__ = ["HardwareCache", "read_timings"]
+__all__ = [
+    "HardwareCache",
+    "raw_seconds",
+    "raw_stages",
+    "read_data",
+    "read_timings",
+    "structure",
+]
 
 #: The fields of a run this reader types itself. Another RunTiming field (one added
 #: later) in a run sends its file to the loader.
@@ -74,12 +83,17 @@ def _stage(raw: dict[str, Any]) -> StageTiming:
     return StageTiming(total_seconds=float(total), runs=runs, extra=extra)
 
 
-def read_timings(directory: str) -> Timings:
-    """What ``load_timings(directory)`` returns, the same errors included."""
+def read_data(directory: str) -> dict[str, Any]:
+    """The mapping of ``<directory>/timings.json`` as ``parse_timings`` checked it (empty when
+    there is none); what ``structure`` turns into ``Timings``."""
+    path = os.path.join(directory, TIMINGS_FILE)
+    return parse_timings(path, read_bytes(path))
+
+
+def structure(directory: str, data: dict[str, Any]) -> Timings:
+    """``data`` (from ``read_data(directory)``) as ``load_timings(directory)`` returns it."""
     if not _LEAN:
         return load_timings(directory)
-    path = os.path.join(directory, TIMINGS_FILE)
-    data = parse_timings(path, read_bytes(path))
     stages, legacy, other = {}, {}, {}
     try:
         for key, value in data.items():
@@ -92,6 +106,34 @@ def read_timings(directory: str) -> Timings:
     except (_Unusual, OverflowError):  # OverflowError: an int seconds beyond a float
         return load_timings(directory)
     return Timings(stages=stages, legacy_metadata=legacy, other=other)
+
+
+def read_timings(directory: str) -> Timings:
+    """What ``load_timings(directory)`` returns, the same errors included."""
+    return structure(directory, read_data(directory))
+
+
+def raw_stages(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The stages of a parsed ``timings.json``: ``(name, {"runs": [...], ...})``, in order."""
+    for key, value in data.items():
+        if type(value) is dict and type(value.get("runs")) is list:
+            yield key, value
+
+
+def _as_float(value: float) -> float:
+    try:
+        return value + 0.0
+    except OverflowError:  # an int beyond a float: the loader reads it as an infinity
+        return math.inf if value > 0 else -math.inf
+
+
+def raw_seconds(stage: dict[str, Any]) -> list[float]:
+    """Each run's ``seconds`` as the loader reads it (a float; beyond a float, infinite)."""
+    seconds = [run["seconds"] for run in stage["runs"]]
+    try:
+        return [s + 0.0 for s in seconds]
+    except OverflowError:
+        return [_as_float(s) for s in seconds]
 
 
 class HardwareCache:
