@@ -116,12 +116,28 @@ def _ratio(fn: Callable[[], object], base: Callable[[], object], turns: int) -> 
 
 
 def figures(turns: int = 5) -> list[tuple[str, str, str, bool | None]]:
-    """``(figure, measured, goal, ok)`` for ``compare`` and ``compare --json`` on two trees."""
+    """``(figure, measured, goal, ok)`` for ``compare`` and ``compare --json`` on two trees,
+    and for reference the walk they stand on (``load_tree`` of both)."""
     rows: list[tuple[str, str, str, bool | None]] = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as top:
         base, new = os.path.join(top, "base"), os.path.join(top, "new")
         make_tree(base, 1.0, seed=1)
         make_tree(new, 0.95, seed=2)
+        from stagetimer._tree import load_tree
+
+        def walk() -> object:
+            return load_tree(base), load_tree(new)
+
+        # For reference: the shared walk alone (sidecars read into objects), no goal of its own.
+        ours, floor_s, ratio = _ratio(walk, lambda: floor(base, new), turns)
+        rows.append(
+            (
+                f"load_tree of both trees (what compare reads with), 2 x {DIRECTORIES} dirs",
+                f"{ratio:.2f}x floor ({ours:.2f} s vs {floor_s:.2f} s)",
+                "-",
+                None,
+            )
+        )
         for name, argv in (
             ("compare", ["compare", base, new]),
             ("compare --json", ["compare", "--json", base, new]),

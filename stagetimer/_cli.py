@@ -156,7 +156,7 @@ def _percent(text: str) -> float:
 
 def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from stagetimer._compare import compare
-    from stagetimer._compare_text import format_comparison
+    from stagetimer._compare_text import format_comparison, render_json
     from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 
     plot = None
@@ -176,11 +176,7 @@ def _compare(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         message = f"{filename}: {strerror}" if filename and strerror else str(exc)
         _error("compare", " ".join(message.split()))
         return 1
-    if args.json:
-        payload = json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write(payload + "\n")
-    else:
-        sys.stdout.write(format_comparison(comparison))
+    sys.stdout.write(render_json(comparison) if args.json else format_comparison(comparison))
     sys.stdout.flush()
     if plot is not None:
         try:

@@ -11,8 +11,10 @@ duration, or which fields differ, in words.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from stagetimer._compare import (
     FASTER,
@@ -26,10 +28,10 @@ from stagetimer._compare import (
     StageComparison,
 )
 from stagetimer._duration import unit_for
-from stagetimer._escape import escape_text
+from stagetimer._escape import escape_json_text, escape_text
 from stagetimer.hardware import Difference, format_differences
 
-__all__ = ["SAME_HARDWARE", "format_comparison"]
+__all__ = ["SAME_HARDWARE", "format_comparison", "render_json"]
 
 SAME_HARDWARE = "same hardware (by the fields that change timings)"
 
@@ -135,3 +137,27 @@ def format_comparison(comparison: Comparison) -> str:
             f"{counts or 'none compared'} (threshold {threshold})"
         )
     return "\n\n".join(blocks) + "\n"
+
+
+#: nesting level from which a value is written on one line: each stage, each difference
+_COMPACT_LEVEL = 4
+
+
+def _layout(value: Any, level: int) -> str:
+    if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)) or not value:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    inner, outer = "  " * (level + 1), "  " * level
+    if isinstance(value, dict):
+        items = [
+            f"{inner}{json.dumps(key, ensure_ascii=False)}: {_layout(item, level + 1)}"
+            for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{outer}}}"
+    items = [f"{inner}{_layout(item, level + 1)}" for item in value]
+    return "[\n" + ",\n".join(items) + f"\n{outer}]"
+
+
+def render_json(comparison: Comparison) -> str:
+    """``comparison.to_dict()`` as strict JSON text (no NaN, no raw control characters),
+    indented down to the pairs' lists, each stage and each difference on one line."""
+    return escape_json_text(_layout(comparison.to_dict(), 0)) + "\n"

@@ -328,3 +328,25 @@ def test_two_artifact_directories_have_no_relative_path(tmp_path: Path) -> None:
     new = write_artifact(tmp_path / "feature", {"train": [1.0, 1.1]})
 
     assert [None] == [pair.relpath for pair in compare(base, new).pairs]
+
+
+def test_compare_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
+    import gc
+
+    write_artifact(tmp_path / "base", {"train": [1.0, 1.1]})
+    write_artifact(tmp_path / "new", {"train": [1.0, 1.2]})
+    states = []
+    for enabled in (True, False):
+        gc.enable() if enabled else gc.disable()
+        compare(tmp_path / "base", tmp_path / "new")
+        states.append(gc.isenabled())
+    gc.enable()
+    assert [True, False] == states
+
+
+def test_compare_turns_the_garbage_collector_back_on_after_an_error(tmp_path: Path) -> None:
+    import gc
+
+    with pytest.raises(FileNotFoundError):
+        compare(tmp_path / "missing", tmp_path / "missing")
+    assert gc.isenabled()

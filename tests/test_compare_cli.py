@@ -186,3 +186,19 @@ def test_plot_of_two_trees_draws_every_pair(tmp_path: Path) -> None:
     )
     svg = target.read_text()
     assert (0, True, True) == (result.returncode, "pursuit/ippo" in svg, "coins/ippo" in svg)
+
+
+def test_control_characters_from_the_files_never_reach_the_terminal(tmp_path: Path) -> None:
+    name = "train\x1b[2J\u202e"
+    base = write_artifact(tmp_path / "main", {name: [1.0, 1.1]})
+    new = write_artifact(tmp_path / "feature", {name: [1.0, 1.2]})
+
+    text, as_json = (
+        stagetimer("compare", str(base), str(new)),
+        stagetimer("compare", "--json", str(base), str(new)),
+    )
+    assert (False, False, name) == (
+        "\x1b" in text.stdout or "\u202e" in text.stdout,
+        "\x1b" in as_json.stdout or "\u202e" in as_json.stdout,
+        json.loads(as_json.stdout)["pairs"][0]["stages"][0]["name"],
+    )
