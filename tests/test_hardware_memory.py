@@ -132,7 +132,8 @@ def test_hybrid_layout_reads_memory_from_v1_not_the_v2_mount(fake: FakeRoot) -> 
 
 
 def test_v1_limit_from_an_ancestor_of_the_slurm_task_group(fake: FakeRoot) -> None:
-    # notes/slurm-single-node.md: job_N and step_batch hold the limit, task_0 is unlimited.
+    # Observed under slurmd with cgroup/v1: job_N and step_batch hold the limit, task_0 is
+    # unlimited.
     group = "/slurm_vm/uid_0/job_3/step_batch/task_0"
     fake.hybrid(memory=group)
     v1_group(fake, "/slurm_vm/uid_0/job_3", GIB)
