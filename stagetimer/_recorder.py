@@ -55,8 +55,8 @@ _env_recorders: dict[str, Recorder] = {}
 _env_guard = threading.Lock()
 # Recorders holding pending records, kept alive (strong references) until those are saved
 # or given up at exit: a recorder dropped by its user must not take its records with it.
+# Only added to, discarded from and copied: each one atomic operation, no lock.
 _with_pending: set[Recorder] = set()
-_with_pending_guard = threading.Lock()
 _live_hardware: tuple[str, dict[str, Any]] | None = None
 # Every recorder of this process, for the reset in a forked child.
 _instances: weakref.WeakSet[Recorder] = weakref.WeakSet()
@@ -388,16 +388,24 @@ class Recorder:
         """
         iso = None if started_at is None else _utc_iso(started_at)
         pending = _Pending(name, (seconds, run_idx, label, iso, metadata))
-        if _reentered():
-            self._pending.append(pending)
-            _local.deferred.append(self)
-            return
-        _section(lambda: self._record_one(pending))
+        # Registered first (two atomic operations): from here on an interrupt cannot
+        # lose it; it is saved by this call, by another thread's save, or at exit.
+        self._pending.append(pending)
+        _with_pending.add(self)
+        try:
+            if _reentered():
+                _local.deferred.append(self)
+                return
+            _section(functools.partial(self._record_one, pending))
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                self._make_safe()
+            raise
 
     def _record_one(self, pending: _Pending) -> None:
         with self._mutex:
-            self._pending.append(pending)
-            self._attempt(pending, raising=True)
+            if self._pending:  # else another thread's save stored it meanwhile
+                self._attempt(pending, raising=True)
 
     def _flush(self) -> None:
         """Save what signal handlers queued; a failure warns and rescues, never raises."""
@@ -425,8 +433,7 @@ class Recorder:
                 # no longer rewrites.
                 self._pending = []
                 self._rescue = Rescue(self.directory, self.policy, self.expected_runs)
-                with _with_pending_guard:
-                    _with_pending.discard(self)
+                _with_pending.discard(self)
                 self._warn(f"{count} record(s) could not be saved at close: {exc}; {where}")
                 return
             except BaseException:
@@ -443,8 +450,7 @@ class Recorder:
             if self.strict and not lenient:
                 self._forget(newest)
                 raise
-            with _with_pending_guard:
-                _with_pending.add(self)
+            _with_pending.add(self)
             where = self._rescue.write(self._pending, [])
             seconds = newest.fields[0]
             self._warn(
@@ -466,8 +472,7 @@ class Recorder:
         """After an interrupt: settle the write it cut short, rescue what is still pending."""
         self._settle()
         if self._pending:
-            with _with_pending_guard:
-                _with_pending.add(self)
+            _with_pending.add(self)
             self._rescue.write(self._pending, [])
 
     def _after_save(
@@ -479,8 +484,7 @@ class Recorder:
         they are only rescued.
         """
         if not self._pending:
-            with _with_pending_guard:
-                _with_pending.discard(self)
+            _with_pending.discard(self)
         refused = [] if self.strict else [p for p, _ in rejected]
         where = self._rescue.write(self._pending, refused)
         if refused:
@@ -616,8 +620,7 @@ def resolve_recorder(recorder: Recorder | None) -> Recorder:
 
 @atexit.register
 def _close_all() -> None:
-    with _with_pending_guard:
-        recorders = list(_with_pending)
+    recorders = list(_with_pending)  # one C-level copy: atomic under the GIL
     for rec in recorders:
         try:
             rec.close()
@@ -629,9 +632,8 @@ def _close_all() -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child starts with no lock held and none of the parent's pending records."""
-    global _env_guard, _with_pending_guard, _live_hardware, _local
+    global _env_guard, _live_hardware, _local
     _env_guard = threading.Lock()
-    _with_pending_guard = threading.Lock()
     _with_pending.clear()
     _live_hardware = None
     _local = threading.local()
