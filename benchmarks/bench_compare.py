@@ -158,7 +158,7 @@ def main() -> int:
     """Print the figures, one a line; exit 1 when a goal is missed."""
     rows = figures()
     for figure, measured, goal, ok in rows:
-        mark = "ok" if ok else "MISSED"
+        mark = "-" if ok is None else "ok" if ok else "MISSED"
         print(f"{figure:62}  {measured:35}  {goal:8}  {mark}")
     return 0 if all(ok is not False for _, _, _, ok in rows) else 1
 
