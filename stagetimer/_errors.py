@@ -31,6 +31,12 @@ def short_repr(value: object, limit: int = 80) -> str:
     import reprlib  # only on the error path
 
     class Brief(reprlib.Repr):
+        def repr_int(self, x: int, level: int) -> str:
+            try:
+                return super().repr_int(x, level)
+            except ValueError:  # more digits than int -> str converts
+                return f"<an integer of {x.bit_length()} bits>"
+
         def repr_dict(self, x: dict[Any, Any], level: int) -> str:
             # reprlib sorts the keys; keep the caller's order, as repr does
             if not x:
