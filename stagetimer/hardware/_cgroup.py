@@ -17,6 +17,14 @@ that shows it is found by matching that name against the mounts listed in
 - A mount whose ROOT is a subpath (containers) maps the path as OpenJDK's
   ``CgroupV1Controller::set_subsystem_path`` does: ROOT ``/`` → mount + path;
   ROOT equal to the path → the mount point; path under ROOT → mount + remainder.
+  ROOT is relative to the reader's cgroup namespace like the path
+  (``kernfs_path_from_node``), so it may be ``/../..``; the same rule maps
+  ``/../../app`` to ``<mount>/app`` (automemlimit's ``resolveCgroupPath`` and
+  automaxprocs' ``MountPoint.Translate`` agree).
+- One hierarchy may be mounted several times with different ROOTs (a container's
+  ``/sys/fs/cgroup`` beside the host's tree at ``/host/sys/fs/cgroup``); each
+  ancestor is read through a mount that shows it, so that a limit visible through
+  only one of them counts, whatever the mount order.
 - Mount points carry octal escapes (``\\040`` is a space; ``fs/proc_namespace.c``
   ``mangle``).
 """
