@@ -11,8 +11,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 from process_life_helpers import rescued_records, stage_runs, temp_files
+
 from stagetimer import Recorder, StageTimerWarning, record_timing, recover
 from stagetimer._cli import main
 
@@ -221,7 +221,7 @@ def test_a_directory_that_is_a_file_is_refused_at_construction_naming_it(tmp_pat
     script = tmp_path / "suite.py"
     script.write_text("print()")
 
-    with pytest.raises(ValueError, match="suite.py.*not a directory"):
+    with pytest.raises(ValueError, match=r"suite\.py.*not a directory"):
         Recorder(script)
 
 

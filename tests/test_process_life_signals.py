@@ -11,7 +11,6 @@ import signal
 from pathlib import Path
 
 import pytest
-
 from process_life_helpers import rescued_records, run_script, stage_runs, temp_files
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
