@@ -145,6 +145,32 @@ def paired(
     return statistics.median(mine), statistics.median(other), ratio
 
 
+def lock_cost(number: int, repeats: int) -> tuple[float, float, float]:
+    """Per acquire+release: stagetimer's lock and a bare ``fcntl.flock`` on the same file
+    (open, lock, unlock, close), in turns."""
+    import fcntl
+
+    from stagetimer import _lock
+
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as directory:
+        path = os.path.join(directory, "timings.json.lock")
+
+        def ours() -> None:
+            _lock.acquire(path, 60.0)
+            _lock.release(path)
+
+        def bare() -> None:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+        ours()  # imports filelock, creates the file
+        return paired(
+            lambda: per_call(ours, number, 1), lambda: per_call(bare, number, 1), repeats
+        )
+
+
 def import_time(module: str) -> float:
     """Cumulative import time of ``module`` (µs) from ``python -X importtime``."""
     out = python("-X", "importtime", "-c", f"import {module}")
@@ -228,6 +254,12 @@ def main() -> int:
     row("growth 10 -> 10,000 runs",
         f"{per_run_10k / per_run_10:.1f}x cost for {size_ratio:.0f}x runs",
         "no worse than linear", per_run_10k / per_run_10 <= size_ratio)
+    import filelock
+
+    ours_lock, bare_lock, ratio = lock_cost(2_000, reps)
+    row(f"lock acquire+release (filelock {filelock.__version__})",
+        f"{ours_lock * 1e6:.2f} µs vs bare fcntl.flock {bare_lock * 1e6:.2f} µs = {ratio:.2f}x",
+        "<= 2.0x", ratio <= 2.0)
     for n in (1, 2, 4, 8):
         rate = contention(n, 40 if args.quick else 100)
         row(f"contention, {n} process(es)", f"{rate:.0f} records/s, all present", "printed", None)
