@@ -279,6 +279,8 @@ def _page(
     labels = [row.label if row is not None else group for group, row in lines]
     label_inches = 0.25 + 0.075 * max(map(len, labels))  # 8.5 pt text, about 0.075 in a char
     panel_inches = 3.0
+    # Room for the title and the legend's one line even with a single panel.
+    panel_inches = max(panel_inches, (8.5 - label_inches - 0.3) / len(panels))
     width = label_inches + panel_inches * len(panels) + 0.3
     top_inches, bottom_inches = 1.15, 0.55
     height = top_inches + bottom_inches + 0.24 * len(lines)
@@ -349,7 +351,10 @@ def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
     common = escape_text(_common([r.path for r in shown]))
     suffix = os.path.splitext(path)[1].lower()[1:]
     for number, (lines, target) in enumerate(zip(pages, paths, strict=True), 1):
-        title = f"Wall-clock time per stage: {_plural(len(shown))} under {common}"
+        if len(shown) == 1:
+            title = f"Wall-clock time per stage: {escape_text(shown[0].path)}"
+        else:
+            title = f"Wall-clock time per stage: {_plural(len(shown))} under {common}"
         if len(pages) > 1:
             title += f" (page {number} of {len(pages)})"
         # Text stays text in an SVG (searchable, editable on a slide), not glyph outlines.
