@@ -217,3 +217,16 @@ def test_the_lean_reader_matches_on_a_written_file_with_labels_and_metadata(
     record_timing("alpharank", 0.25, recorder=rec)
 
     assert load_timings(tmp_path) == read_timings(os.fspath(tmp_path))
+
+
+def test_artifact_timings_are_what_load_timings_gives(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path / "d")
+    record_timing("ippo_train", 1.5, run_idx=0, label="warm", recorder=rec, steps=10)
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "timings.json").write_text(  # no total_seconds: the loader sums
+        '{"ippo_train": {"runs": [{"seconds": 3.0, "system_ram_gb": 32}]}, "gpu_ram_gb": 24}'
+    )
+
+    artifacts = load_tree(tmp_path)
+
+    assert [load_timings(a.path) for a in artifacts] == [a.timings for a in artifacts]
