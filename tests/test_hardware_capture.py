@@ -13,7 +13,7 @@ import pytest
 from hw_fixtures import GIB, FakeNvml, FakeRoot, a100, cpuinfo_block, l4
 
 from stagetimer.hardware import Hardware, _capture, capture_hardware, description, hardware_id
-from stagetimer.hardware._show import format_bytes, format_hardware, summary_line
+from stagetimer.hardware._show import format_bytes, summary_line
 
 
 def field_paths(hw: Hardware) -> set[str]:
@@ -200,25 +200,6 @@ def test_concurrent_first_captures_probe_once(monkeypatch: pytest.MonkeyPatch) -
         thread.join()
 
     assert (len(calls), len(results), len({id(r) for r in results})) == (1, 8, 1)
-
-
-def test_format_hardware_shows_value_and_source(guest: FakeRoot) -> None:
-    hw = capture_hardware(root=guest.root, environ={}, nvml=FakeNvml([]))
-
-    text = format_hardware(hw)
-
-    line = next(x for x in text.splitlines() if x.startswith("memory.limit_bytes "))
-    assert "1.0 GiB" in line
-    assert line.endswith("(from /sys/fs/cgroup/memory/process_api/60b2/memory.limit_in_bytes)")
-    assert text.startswith(f"hardware_id  {hardware_id(hw)}\n")
-
-
-def test_format_hardware_gives_the_reason_for_a_missing_value(guest: FakeRoot) -> None:
-    hw = capture_hardware(root=guest.root, environ={}, nvml=FakeNvml([]))
-
-    line = next(x for x in format_hardware(hw).splitlines() if x.startswith("scheduler.kind"))
-
-    assert line.endswith("(neither SLURM_JOB_ID nor PBS_JOBID is set: not a batch job)")
 
 
 @pytest.mark.parametrize(
