@@ -388,3 +388,22 @@ def test_first_edition_and_new_descriptions_of_one_machine_have_no_differences()
     new = attrs.evolve(old, scheduler=attrs.evolve(old.scheduler, job_id=None, env={}))
 
     assert [] == hardware_differences(old, new)
+
+
+def test_the_report_reads_a_first_edition_directory_with_a_job_id() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "stagetimer", "report", str(FIRST_EDITION)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert (0, "", True) == (
+        result.returncode,
+        result.stderr,
+        "hw-bd3733d1fb5094e7" in result.stdout,
+    )
