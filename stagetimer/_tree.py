@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._escape import escape_text
 from stagetimer._records import HardwareSidecar, Timings
 from stagetimer._sidecar import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._tree_read import HardwareCache, read_data, structure
@@ -75,8 +76,8 @@ class Problem:
     error: Exception | None = attrs.field(default=None, eq=False, repr=False)
 
     def line(self) -> str:
-        """The problem on one line, for standard error."""
-        return " ".join(f"{self.path}: {self.message}".split("\n"))
+        """The problem on one line, for standard error, control characters escaped."""
+        return escape_text(" ".join(f"{self.path}: {self.message}".split("\n")))
 
 
 _Key = tuple[int, int]  # (st_dev, st_ino): a directory however it is reached

@@ -404,3 +404,14 @@ def test_an_unwritable_plot_path_is_refused_before_any_work(tmp_path: Path) -> N
 
     assert (2, "") == (result.returncode, result.stdout)
     assert "/nonexistent/dir does not exist" in result.stderr
+
+
+def test_a_problem_line_escapes_control_characters_in_the_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad\x1b[2J"
+    bad.mkdir()
+    (bad / "timings.json").write_text("{")
+
+    result = run("report", str(tmp_path))
+
+    assert (1, "\x1b" in result.stderr) == (result.returncode, False)
+    assert "bad\\x1b[2J" in result.stderr
