@@ -25,7 +25,7 @@ def _error(command: str, message: str) -> None:
 
 
 def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from stagetimer._report import render_json, report_from
+    from stagetimer._report import report_from
     from stagetimer._tree import scan_tree
 
     plot = None
@@ -56,6 +56,8 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     else:
         reports = report_from(artifacts)
         if args.json:
+            from stagetimer._report_json import render_json
+
             out.write(render_json(reports))
         else:
             from stagetimer._report_text import render_text

@@ -19,10 +19,9 @@ from typing import Any
 import attrs
 
 from stagetimer._duration import format_duration
-from stagetimer._escape import escape_json_text
 from stagetimer._records import LEGACY_KEYS, RunTiming
 from stagetimer._sidecar import HARDWARE_FILE
-from stagetimer._summary import Summary, summarise
+from stagetimer._summary import summarise
 from stagetimer._tree import Artifact, Problem, collector_paused, scan_tree
 from stagetimer._tree_read import raw_seconds, raw_stages
 from stagetimer.hardware import Hardware
@@ -35,8 +34,6 @@ __all__ = [
     "StageStats",
     "build_report",
     "format_seconds",
-    "render_json",
-    "report_dict",
     "report_from",
 ]
 
@@ -74,7 +71,6 @@ class StageStats:
     flagged_runs: int = 0
     #: how many runs the recorder was told to expect (``Recorder(expected_runs=n)``)
     expected_runs: int | None = None
-    summary: Summary | None = attrs.field(default=None, eq=False, repr=False)
     #: the earliest and latest ``started_at`` of its runs (None: none stored)
     first_started_at: str | None = attrs.field(default=None, eq=False)
     last_started_at: str | None = attrs.field(default=None, eq=False)
@@ -284,7 +280,6 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
         runs_without_hardware=ids.count(None),
         flagged_runs=len(runs) - len(kept),
         expected_runs=_expected_runs(stage),
-        summary=summary,
         first_started_at=min(starts) if starts else None,
         last_started_at=max(starts) if starts else None,
     )
@@ -371,90 +366,3 @@ def build_report(
     """
     artifacts, problems = scan_tree(paths)
     return report_from(artifacts), problems
-
-
-# -- JSON --------------------------------------------------------------------------------------
-
-
-def strict(value: Any) -> Any:
-    """``value`` with every non-finite float as None: what strict JSON can hold."""
-    if type(value) is float:
-        return value if -_INF < value < _INF else None
-    if isinstance(value, dict):
-        return {k: strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict(v) for v in value]
-    return value
-
-
-def _run_dict(run: RunTiming) -> dict[str, Any]:
-    job = getattr(run, "job", None)
-    return {
-        "run_idx": run.run_idx,
-        "label": run.label,
-        "started_at": run.started_at,
-        "seconds": run.seconds,
-        "hardware_id": run.hardware_id,
-        "job_id": job.get("job_id") if isinstance(job, dict) else getattr(job, "job_id", None),
-        "metadata": run.metadata,
-    }
-
-
-def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
-    """The JSON-ready form: ``{"artifacts": [{"path", "stages", "legacy_metadata", ...}]}``.
-
-    Beside the documented keys, each artifact has ``relpath``, ``hardware`` (id ->
-    one-line summary, null when undescribed) and ``warnings``; each stage has
-    ``median_seconds``, ``stdev_seconds``, ``expected_runs``, ``run_seconds`` and
-    ``run_details`` (per run: run_idx, label, started_at, seconds, hardware_id, job_id,
-    metadata). ``legacy_metadata`` is ``{}`` or ``{"top_level": {...}, "runs": [...]}``.
-    Values that are not finite are null (and named in ``warnings``).
-    """
-    from stagetimer.hardware import summary_line
-
-    artifacts = []
-    for r in reports:
-        legacy: dict[str, Any] = {}
-        if r.legacy_top_level or r.legacy_runs:
-            legacy = {
-                "top_level": r.legacy_top_level,
-                "runs": [
-                    {"stage": x.stage, "run_idx": x.run_idx, "label": x.label, **x.values}
-                    for x in r.legacy_runs
-                ],
-            }
-        stages = [
-            {
-                "name": s.name,
-                "runs": s.runs,
-                "total_seconds": s.total_seconds,
-                "mean_seconds": s.mean_seconds,
-                "min_seconds": s.min_seconds,
-                "max_seconds": s.max_seconds,
-                "hardware_ids": list(s.hardware_ids),
-                "median_seconds": s.median_seconds,
-                "stdev_seconds": s.stdev_seconds,
-                "expected_runs": s.expected_runs,
-                "run_seconds": list(s.run_seconds),
-                "run_details": [_run_dict(run) for run in r.runs(s.name)],
-            }
-            for s in r.stages
-        ]
-        hardware = {k: None if v is None else summary_line(v) for k, v in r.hardware.items()}
-        artifacts.append(
-            {
-                "path": r.path,
-                "relpath": r.relpath,
-                "stages": stages,
-                "hardware": hardware,
-                "warnings": list(r.warnings),
-                "legacy_metadata": legacy,
-            }
-        )
-    return strict({"artifacts": artifacts})  # type: ignore[no-any-return]
-
-
-def render_json(reports: Sequence[ArtifactReport]) -> str:
-    """``report_dict`` as indented, strict JSON text (no NaN, no raw control characters)."""
-    text = json.dumps(report_dict(reports), indent=2, ensure_ascii=False, allow_nan=False)
-    return escape_json_text(text) + "\n"

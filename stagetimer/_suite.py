@@ -63,10 +63,7 @@ _RESERVED_META = frozenset({"job"})  # the scheduler job: its id is the job_id c
 
 def job_id(run: RunTiming) -> str | None:
     """The scheduler job id the run was measured in (``job.job_id``), or None."""
-    job = getattr(run, "job", None)
-    if job is None:
-        job = run.metadata.get("job")
-    value = job.get("job_id") if isinstance(job, dict) else getattr(job, "job_id", None)
+    value = run.job.get("job_id") if run.job else None
     return value if isinstance(value, str) else None
 
 

@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stagetimer import Recorder, capture_hardware, record_timing, stage
-from stagetimer._report import build_report, report_dict
+from stagetimer._report import build_report
+from stagetimer._report_json import report_dict
 from stagetimer.hardware import (
     CpuInfo,
     Hardware,
