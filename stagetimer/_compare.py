@@ -23,17 +23,16 @@ descriptions is compared against each.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from stagetimer._stats import mean_and_variance, welch_from_moments
-from stagetimer._tree import Artifact, load_tree
+from stagetimer._tree import Artifact, collector_paused, load_tree
+from stagetimer._tree_read import raw_seconds, raw_stages
 from stagetimer.hardware import Difference, Hardware, hardware_differences
 
 __all__ = [
@@ -269,12 +268,14 @@ class _Differences:
         return found
 
 
-def _hardware_ids(artifact: Artifact, names: Iterable[str]) -> list[str]:
+def _hardware_ids(stages: Iterable[dict[str, Any]]) -> list[str]:
+    """The hardware ids the valid runs of ``stages`` (raw stage objects) point at, in order."""
     seen: dict[str, None] = {}
-    for name in names:
-        for run in artifact.timings.stages[name].runs:
-            if run.hardware_id is not None and 0.0 <= run.seconds < math.inf:
-                seen[run.hardware_id] = None
+    for stage in stages:
+        for run, seconds in zip(stage["runs"], raw_seconds(stage), strict=True):
+            hw_id = run.get("hardware_id")
+            if type(hw_id) is str and 0.0 <= seconds < math.inf:
+                seen[hw_id] = None
     return list(seen)
 
 
@@ -285,20 +286,26 @@ def compare_artifacts(
     threshold: float = 0.02,
     differences: _Differences | None = None,
 ) -> Pair:
-    """Compare two artifact directories already read (see ``stagetimer._tree``)."""
+    """Compare two artifact directories already read (see ``stagetimer._tree``).
+
+    Works on the parsed files (``Artifact.data``), as the report does: a run's
+    ``seconds`` and ``hardware_id`` are all it needs, and building run objects
+    for 100,000 runs would cost more than the statistics.
+    """
     threshold = _check_threshold(threshold)
-    base_stages, new_stages = base.timings.stages, new.timings.stages
+    base_stages, new_stages = dict(raw_stages(base.data)), dict(raw_stages(new.data))
     shared = [name for name in base_stages if name in new_stages]
     stages = tuple(
         compare_stage(
             name,
-            _valid(run.seconds for run in base_stages[name].runs),
-            _valid(run.seconds for run in new_stages[name].runs),
+            _valid(raw_seconds(base_stages[name])),
+            _valid(raw_seconds(new_stages[name])),
             threshold,
         )
         for name in shared
     )
-    base_ids, new_ids = _hardware_ids(base, shared), _hardware_ids(new, shared)
+    base_ids = _hardware_ids(base_stages[name] for name in shared)
+    new_ids = _hardware_ids(new_stages[name] for name in shared)
     cache = differences if differences is not None else _Differences()
     base_described: Mapping[str, Hardware] = base.hardware.hardware
     new_described: Mapping[str, Hardware] = new.hardware.hardware
@@ -347,26 +354,10 @@ def compare(
     [('ippo_train', 'faster'), ('save', 'no significant difference')]
     """
     threshold = _check_threshold(threshold)
-    with _without_cyclic_gc():
+    # Two trees read into objects are hundreds of thousands of small acyclic containers:
+    # the collector's passes over them would cost as much as the reading.
+    with collector_paused():
         return _compare(load_tree(base), load_tree(new), threshold)
-
-
-@contextlib.contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """The cyclic garbage collector off for the block (on again after it, if it was on).
-
-    Two trees of sidecars read into objects are hundreds of thousands of small
-    containers, none of them in a cycle; the collector's passes over them, started
-    only because so much was allocated, cost as much as the reading itself.
-    Reference counting still frees everything as usual.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _compare(
