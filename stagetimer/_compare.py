@@ -195,11 +195,6 @@ class Comparison:
 # --- statistics ---------------------------------------------------------------------
 
 
-def _valid(values: Iterable[float]) -> list[float]:
-    # What no writer could have stored (negative, NaN, infinite) is left out.
-    return [v for v in values if 0.0 <= v < math.inf]
-
-
 def _side(values: Sequence[float]) -> SideStats:
     n = len(values)
     if n == 0:
@@ -268,15 +263,24 @@ class _Differences:
         return found
 
 
-def _hardware_ids(stages: Iterable[dict[str, Any]]) -> list[str]:
-    """The hardware ids the valid runs of ``stages`` (raw stage objects) point at, in order."""
-    seen: dict[str, None] = {}
-    for stage in stages:
-        for run, seconds in zip(stage["runs"], raw_seconds(stage), strict=True):
-            hw_id = run.get("hardware_id")
-            if type(hw_id) is str and 0.0 <= seconds < math.inf:
-                seen[hw_id] = None
-    return list(seen)
+def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[Any]]:
+    """A raw stage's valid durations, and the ``hardware_id`` of each of those runs."""
+    seconds = raw_seconds(stage)
+    valid = [s for s in seconds if 0.0 <= s < math.inf]
+    runs = stage["runs"]
+    if len(valid) == len(seconds):
+        return valid, [run.get("hardware_id") for run in runs]
+    pairs = zip(runs, seconds, strict=True)
+    ids = [run.get("hardware_id") for run, s in pairs if 0.0 <= s < math.inf]
+    return valid, ids
+
+
+def _ids(found: Iterable[list[Any]]) -> list[str]:
+    """The distinct hardware ids (strings) in first-seen order."""
+    seen: dict[Any, None] = {}
+    for ids in found:
+        seen.update(dict.fromkeys(ids))
+    return [hw_id for hw_id in seen if type(hw_id) is str]
 
 
 def compare_artifacts(
@@ -295,17 +299,14 @@ def compare_artifacts(
     threshold = _check_threshold(threshold)
     base_stages, new_stages = dict(raw_stages(base.data)), dict(raw_stages(new.data))
     shared = [name for name in base_stages if name in new_stages]
+    base_runs = [_stage_runs(base_stages[name]) for name in shared]
+    new_runs = [_stage_runs(new_stages[name]) for name in shared]
     stages = tuple(
-        compare_stage(
-            name,
-            _valid(raw_seconds(base_stages[name])),
-            _valid(raw_seconds(new_stages[name])),
-            threshold,
-        )
-        for name in shared
+        compare_stage(name, b[0], n[0], threshold)
+        for name, b, n in zip(shared, base_runs, new_runs, strict=True)
     )
-    base_ids = _hardware_ids(base_stages[name] for name in shared)
-    new_ids = _hardware_ids(new_stages[name] for name in shared)
+    base_ids = _ids(ids for _, ids in base_runs)
+    new_ids = _ids(ids for _, ids in new_runs)
     cache = differences if differences is not None else _Differences()
     base_described: Mapping[str, Hardware] = base.hardware.hardware
     new_described: Mapping[str, Hardware] = new.hardware.hardware

@@ -171,7 +171,7 @@ def mean_and_variance(values: Sequence[float]) -> tuple[float, float]:
     mean = math.fsum(values) / n
     if n < 2:
         return mean, math.nan
-    return mean, math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.fsum([(v - mean) ** 2 for v in values]) / (n - 1)
 
 
 def welch_from_moments(

@@ -350,3 +350,12 @@ def test_compare_turns_the_garbage_collector_back_on_after_an_error(tmp_path: Pa
     with pytest.raises(FileNotFoundError):
         compare(tmp_path / "missing", tmp_path / "missing")
     assert gc.isenabled()
+
+
+def test_a_run_left_out_of_the_statistics_is_left_out_of_the_hardware(tmp_path: Path) -> None:
+    other = attrs.evolve(MACHINE, memory=MemoryInfo(limit_bytes=64 * GIB))
+    write_artifact(tmp_path / "base", {"train": [1.0, -1.0, 1.1]}, hardware=[MACHINE, other])
+    write_artifact(tmp_path / "new", {"train": [1.0, 1.1]})
+
+    (pair,) = compare(tmp_path / "base", tmp_path / "new").pairs
+    assert ((hardware_id(MACHINE),), ()) == (pair.base_hardware_ids, pair.hardware_differences)
