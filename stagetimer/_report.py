@@ -256,6 +256,13 @@ def _allocation_note(hw_id: str, hw: Hardware) -> str | None:
     return f"{hw_id}: the allocation was smaller than the node: {', '.join(parts)}"
 
 
+def _distinct(ids: list[str | None]) -> tuple[str, ...]:
+    """The hardware ids in order of first appearance, without None."""
+    distinct = dict.fromkeys(ids)
+    distinct.pop(None, None)
+    return tuple(distinct)  # type: ignore[arg-type]  # None was just removed
+
+
 def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str]]:
     runs = stage["runs"]
     seconds = raw_seconds(stage)
@@ -275,7 +282,7 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
         stdev_seconds=summary.stdev,
         min_seconds=summary.minimum,
         max_seconds=summary.maximum,
-        hardware_ids=tuple(i for i in dict.fromkeys(ids) if i is not None),
+        hardware_ids=_distinct(ids),
         run_seconds=tuple(seconds),
         runs_without_hardware=ids.count(None),
         flagged_runs=len(runs) - len(kept),

@@ -75,7 +75,7 @@ def summarise(seconds: Sequence[float], *, quartiles: bool = True) -> Summary:
     median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
     q1 = q3 = None
     if n > 1:
-        stdev: float | None = math.sqrt(sum([(x - mean) ** 2 for x in seconds]) / (n - 1))
+        stdev: float | None = math.sqrt(sum([(x - mean) * (x - mean) for x in seconds]) / (n - 1))
         if quartiles:
             q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
     else:
