@@ -59,7 +59,6 @@ MAX_BYTES = 1 << 30
 # a writer (fifo(7)); it changes nothing for a regular file. O_CLOEXEC: a child started
 # while a save holds the descriptor does not inherit it.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-_GIB = 1 << 30
 
 
 def _kind(mode: int) -> str:
@@ -72,12 +71,12 @@ def _kind(mode: int) -> str:
     ):
         if test(mode):
             return name
-    return "not a regular file"
+    return "of an unknown file type"
 
 
 def _too_large(path: str, size: int) -> SidecarCorruptError:
     return SidecarCorruptError(
-        path, f"is larger than {MAX_BYTES // _GIB} GiB ({size} bytes), more than a sidecar holds"
+        path, f"is {size} bytes, larger than the {MAX_BYTES}-byte limit of a sidecar"
     )
 
 

@@ -435,6 +435,25 @@ def test_file_larger_than_the_limit_is_refused_before_it_is_read(
     path = write(art, "timings.json", stage_text().encode())
     monkeypatch.setattr(_parse, "MAX_BYTES", 16)
 
-    with pytest.raises(SidecarCorruptError, match="is larger than"):
+    with pytest.raises(SidecarCorruptError, match="larger than the 16-byte limit"):
         load_timings(art)
     assert os.path.getsize(path) > 16
+
+
+def test_file_that_grows_past_the_limit_while_read_is_cut_and_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stagetimer import _parse
+
+    monkeypatch.setattr(_parse, "MAX_BYTES", 16)
+    read_end, write_end = os.pipe()  # stands in for a file still growing: fstat said 0 bytes
+    os.write(write_end, b"x" * 100)
+    os.close(write_end)
+    try:
+        raw = _parse.read_all(read_end, 0)
+    finally:
+        os.close(read_end)
+
+    assert 17 == len(raw)
+    with pytest.raises(SidecarCorruptError, match="is 17 bytes, larger than the 16-byte limit"):
+        _parse.parse_timings("timings.json", raw)
