@@ -277,10 +277,11 @@ def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[Any]]:
 
 def _ids(found: Iterable[list[Any]]) -> list[str]:
     """The distinct hardware ids (strings) in first-seen order."""
-    seen: dict[Any, None] = {}
+    seen: dict[str, None] = {}
     for ids in found:
-        seen.update(dict.fromkeys(ids))
-    return [hw_id for hw_id in seen if type(hw_id) is str]
+        # Legacy runs have no hardware_id (None): they name no description.
+        seen.update(dict.fromkeys(hw_id for hw_id in ids if type(hw_id) is str))
+    return list(seen)
 
 
 def compare_artifacts(

@@ -359,3 +359,13 @@ def test_a_run_left_out_of_the_statistics_is_left_out_of_the_hardware(tmp_path: 
 
     (pair,) = compare(tmp_path / "base", tmp_path / "new").pairs
     assert ((hardware_id(MACHINE),), ()) == (pair.base_hardware_ids, pair.hardware_differences)
+
+
+def test_legacy_runs_without_a_hardware_id_name_no_description(tmp_path: Path) -> None:
+    write_artifact(tmp_path / "base", {"train": [1.0, 1.1]})
+    (tmp_path / "new").mkdir()
+    legacy = {"train": {"total_seconds": 2.1, "runs": [{"seconds": 1.0}, {"seconds": 1.1}]}}
+    (tmp_path / "new" / "timings.json").write_text(json.dumps(legacy))
+
+    (pair,) = compare(tmp_path / "base", tmp_path / "new").pairs
+    assert ((), ()) == (pair.new_hardware_ids, pair.hardware_differences)
