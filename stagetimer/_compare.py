@@ -133,6 +133,9 @@ class Pair:
     #: the directories' path relative to each tree's root ("/"-separated); None when two
     #: artifact directories were given
     relpath: str | None = None
+    #: hardware ids the compared runs point at that their sidecar does not describe
+    #: (missing or unreadable ``timings_hardware.json``): not compared
+    undescribed_hardware_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The pair as ``stagetimer compare --json`` prints it."""
@@ -150,6 +153,7 @@ class Pair:
                 "new": list(self.new_only_stages),
             },
             "relpath": self.relpath,
+            "undescribed_hardware_ids": list(self.undescribed_hardware_ids),
         }
 
 
@@ -324,7 +328,10 @@ def compare_artifacts(
                 HardwareDifference(d.field, d.base, d.new, base_id, new_id)
                 for d in cache.between(base_id, base_hw, new_id, new_hw)
             )
+    undescribed = [i for i in base_ids if i not in base_described]
+    undescribed += [i for i in new_ids if i not in new_described and i not in undescribed]
     return Pair(
+        undescribed_hardware_ids=tuple(undescribed),
         base=base.path,
         new=new.path,
         stages=stages,

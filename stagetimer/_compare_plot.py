@@ -63,8 +63,10 @@ def _caption(comparison: Comparison) -> str:
     for pair in comparison.pairs:
         words = format_differences([Difference(d.field, d.base, d.new) for d in _unique(pair)])
         if not words:
-            known = pair.base_hardware_ids and pair.new_hardware_ids
-            words = SAME_HARDWARE if known else "hardware unknown on one side"
+            known = bool(pair.base_hardware_ids and pair.new_hardware_ids) and not (
+                pair.undescribed_hardware_ids
+            )
+            words = SAME_HARDWARE if known else "hardware not described on one side"
         else:
             words = f"hardware differs: {words}"
         groups.setdefault(words, []).append(_label(pair))

@@ -80,14 +80,20 @@ def _stage_line(stage: StageComparison) -> str:
 def _hardware_lines(pair: Pair) -> list[str]:
     if not pair.base_hardware_ids or not pair.new_hardware_ids:
         side = "base" if not pair.base_hardware_ids else "new"
-        return [f"hardware: unknown (the {side} side's runs name no hardware description)"]
+        return [f"Hardware unknown: the {side} side's runs name no hardware description."]
+    unknown = []
+    if pair.undescribed_hardware_ids:
+        listed = ", ".join(escape_text(i) for i in pair.undescribed_hardware_ids)
+        unknown = [f"Hardware unknown for {listed}: no description in timings_hardware.json."]
     groups: dict[tuple[str, str], list[HardwareDifference]] = {}
     for difference in pair.hardware_differences:
         key = (difference.base_hardware_id, difference.new_hardware_id)
         groups.setdefault(key, []).append(difference)
     if not groups:
+        if unknown:
+            return [*unknown, "No difference among the descriptions there are."]
         return [SAME_HARDWARE[0].upper() + SAME_HARDWARE[1:] + "."]
-    lines = ["Hardware differs:"]
+    lines = [*unknown, "Hardware differs:"]
     several = len(pair.base_hardware_ids) > 1 or len(pair.new_hardware_ids) > 1
     for (base_id, new_id), found in groups.items():
         words = escape_text(format_differences([Difference(d.field, d.base, d.new) for d in found]))

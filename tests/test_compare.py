@@ -290,6 +290,7 @@ def test_to_dict_has_the_documented_keys(tmp_path: Path) -> None:
             "hardware_ids",
             "unpaired_stages",
             "relpath",
+            "undescribed_hardware_ids",
         },
         {"name", "base", "new", "ratio", "ratio_ci", "verdict"},
         {"runs", "median_seconds", "mean_seconds", "stdev_seconds"},
@@ -369,3 +370,15 @@ def test_legacy_runs_without_a_hardware_id_name_no_description(tmp_path: Path) -
 
     (pair,) = compare(tmp_path / "base", tmp_path / "new").pairs
     assert ((), ()) == (pair.new_hardware_ids, pair.hardware_differences)
+
+
+def test_hardware_ids_no_sidecar_describes_are_named_not_called_the_same(tmp_path: Path) -> None:
+    write_artifact(tmp_path / "base", {"train": [1.0, 1.1]})
+    write_artifact(tmp_path / "new", {"train": [1.0, 1.1]})
+    (tmp_path / "new" / "timings_hardware.json").unlink()
+
+    (pair,) = compare(tmp_path / "base", tmp_path / "new").pairs
+    assert ((hardware_id(MACHINE),), ()) == (
+        pair.undescribed_hardware_ids,
+        pair.hardware_differences,
+    )

@@ -202,3 +202,13 @@ def test_control_characters_from_the_files_never_reach_the_terminal(tmp_path: Pa
         "\x1b" in as_json.stdout or "\u202e" in as_json.stdout,
         json.loads(as_json.stdout)["pairs"][0]["stages"][0]["name"],
     )
+
+
+def test_text_never_calls_undescribed_hardware_the_same(sides: tuple[str, str]) -> None:
+    Path(sides[1], "timings_hardware.json").unlink()
+
+    lines = stagetimer("compare", *sides).stdout.splitlines()
+    assert (False, True) == (
+        "Same hardware (by the fields that change timings)." in lines,
+        any(line.startswith("Hardware unknown for hw-") for line in lines),
+    )
