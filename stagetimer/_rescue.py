@@ -25,6 +25,7 @@ from stagetimer._rules import POLICIES, apply_run, is_stage
 from stagetimer._sidecar import (
     HARDWARE_FILE,
     TIMINGS_FILE,
+    Attempt,
     add_hardware,
     dumps_hardware,
     timings_bytes,
@@ -91,6 +92,7 @@ class Rescue:
         self.policy = policy
         self.expected_runs = expected_runs
         self.path: str | None = None
+        self.attempt: Attempt | None = None  # the last write, to clear what an interrupt left
         self.refused: list[Any] = []  # records the file refuses: kept here for the user
         self.printed: set[int] = set()  # ids of records already printed to stderr
 
@@ -109,6 +111,8 @@ class Rescue:
         """
         self.refused.extend(refused)
         records = [*pending, *self.refused]
+        if self.attempt is not None:
+            self.attempt.replaced()  # removes a temporary file an interrupt left behind
         if not records:
             if self.path is not None:
                 try:
@@ -144,10 +148,12 @@ class Rescue:
             now = time.time()
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
             name = f"{RESCUE_PREFIX}{stamp}{int(now % 1 * 1e6):06d}Z-{os.getpid()}{RESCUE_SUFFIX}"
-            path = os.path.join(self.directory, name)
+            # Chosen once: a write an interrupt cut short is redone under the same name.
+            path = self.path = os.path.join(self.directory, name)
+        self.attempt = attempt = Attempt()
         try:
             os.makedirs(self.directory, exist_ok=True)
-            write_atomic(path, text.encode("utf-8"), None)
+            write_atomic(path, text.encode("utf-8"), None, attempt)
         except OSError as exc:
             fresh = [e for p, e in zip(records, entries, strict=True) if id(p) not in self.printed]
             if fresh:
@@ -163,7 +169,6 @@ class Rescue:
                 f"no rescue file could be written ({exc}): the records were printed to "
                 "standard error as JSON"
             )
-        self.path = path
         return f"they are in the rescue file {path} ({self._advice()})"
 
 
