@@ -20,9 +20,17 @@ import json, os, random, signal, subprocess, sys, time, traceback, warnings
 import stagetimer
 from stagetimer import Recorder, record_timing
 
-directory, n = sys.argv[1], int(sys.argv[2])
+directory, n, storm = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "storm"
 package = os.path.dirname(stagetimer.__file__)
 warnings.simplefilter("ignore")
+
+def disarm():  # in a storm, the disarming itself may be interrupted
+    while True:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            return
+        except KeyboardInterrupt:
+            pass
 
 def on_alarm(signum, frame):
     raise KeyboardInterrupt
@@ -40,13 +48,17 @@ for i in range(1, n + 1):
     try:
         # A quarter of the saves run undisturbed, so that what is pending drains.
         if rng.random() < 0.75:
-            signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-6, 1.3 * save))
+            # One interrupt per save; in a storm, one every quarter of that delay, which
+            # also interrupts the handling of the interrupts.
+            delay = rng.uniform(1e-6, 1.3 * save)
+            signal.setitimer(signal.ITIMER_REAL, delay, max(delay / 4, 5e-5) if storm else 0)
         try:
             record_timing("s", 0.001, run_idx=i, recorder=rec)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            disarm()
         outcome[i] = "returned"
     except KeyboardInterrupt as exc:
+        disarm()
         # Inside: once Recorder.record registered the run (its save section or deeper).
         # An interrupt before that (argument checks) means the stage was never recorded.
         frames = traceback.extract_tb(exc.__traceback__)
@@ -55,7 +67,7 @@ for i in range(1, n + 1):
 signal.setitimer(signal.ITIMER_REAL, 0)
 
 temps = sorted(p for p in os.listdir(directory) if ".tmp" in p)
-pending = [p.fields[1] for p in rec._pending]
+pending = [p.fields[1] for p in rec._pending]  # their run_idx
 # This process and another one each save at once: no lock is left held.
 t0 = time.monotonic()
 record_timing("after_same", 1.0, recorder=Recorder(directory, lock_timeout=1, strict=True))
@@ -75,11 +87,12 @@ print(json.dumps({"outcome": outcome, "temps": temps, "pending": pending,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("mode", "saves"), [("one", 2000), ("storm", 600)])
 def test_keyboard_interrupts_at_random_points_of_2000_saves_lose_and_double_nothing(
-    tmp_path: Path,
+    tmp_path: Path, mode: str, saves: int
 ) -> None:
     directory = tmp_path / "artifact"
-    done = run_script(INTERRUPTED_SAVES, directory, 2000, timeout=300)
+    done = run_script(INTERRUPTED_SAVES, directory, saves, mode, timeout=300)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     outcome = {int(i): how for i, how in result["outcome"].items()}
     counts = collections.Counter(r["run_idx"] for r in stage_runs(directory, "s"))
@@ -87,14 +100,17 @@ def test_keyboard_interrupts_at_random_points_of_2000_saves_lose_and_double_noth
     assert [] == [i for i, n in counts.items() if n > 1]  # no run stored twice
     must_be_stored = {i for i, how in outcome.items() if how != "outside"}
     assert [] == sorted(must_be_stored - set(counts))  # nothing silently lost
-    assert [] == sorted(set(result["pending"]) - set(result["rescued"]))  # pending: rescued
+    if mode == "one":  # pending records are in the rescue file
+        assert [] == sorted(set(result["pending"]) - set(result["rescued"]))
+    # (In a storm, an interrupt of the rescue write itself leaves a record pending until the
+    # recorder's next save or exit, which store it: see must_be_stored.)
     assert [] == result["temps"]  # no temporary file, even right after the interrupts
     assert 0 == result["other_rc"], result["other_err"]  # another process saves at once
     assert [1.0] == [r["seconds"] for r in stage_runs(directory, "after_same")]
     assert [1.0] == [r["seconds"] for r in stage_runs(directory, "after_other")]
     assert [] == rescued_records(directory)  # close stored what was pending
     assert [] == temp_files(directory)
-    assert collections.Counter(outcome.values())["inside"] > 100  # the scenario happened
+    assert collections.Counter(outcome.values())["inside"] > 30  # the scenario happened
 
 
 SIGNAL_HANDLER_RECORDS = """
