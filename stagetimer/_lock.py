@@ -58,12 +58,47 @@ _gates_guard = threading.Lock()
 _descriptor_api: tuple[Any, Any] | None = None
 
 
+def _flock_nonblocking(fd: int) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+            return False  # held elsewhere (some file systems say EACCES)
+        raise
+    return True
+
+
+def _lock_at_shutdown(fd: int, *, blocking: bool = True) -> bool:
+    assert not blocking
+    return _flock_nonblocking(fd)
+
+
+def _unlock_at_shutdown(fd: int) -> None:
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 def _api() -> tuple[Any, Any]:
-    """filelock's ``lock_descriptor`` and ``unlock_descriptor`` (imported on first use)."""
+    """filelock's ``lock_descriptor`` and ``unlock_descriptor`` (imported on first use).
+
+    Importing filelock can fail while the interpreter shuts down (on CPython 3.10 it
+    imports ``concurrent.futures.thread``, which registers an exit hook: "can't register
+    atexit after shutdown"), when an exit handler makes the first save of the process.
+    The same lock is then taken directly: on POSIX, ``lock_descriptor(fd,
+    blocking=False)`` is ``flock(fd, LOCK_EX | LOCK_NB)`` with EAGAIN and EACCES meaning
+    contention, and ``unlock_descriptor`` is ``flock(fd, LOCK_UN)`` (filelock's _unix.py).
+    """
     global _descriptor_api
     if _descriptor_api is None:
-        from filelock import lock_descriptor, unlock_descriptor
-
+        try:
+            from filelock import lock_descriptor, unlock_descriptor
+        except RuntimeError:
+            if os.name != "posix":
+                raise
+            return (_lock_at_shutdown, _unlock_at_shutdown)  # not cached: only for now
         _descriptor_api = (lock_descriptor, unlock_descriptor)
     return _descriptor_api
 
