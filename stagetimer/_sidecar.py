@@ -204,6 +204,7 @@ class Attempt:
 _token_cache: tuple[int, str] | None = None
 _counter = itertools.count()
 _TMP_MARK = ".tmp"
+_RESCUE_TMP = ".timings.rescue-"
 _FOREIGN_AGE = 3600.0  # seconds after which another host's temporary file is a leftover
 _unclean: set[str] = set()  # sidecars whose last save by this process did not finish
 
@@ -226,8 +227,12 @@ def _temp_path(path: str) -> str:
     return os.path.join(directory, f".{base}{_TMP_MARK}-{_token()}-{next(_counter)}")
 
 
-def _is_leftover(directory: str, name: str, prefix: str) -> bool:
-    """Whether the temporary file ``name`` (seen under the lock) is what a writer left."""
+def _is_leftover(directory: str, name: str, prefix: str, locked: bool = True) -> bool:
+    """Whether the temporary file ``name`` is what a writer left.
+
+    ``locked``: it is written under the lock we hold (a sidecar's), so this process's own
+    are leftovers too; a rescue file's is written without a lock, by its recorder alone.
+    """
     rest = name[len(prefix) :]
     if rest == "":
         return True  # the fixed name older versions used
@@ -238,7 +243,7 @@ def _is_leftover(directory: str, name: str, prefix: str) -> bool:
     if len(parts) == 4 and parts[0] == mine[0] and parts[1].isdigit():
         pid = int(parts[1])
         if pid == os.getpid():
-            return True  # ours, from an interrupted save (we hold the lock now)
+            return locked  # ours, from an interrupted save (we hold the lock now)
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -264,11 +269,19 @@ def clear_leftovers(path: str) -> None:
     directory = directory or "."
     prefix = f".{base}{_TMP_MARK}"
     try:
-        names = [n for n in os.listdir(directory) if n.startswith(prefix)]
+        names = os.listdir(directory)
     except OSError:
         return
     for name in names:
-        if _is_leftover(directory, name, prefix):
+        if name.startswith(prefix):
+            gone = _is_leftover(directory, name, prefix)
+        elif base == TIMINGS_FILE and name.startswith(_RESCUE_TMP) and _TMP_MARK + "-" in name:
+            # A rescue file's temporary file, left by a writer that was killed.
+            head = name[: name.index(_TMP_MARK + "-") + len(_TMP_MARK)]
+            gone = _is_leftover(directory, name, head, locked=False)
+        else:
+            continue
+        if gone:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(directory, name))
     _unclean.discard(path)

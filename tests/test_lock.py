@@ -389,3 +389,19 @@ def test_the_lock_file_is_opened_close_on_exec_without_following_links(tmp_path:
     finally:
         _lock.release(lock)
     time.sleep(0)
+
+
+def test_a_rescue_temp_file_a_killed_writer_left_is_cleared_by_the_next_save(art: Path) -> None:
+    record_timing("train", 1.0, recorder=Recorder(art))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    host = _sidecar._token().rsplit("-", 2)[0]
+    stem = ".timings.rescue-20261201T000000000000Z-1.json.tmp"
+    left = art / f"{stem}-{host}-{int(dead.stdout)}-0badc0de-3"
+    alive = art / f"{stem}-{host}-1-0badc0de-4"  # pid 1 is alive: may still be writing
+    left.write_text('{"half": ')
+    alive.write_text('{"half": ')
+
+    record_timing("train", 2.0, recorder=Recorder(art))
+
+    assert (False, True) == (left.exists(), alive.exists())
