@@ -196,7 +196,7 @@ def _flush_all(recorders: list[Recorder]) -> None:
 # -- validation -------------------------------------------------------------------------
 
 
-def _as_path(directory: object) -> str:
+def _as_path(directory: str | os.PathLike[str]) -> str:
     if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
         raise ValueError(
             f"directory {directory!r} is not valid: expected a str or os.PathLike path "
