@@ -4,9 +4,8 @@ How a process's life is handled (see docs/guarantees.md):
 
 - A record whose save failed stays pending and is, before the stage returns, in the
   recorder's rescue file (``_rescue``), which each later save rewrites or removes.
-- A save runs as this thread's *section*. A stage recorded while the thread is already
-  inside one (a signal handler that interrupted a save, or the hardware capture) is
-  queued, never waits, and is saved before the outer section returns.
+- A save runs as this thread's section (``_section``): a stage recorded from a signal
+  handler inside a save is queued, never waits, and is saved before that save returns.
 - Whether an interrupted write reached the disk is read back from its ``Attempt``;
   records that went through a write are never applied twice (an identical run already
   in the stage is taken as theirs).
@@ -25,16 +24,27 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 import attrs
 
+from stagetimer import _pending as _pending_module
+from stagetimer import _section
 from stagetimer._errors import InvalidRecordError, NoActiveRecorderError, StageTimerWarning
-from stagetimer._lock import release_mine, reset_after_fork
+from stagetimer._lock import reset_after_fork
 from stagetimer._parse import parse_hardware, parse_timings
-from stagetimer._rescue import Rescue, build_run, run_is_stored
-from stagetimer._rules import POLICIES, apply_run, keep_completed_prefix
+from stagetimer._pending import Pending, utc_iso
+from stagetimer._rescue import Rescue, run_is_stored
+from stagetimer._rules import apply_run, keep_completed_prefix
+from stagetimer._section import defer, reentered, section
+from stagetimer._settings import (
+    as_path,
+    check_completed_runs,
+    check_directory,
+    check_expected_runs,
+    check_policy,
+    check_timeout,
+)
 from stagetimer._sidecar import (
     HARDWARE_FILE,
     TIMINGS_FILE,
@@ -57,12 +67,8 @@ _env_guard = threading.Lock()
 # or given up at exit: a recorder dropped by its user must not take its records with it.
 # Only added to, discarded from and copied: each one atomic operation, no lock.
 _with_pending: set[Recorder] = set()
-_live_hardware: tuple[str, dict[str, Any]] | None = None
 # Every recorder of this process, for the reset in a forked child.
 _instances: weakref.WeakSet[Recorder] = weakref.WeakSet()
-# Per thread: ``frame``, the frame running this thread's outermost save section, and
-# ``deferred``, the recorders given records while it runs.
-_local = threading.local()
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -90,155 +96,6 @@ def recording_disabled() -> bool:
     else:
         value = os.environ.get(_DISABLE)
     return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
-
-
-def _this_hardware() -> tuple[str, dict[str, Any]]:
-    """This process's (hardware_id, description), captured once (per forked child too)."""
-    global _live_hardware
-    if _live_hardware is None:
-        from stagetimer.hardware import capture_hardware, description, hardware_id
-
-        hw = capture_hardware()
-        _live_hardware = (hardware_id(hw), description(hw))
-    return _live_hardware
-
-
-def _utc_iso(timestamp: float) -> str:
-    """``2026-11-29T22:28:02.123Z``"""
-    whole = int(timestamp)
-    millis = int((timestamp - whole) * 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
-
-
-class _Pending:
-    """One finished run waiting to be saved; its hardware is filled in by the first save."""
-
-    __slots__ = ("attempted", "fields", "hardware", "hardware_id", "name", "run")
-
-    def __init__(self, name: str, fields: tuple[Any, ...]) -> None:
-        self.name = name
-        self.fields = fields  # (seconds, run_idx, label, started_at, metadata)
-        self.run: dict[str, Any] | None = None
-        self.hardware_id: str | None = None
-        self.hardware: dict[str, Any] | None = None
-        self.attempted = False  # went through a write whose outcome may be unknown
-
-    def resolve(self) -> dict[str, Any]:
-        if self.run is None:
-            hw_id, hw = _this_hardware()
-            seconds, run_idx, label, started_at, metadata = self.fields
-            from stagetimer.hardware import job_identity
-
-            self.hardware_id, self.hardware = hw_id, hw
-            self.run = build_run(
-                seconds, hw_id, run_idx, label, started_at, job_identity(), metadata
-            )
-        return self.run
-
-
-# -- sections: one save at a time per thread, whatever interrupts it ----------------------
-
-
-def _reentered() -> bool:
-    """Whether this thread is inside a save section further up its own stack.
-
-    Only a signal handler (or code the save itself calls) gets here then. A marker an
-    interrupt left behind is not on the stack, so it does not count.
-    """
-    outer: FrameType | None = getattr(_local, "frame", None)
-    if outer is None:
-        return False
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        if frame is outer:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _section(work: Callable[[], None]) -> None:
-    """Run ``work`` as this thread's outermost save section.
-
-    Records queued meanwhile (by signal handlers) are saved before this returns; an
-    ``Exception`` from ``work`` is raised after that, a ``BaseException`` (an interrupt)
-    after they were put in their rescue files. Whatever lock an interrupt left held is
-    released.
-    """
-    failure: BaseException | None = None
-    while True:
-        deferred: list[Recorder] = []
-        _local.deferred = deferred
-        _local.frame = sys._getframe()
-        try:
-            work()
-        except BaseException as exc:
-            if failure is None or not isinstance(exc, Exception):
-                failure = exc
-        finally:
-            _local.frame = None  # from here on, handlers save directly
-            release_mine()
-        if failure is not None and not isinstance(failure, Exception):
-            for rec in dict.fromkeys(deferred):
-                rec._make_safe()
-            raise failure
-        if not deferred:
-            if failure is not None:
-                raise failure
-            return
-        work = functools.partial(_flush_all, list(dict.fromkeys(deferred)))
-
-
-def _flush_all(recorders: list[Recorder]) -> None:
-    for rec in recorders:
-        rec._flush()
-
-
-# -- validation -------------------------------------------------------------------------
-
-
-def _as_path(directory: str | os.PathLike[str]) -> str:
-    if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
-        raise ValueError(
-            f"directory {directory!r} is not valid: expected a str or os.PathLike path "
-            "(bytes paths are not supported)"
-        )
-    path = os.fspath(directory)
-    if not isinstance(path, str):
-        raise ValueError(f"directory {directory!r} is not valid: its path is {path!r}, not a str")
-    if not path or "\0" in path:
-        raise ValueError(f"directory {directory!r} is not valid: expected a non-empty path")
-    return path
-
-
-def _check_directory(instance: Recorder, attribute: Any, value: str) -> None:
-    if os.path.lexists(value) and not os.path.isdir(value):
-        raise ValueError(
-            f"directory {value!r} is not valid: it exists and is not a directory "
-            "(pass the artifact directory, not a file in it)"
-        )
-
-
-def _check_completed_runs(instance: Recorder, attribute: Any, value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise ValueError(f"completed_runs {value!r} is not valid: expected an int >= 0")
-
-
-def _check_expected_runs(instance: Recorder, attribute: Any, value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"expected_runs {value!r} is not valid: expected an int >= 1 or None")
-
-
-def _check_policy(instance: Recorder, attribute: Any, value: object) -> None:
-    if value not in POLICIES:
-        raise ValueError(f"policy {value!r} is not valid: expected one of {POLICIES}")
-
-
-def _check_timeout(instance: Recorder, attribute: Any, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(
-            f"lock_timeout {value!r} is not valid: expected a number of seconds >= 0 "
-            "(float('inf') waits as long as it takes)"
-        )
 
 
 def _restore(settings: dict[str, Any]) -> Recorder:
@@ -285,25 +142,25 @@ class Recorder:
     pending records.
     """
 
-    directory: str = attrs.field(converter=_as_path, validator=_check_directory)
+    directory: str = attrs.field(converter=as_path, validator=check_directory)
     resume_partial_runs: bool = attrs.field(default=False, kw_only=True)
     completed_runs: int | None = attrs.field(
-        default=None, kw_only=True, validator=_check_completed_runs
+        default=None, kw_only=True, validator=check_completed_runs
     )
-    policy: str = attrs.field(default="sequential", kw_only=True, validator=_check_policy)
+    policy: str = attrs.field(default="sequential", kw_only=True, validator=check_policy)
     strict: bool = attrs.field(default=False, kw_only=True)
-    lock_timeout: float = attrs.field(default=60.0, kw_only=True, validator=_check_timeout)
+    lock_timeout: float = attrs.field(default=60.0, kw_only=True, validator=check_timeout)
     expected_runs: int | None = attrs.field(
-        default=None, kw_only=True, validator=_check_expected_runs
+        default=None, kw_only=True, validator=check_expected_runs
     )
-    _pending: list[_Pending] = attrs.field(factory=list, init=False, repr=False)
+    _pending: list[Pending] = attrs.field(factory=list, init=False, repr=False)
     _resume_done: bool = attrs.field(default=False, init=False, repr=False)
     _hardware_stat: tuple[int, int, int] | None = attrs.field(default=None, init=False, repr=False)
     _hardware_known: set[str] = attrs.field(factory=set, init=False, repr=False)
     _mutex: threading.RLock = attrs.field(factory=threading.RLock, init=False, repr=False)
     _cache: TimingsCache = attrs.field(factory=TimingsCache, init=False, repr=False)
     # (the write, the records it holds, whether it truncated): until settled
-    _inflight: tuple[Attempt, list[_Pending], bool] | None = attrs.field(
+    _inflight: tuple[Attempt, list[Pending], bool] | None = attrs.field(
         default=None, init=False, repr=False
     )
     _rescue: Rescue = attrs.field(init=False, repr=False)
@@ -386,23 +243,23 @@ class Recorder:
         Called while this thread is already saving (from a signal handler), the run is
         queued and saved before that save returns.
         """
-        iso = None if started_at is None else _utc_iso(started_at)
-        pending = _Pending(name, (seconds, run_idx, label, iso, metadata))
+        iso = None if started_at is None else utc_iso(started_at)
+        pending = Pending(name, (seconds, run_idx, label, iso, metadata))
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
         self._pending.append(pending)
         _with_pending.add(self)
         try:
-            if _reentered():
-                _local.deferred.append(self)
+            if reentered():
+                defer(self)
                 return
-            _section(functools.partial(self._record_one, pending))
+            section(functools.partial(self._record_one, pending))
         except BaseException as exc:
             if not isinstance(exc, Exception):
                 self._make_safe()
             raise
 
-    def _record_one(self, pending: _Pending) -> None:
+    def _record_one(self, pending: Pending) -> None:
         with self._mutex:
             if self._pending:  # else another thread's save stored it meanwhile
                 self._attempt(pending, raising=True)
@@ -415,9 +272,9 @@ class Recorder:
 
     def close(self) -> None:
         """Save pending records; what still fails stays in the rescue file, for ``recover``."""
-        if _reentered():
+        if reentered():
             return  # a signal handler inside a save: that save stores everything pending
-        _section(self._close_now)
+        section(self._close_now)
 
     def _close_now(self) -> None:
         with self._mutex:
@@ -441,7 +298,7 @@ class Recorder:
                 raise
             self._after_save(rejected, raising=False)
 
-    def _attempt(self, newest: _Pending, *, raising: bool, lenient: bool = False) -> None:
+    def _attempt(self, newest: Pending, *, raising: bool, lenient: bool = False) -> None:
         """One save of everything pending; a failure warns once and updates the rescue file."""
         try:
             rejected = self._save()
@@ -464,7 +321,7 @@ class Recorder:
             raise
         self._after_save(rejected, raising=raising)
 
-    def _forget(self, pending: _Pending) -> None:
+    def _forget(self, pending: Pending) -> None:
         self._pending = [p for p in self._pending if p is not pending]
         self._rescue.write(self._pending, [])
 
@@ -476,7 +333,7 @@ class Recorder:
             self._rescue.write(self._pending, [])
 
     def _after_save(
-        self, rejected: list[tuple[_Pending, InvalidRecordError]], *, raising: bool
+        self, rejected: list[tuple[Pending, InvalidRecordError]], *, raising: bool
     ) -> None:
         """Records the file refuses (their name holds other data) are bad input: raised.
 
@@ -505,7 +362,7 @@ class Recorder:
                 self._resume_done = True
         self._inflight = None
 
-    def _save(self) -> list[tuple[_Pending, InvalidRecordError]]:
+    def _save(self) -> list[tuple[Pending, InvalidRecordError]]:
         """Save every pending record (hardware first); return those the file refused.
 
         The first lock taken creates the directory when it is missing.
@@ -516,7 +373,7 @@ class Recorder:
         for pending in records:
             pending.resolve()
         self._save_hardware({p.hardware_id: p.hardware for p in records})  # type: ignore[misc]
-        rejected: list[tuple[_Pending, InvalidRecordError]] = []
+        rejected: list[tuple[Pending, InvalidRecordError]] = []
         truncate = self.resume_partial_runs and not self._resume_done
         expected = self.expected_runs
 
@@ -632,11 +489,11 @@ def _close_all() -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child starts with no lock held and none of the parent's pending records."""
-    global _env_guard, _live_hardware, _local
+    global _env_guard
     _env_guard = threading.Lock()
     _with_pending.clear()
-    _live_hardware = None
-    _local = threading.local()
+    _pending_module.reset_after_fork()
+    _section.reset_after_fork()
     reset_after_fork()
     from stagetimer import _sidecar
 

@@ -24,16 +24,12 @@ directory, n, storm = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "storm"
 package = os.path.dirname(stagetimer.__file__)
 warnings.simplefilter("ignore")
 
-def disarm():  # in a storm, the disarming itself may be interrupted
-    while True:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            return
-        except KeyboardInterrupt:
-            pass
+budget = [0]  # interrupts left for this save: a storm raises at most three per save
 
 def on_alarm(signum, frame):
-    raise KeyboardInterrupt
+    if budget[0] > 0:
+        budget[0] -= 1
+        raise KeyboardInterrupt
 
 signal.signal(signal.SIGALRM, on_alarm)
 rec = Recorder(directory, lock_timeout=5)
@@ -44,27 +40,36 @@ for i in range(20):
 save = (time.perf_counter() - t0) / 20
 rng = random.Random(20261201)
 outcome = {}
-for i in range(1, n + 1):
+
+def one(i, delay):
     try:
-        # A quarter of the saves run undisturbed, so that what is pending drains.
-        if rng.random() < 0.75:
-            # One interrupt per save; in a storm, one every quarter of that delay, which
-            # also interrupts the handling of the interrupts.
-            delay = rng.uniform(1e-6, 1.3 * save)
+        if delay:
             signal.setitimer(signal.ITIMER_REAL, delay, max(delay / 4, 5e-5) if storm else 0)
-        try:
-            record_timing("s", 0.001, run_idx=i, recorder=rec)
-        finally:
-            disarm()
-        outcome[i] = "returned"
+        record_timing("s", 0.001, run_idx=i, recorder=rec)
+        return "returned"
     except KeyboardInterrupt as exc:
-        disarm()
         # Inside: once Recorder.record registered the run (its save section or deeper).
         # An interrupt before that (argument checks) means the stage was never recorded.
         frames = traceback.extract_tb(exc.__traceback__)
-        inside = any(f.name == "_section" for f in frames)
-        outcome[i] = "inside" if inside else "outside"
-signal.setitimer(signal.ITIMER_REAL, 0)
+        return "inside" if any(f.name == "section" for f in frames) else "outside"
+
+for i in range(1, n + 1):
+    # A quarter of the saves run undisturbed, so that what is pending drains. Otherwise
+    # one interrupt per save; in a storm, up to three, a quarter of the delay apart,
+    # which also interrupt the handling of the first (then the outcome is unknown).
+    delay = 0.0
+    if rng.random() < 0.75:
+        delay = rng.uniform(1e-6, 1.3 * save)
+        budget[0] = 3 if storm else 1
+    try:
+        try:
+            outcome[i] = one(i, delay)
+        except KeyboardInterrupt:
+            outcome[i] = "outside"
+    except KeyboardInterrupt:
+        outcome[i] = "outside"
+    budget[0] = 0
+    signal.setitimer(signal.ITIMER_REAL, 0)
 
 temps = sorted(p for p in os.listdir(directory) if ".tmp" in p)
 pending = [p.fields[1] for p in rec._pending]  # their run_idx
