@@ -15,7 +15,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from stagetimer._lock import acquire, release
@@ -45,18 +45,25 @@ TIMINGS_FILE = "timings.json"
 HARDWARE_FILE = "timings_hardware.json"
 
 
-@contextlib.contextmanager
-def locked(path: str, timeout: float) -> Iterator[None]:
+class locked:  # lower case: used like a function, ``with locked(path, timeout):``
     """Hold the advisory lock ``path + ".lock"`` (see ``stagetimer._lock``).
 
     The artifact directory is created when it is missing. ``timeout`` may be infinite.
+    A class, not a generator: an interrupt in its exit never lands in a generator's
+    finaliser (where Python only prints it).
     """
-    lock_path = path + ".lock"
-    acquire(lock_path, timeout)
-    try:
-        yield
-    finally:
-        release(lock_path)
+
+    __slots__ = ("lock_path", "timeout")
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self.lock_path = path + ".lock"
+        self.timeout = timeout
+
+    def __enter__(self) -> None:
+        acquire(self.lock_path, self.timeout)
+
+    def __exit__(self, *exc_info: object) -> None:
+        release(self.lock_path)
 
 
 # One encoder object: json.dumps with keyword arguments builds a new one per call.
