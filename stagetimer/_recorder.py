@@ -35,7 +35,7 @@ from stagetimer._lock import reset_after_fork
 from stagetimer._parse import parse_hardware, parse_timings
 from stagetimer._pending import Pending, utc_iso
 from stagetimer._rescue import Rescue, run_is_stored
-from stagetimer._rules import apply_run, keep_completed_prefix
+from stagetimer._rules import apply_run, is_stage, keep_completed_prefix
 from stagetimer._section import defer, reentered, section
 from stagetimer._settings import (
     as_path,
@@ -165,6 +165,10 @@ class Recorder:
     )
     _rescue: Rescue = attrs.field(init=False, repr=False)
     _swept: set[str] = attrs.field(factory=set, init=False, repr=False)  # files it cleared
+    # Stages (with their label under upsert) this recorder recorded without run_idx, and
+    # the stages it has warned about: each likely mistake is said once per stage.
+    _unindexed: set[tuple[str, str | None]] = attrs.field(factory=set, init=False, repr=False)
+    _warned: set[tuple[str, str]] = attrs.field(factory=set, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
@@ -243,6 +247,8 @@ class Recorder:
         Called while this thread is already saving (from a signal handler), the run is
         queued and saved before that save returns.
         """
+        if run_idx is None:
+            self._note_unindexed(name, label)
         iso = None if started_at is None else utc_iso(started_at)
         pending = Pending(name, (seconds, run_idx, label, iso, metadata))
         # Registered first (two atomic operations): from here on an interrupt cannot
@@ -258,6 +264,36 @@ class Recorder:
             if not isinstance(exc, Exception):
                 self._make_safe()
             raise
+
+    def _note_unindexed(self, name: str, label: str | None) -> None:
+        """Warn once when this recorder replaces an un-indexed stage it recorded itself."""
+        key = (name, label if self.policy == "upsert" else None)
+        if key not in self._unindexed:
+            self._unindexed.add(key)
+            return
+        if (name, "unindexed") not in self._warned:
+            self._warned.add((name, "unindexed"))
+            self._warn(
+                f"stage {name!r} was recorded again without run_idx: a record without "
+                "run_idx replaces the stage, so only its last run is kept. If it runs once "
+                f"per seed, give each call its run_idx (stage({name!r}, run_idx=i), or "
+                "@timed_stage(..., run_idx='<parameter>'))"
+            )
+
+    def _warn_duplicates(self, duplicates: list[tuple[str, int]]) -> None:
+        """Under ``sequential``: a run k > 0 appended beside a run k already on disk."""
+        for name, run_idx in duplicates:
+            if (name, "duplicate") in self._warned:
+                continue
+            self._warned.add((name, "duplicate"))
+            self._warn(
+                f"stage {name!r}: run_idx {run_idx} was already on disk and was appended "
+                f"again (policy 'sequential' appends every run_idx > 0). "
+                "Restarting an interrupted experiment? Use Recorder(..., "
+                f"resume_partial_runs=True, completed_runs={run_idx}) to keep only the runs "
+                f"before {run_idx}. Seeds running in parallel or re-run one by one? Use "
+                "policy=\"upsert\", which replaces the run with the same run_idx"
+            )
 
     def _record_one(self, pending: Pending) -> None:
         with self._mutex:
@@ -374,11 +410,14 @@ class Recorder:
             pending.resolve()
         self._save_hardware({p.hardware_id: p.hardware for p in records})  # type: ignore[misc]
         rejected: list[tuple[Pending, InvalidRecordError]] = []
+        duplicates: list[tuple[str, int]] = []
+        sequential = self.policy == "sequential"
         truncate = self.resume_partial_runs and not self._resume_done
         expected = self.expected_runs
 
         def change(data: dict[str, Any]) -> bytes | None:
             rejected.clear()
+            duplicates.clear()
             if truncate:
                 assert self.completed_runs is not None
                 keep_completed_prefix(data, self.completed_runs)
@@ -390,6 +429,8 @@ class Recorder:
                 if pending.attempted and run_is_stored(data, pending.name, run):
                     continue  # an interrupted write of this process stored it already
                 pending.attempted = True
+                if sequential:
+                    _find_duplicate(data, pending.name, run, duplicates)
                 try:
                     apply_run(
                         data, pending.name, run, self.policy,
@@ -415,6 +456,8 @@ class Recorder:
         # Written, or nothing needed writing (every record refused or already stored).
         attempt.done = True
         self._settle()
+        if duplicates:
+            self._warn_duplicates(duplicates)
         return rejected
 
     def _save_hardware(self, needed: dict[str, dict[str, Any]]) -> None:
@@ -445,6 +488,25 @@ class Recorder:
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
             level, frame = level + 1, frame.f_back  # type: ignore[assignment]
         warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
+
+
+def _find_duplicate(
+    data: dict[str, Any], name: str, run: dict[str, Any], found: list[tuple[str, int]]
+) -> None:
+    """Note ``(name, k)`` when the stage on disk already holds a run ``k > 0``.
+
+    Sequential appends keep the runs in order, so only a stage whose last run_idx is
+    not below ``k`` is searched: the common save costs one look at the last run.
+    """
+    k = run.get("run_idx")
+    if not isinstance(k, int) or k <= 0 or not is_stage(data.get(name)):
+        return
+    runs = data[name]["runs"]
+    last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
+    if isinstance(last, int) and last < k:
+        return
+    if any(isinstance(r, dict) and r.get("run_idx") == k for r in runs):
+        found.append((name, k))
 
 
 def active_recorder() -> Recorder | None:
