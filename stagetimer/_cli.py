@@ -25,6 +25,7 @@ def _error(command: str, message: str) -> None:
 
 
 def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from stagetimer._escape import escape_text
     from stagetimer._report import report_from
     from stagetimer._tree import scan_tree
 
@@ -44,9 +45,18 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             _error("report", str(exc))
             return 1
         plot = _plot
-    artifacts, problems = scan_tree(args.paths)
+    rescued: list[str] = []
+    artifacts, problems = scan_tree(args.paths, rescued)
     for problem in problems:
         _error("report", problem.line())
+    for directory in rescued:
+        _error(
+            "report",
+            escape_text(
+                f"{directory}: holds rescue files, records a failed save kept that are not "
+                f"in timings.json yet; fold them in with: stagetimer recover {directory}"
+            ),
+        )
     out: TextIO = sys.stdout
     if args.csv:
         from stagetimer._suite import records_csv, records_from

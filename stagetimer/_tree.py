@@ -24,6 +24,7 @@ import attrs
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._escape import escape_text
 from stagetimer._records import HardwareSidecar, Timings
+from stagetimer._rescue import RESCUE_PREFIX, RESCUE_SUFFIX
 from stagetimer._sidecar import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._tree_read import HardwareCache, read_data, structure
 
@@ -83,9 +84,18 @@ class Problem:
 _Key = tuple[int, int]  # (st_dev, st_ino): a directory however it is reached
 
 
-def _walk(root: str, problems: list[Problem]) -> list[tuple[tuple[str, ...], str]]:
+def _is_rescue_file(name: str) -> bool:
+    return name.startswith(RESCUE_PREFIX) and name.endswith(RESCUE_SUFFIX)
+
+
+def _walk(
+    root: str, problems: list[Problem], rescued: list[str]
+) -> list[tuple[tuple[str, ...], str]]:
     """``(relative parts, directory)`` of every directory holding ``timings.json`` under
-    ``root``, following directory links; a directory on the current path is not re-entered."""
+    ``root``, following directory links; a directory on the current path is not re-entered.
+
+    Directories holding rescue files (records a failed save kept) go to ``rescued``.
+    """
     found: list[tuple[tuple[str, ...], str]] = []
 
     def visit(directory: str, parts: tuple[str, ...], ancestors: frozenset[_Key]) -> None:
@@ -95,15 +105,21 @@ def _walk(root: str, problems: list[Problem]) -> list[tuple[tuple[str, ...], str
             problems.append(_os_problem(exc, directory))
             return
         subdirs: list[tuple[str, os.DirEntry[str]]] = []
+        rescue_here = False
         for entry in entries:
             if entry.name == TIMINGS_FILE:
                 found.append((parts, directory))
+                continue
+            if _is_rescue_file(entry.name):
+                rescue_here = True
                 continue
             try:
                 if entry.is_dir():  # follows links
                     subdirs.append((entry.name, entry))
             except OSError:  # pragma: no cover - a dangling or unreadable entry
                 continue
+        if rescue_here:
+            rescued.append(directory)
         subdirs.sort()
         for name, entry in subdirs:
             try:
@@ -132,16 +148,19 @@ def _os_problem(exc: OSError, fallback: str) -> Problem:
 
 
 def find_artifact_dirs(
-    paths: Iterable[str | os.PathLike[str]],
+    paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
 ) -> tuple[list[tuple[str, str, str]], list[Problem]]:
     """``(path, root, relpath)`` of every artifact directory at or under ``paths``, in the
     report's order, each directory once; and what could not be walked.
 
     A path may be an artifact directory, any folder above some, or a ``timings.json``.
+    The directories holding rescue files are appended to ``rescued`` (each once): a
+    directory whose first save failed may hold nothing else.
     """
     found: list[tuple[str, str, str]] = []
     seen: set[tuple[int, int]] = set()
     problems: list[Problem] = []
+    rescue_dirs: list[str] = []
 
     def add(directory: str, root: str, parts: tuple[str, ...]) -> None:
         try:
@@ -160,6 +179,9 @@ def find_artifact_dirs(
             if os.path.basename(path) == TIMINGS_FILE:
                 directory = os.path.dirname(path) or "."
                 add(directory, directory, ())
+                with contextlib.suppress(OSError):
+                    if any(_is_rescue_file(n) for n in os.listdir(directory)):
+                        rescue_dirs.append(directory)
             else:
                 message = f"not a directory nor a {TIMINGS_FILE}"
                 not_dir = NotADirectoryError(errno.ENOTDIR, message, path)
@@ -169,13 +191,20 @@ def find_artifact_dirs(
             missing = FileNotFoundError(errno.ENOENT, "no such file or directory", path)
             problems.append(Problem(path, "no such file or directory", missing))
             continue
-        before = len(problems)
-        hits = _walk(path, problems)
+        before, rescues_before = len(problems), len(rescue_dirs)
+        hits = _walk(path, problems, rescue_dirs)
         for parts, directory in hits:
             add(directory, path, parts)
-        if not hits and len(problems) == before:
+        if not hits and len(problems) == before and len(rescue_dirs) == rescues_before:
             message = f"no {TIMINGS_FILE} at or under this path"
             problems.append(Problem(path, message, FileNotFoundError(errno.ENOENT, message, path)))
+    if rescued is not None:
+        known: set[str] = set()
+        for directory in rescue_dirs:
+            real = os.path.realpath(directory)
+            if real not in known:
+                known.add(real)
+                rescued.append(directory)
     return found, problems
 
 
@@ -208,16 +237,16 @@ def collector_paused() -> Iterator[None]:
 
 
 def scan_tree(
-    paths: Iterable[str | os.PathLike[str]],
+    paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
 ) -> tuple[list[Artifact], list[Problem]]:
     """Every artifact directory at or under ``paths`` read, and every problem met.
 
     A directory whose ``timings.json`` cannot be read is left out (its problem is
     returned); one whose ``timings_hardware.json`` cannot be read is kept with an
     empty hardware sidecar, and its problem is returned too. One bad directory never
-    hides the others.
+    hides the others. Directories holding rescue files are appended to ``rescued``.
     """
-    directories, problems = find_artifact_dirs(paths)
+    directories, problems = find_artifact_dirs(paths, rescued)
     artifacts: list[Artifact] = []
     hardware_cache = HardwareCache()
     with collector_paused():
