@@ -26,9 +26,9 @@ def _rescue_while_the_lock_is_held(art: Path) -> None:
     fd = os.open(art / "timings.json.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        with pytest.warns(StageTimerWarning, match="rescue"):
-            with stage("ippo_train", run_idx=0, recorder=Recorder(art, lock_timeout=0.2)):
-                pass
+        rec = Recorder(art, lock_timeout=0.2)
+        with pytest.warns(StageTimerWarning, match="rescue"), stage("ippo_train", recorder=rec):
+            pass
     finally:
         os.close(fd)
 
