@@ -27,7 +27,8 @@ def _rescue_while_the_lock_is_held(art: Path) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         rec = Recorder(art, lock_timeout=0.2)
-        with pytest.warns(StageTimerWarning, match="rescue"), stage("ippo_train", recorder=rec):
+        timed = stage("ippo_train", run_idx=0, recorder=rec)
+        with pytest.warns(StageTimerWarning, match="rescue"), timed:
             pass
     finally:
         os.close(fd)
