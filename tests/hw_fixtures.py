@@ -292,7 +292,7 @@ class FakeGpu:
         self.clock_error = clock_error
 
 
-# NVML's own figures for real parts (notes/hardware-facts.md, NVML table).
+# NVML's own figures for real parts (as nvidia-smi and NVML report them).
 def a100(uuid: str = "GPU-5fa8b3c2-1d4e-4f6a-9b7c-0123456789ab") -> FakeGpu:
     return FakeGpu("NVIDIA A100-SXM4-40GB", uuid, 42949672960, 5120, 1215)
 

@@ -40,7 +40,7 @@ __all__ = [
 TMP_NAMES = (".timings.json.tmp", ".timings_hardware.json.tmp")
 
 #: What ``Recorder`` writes to standard error before the JSON of records it could not
-#: save anywhere (SPEC section 6, last resort).
+#: save anywhere (the last resort of docs/guarantees.md).
 STDERR_PREFIX = "stagetimer: could not save "
 
 

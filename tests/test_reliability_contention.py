@@ -1,6 +1,6 @@
 """Many processes, each with several threads, saving into one artifact directory at once.
 
-SPEC section 3 (last line) and section 6: distinct stage keys written by
+docs/format.md (replacement rules) and docs/guarantees.md: distinct stage keys written by
 different processes always merge, ``policy="upsert"`` records of one shared stage
 from parallel writers all survive, and every ``hardware_id`` resolves.
 """

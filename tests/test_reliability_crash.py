@@ -1,6 +1,6 @@
 """A writer killed with SIGKILL at random moments never leaves a sidecar torn or a record lost.
 
-SPEC section 6: the save protocol (temporary file in the same directory, fsync,
+docs/guarantees.md: the save protocol (temporary file in the same directory, fsync,
 ``os.replace``) means a reader sees the old file or the new one, never a part;
 what ``record_timing`` acknowledged (it returned, ``strict=True``) is on disk; the
 hardware sidecar is saved before the timings that reference it. One directory is

@@ -1,4 +1,4 @@
-"""Saving when the disk is full, read-only or holds a corrupt sidecar (SPEC section 6).
+"""Saving when the disk is full, read-only or holds a corrupt sidecar (docs/guarantees.md).
 
 A stage that finished is never lost: the old file stays byte-identical, lenient
 mode warns and keeps the record pending until a later save or ``close()``

@@ -1,4 +1,4 @@
-"""Another process holding a sidecar's advisory lock (SPEC section 6).
+"""Another process holding a sidecar's advisory lock (docs/guarantees.md).
 
 A save waits at most ``lock_timeout``: strict mode then raises
 ``LockTimeoutError`` (also a ``TimeoutError``), lenient mode warns and keeps the

@@ -13,7 +13,8 @@ from stagetimer.hardware._files import read_int, read_int_or_reason
 __all__ = ["cppc_max_mhz", "cpufreq_range", "kvm_cpuinfo_mhz", "probe_clock"]
 
 # 255 is the largest 8-bit perf value; firmware that fills the field with it has been
-# seen where the value means nothing (notes/hardware-facts.md, "Clock").
+# seen where the value means nothing (AMD preferred-core parts rank cores through
+# highest_perf, for which drivers/cpufreq/amd-pstate.c substitutes 166 or 196).
 _MEANINGLESS_PERF = 255
 _KVM_TOLERANCE_MHZ = 0.1
 
@@ -102,7 +103,7 @@ def cppc_max_mhz(root: str, cpus: tuple[int, ...]) -> tuple[float | None, str]:
 def kvm_cpuinfo_mhz(
     root: str, blocks: list[dict[str, str]] | str | None = None
 ) -> tuple[float | None, str]:
-    """The KVM guest's ``cpu MHz``, when SPEC's rule admits it, else None and why not.
+    """The KVM guest's ``cpu MHz``, when the KVM rule admits it, else None and why not.
 
     Admitted only when every visible vCPU lists both ``hypervisor`` and
     ``tsc_known_freq`` (the TSC rate was declared by the hypervisor, not
@@ -149,9 +150,9 @@ def probe_clock(
 ) -> tuple[float | None, float | None, str | None, dict[str, str]]:
     """``(min MHz, max MHz, clock_source, sources)`` for the affine ``cpus``.
 
-    Order (SPEC section 4): cpufreq, extended by CPPC where that gives a higher
+    Order (docs/hardware.md, ``cpu``): cpufreq, extended by CPPC where that gives a higher
     maximum; with no clock interface at all, the KVM ``cpu MHz`` rule; else None.
-    CPPC without cpufreq yields None: SPEC admits CPPC only as an extension of a
+    CPPC without cpufreq yields None: CPPC counts only as an extension of a
     cpufreq range, and it gives no minimum the kernel vouches for; its estimate is
     kept in the reason so a person still sees it. ``blocks`` is
     ``cpuinfo_blocks(root)`` when the caller already has it.
