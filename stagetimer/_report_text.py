@@ -56,20 +56,22 @@ def _table(report: ArtifactReport) -> list[str]:
     for s in report.stages:
         runs = str(s.runs) if not s.flagged_runs else f"{s.runs}*"
         row = [
-            s.name, runs, fmt(s.total_seconds), fmt(s.mean_seconds), fmt(s.median_seconds),
-            fmt(s.stdev_seconds), fmt(s.min_seconds), fmt(s.max_seconds),
+            s.name, runs, *map(fmt, (
+                s.total_seconds, s.mean_seconds, s.median_seconds, s.stdev_seconds,
+                s.min_seconds, s.max_seconds,
+            )),
         ]
         if several:
             row.append(", ".join(s.hardware_ids) or "-")
         rows.append(row)
     widths = [max(map(len, column)) for column in zip(*rows, strict=False)]
-    first, numeric = widths[0], widths[1:8]
-    lines = []
-    for row in rows:
-        cells = [row[0].ljust(first)]
-        cells += [cell.rjust(width) for cell, width in zip(row[1:8], numeric, strict=True)]
-        cells += row[8:]
-        lines.append("  " + "  ".join(cells).rstrip())
+    # One format per table: the first column left-aligned, the numbers right-aligned
+    # (str.format pads as ljust/rjust do), the hardware column as it is.
+    template = "  " + "  ".join(
+        [f"{{0:<{widths[0]}}}", *(f"{{{i}:>{widths[i]}}}" for i in range(1, 8))]
+        + (["{8}"] if several else [])
+    )
+    lines = [template.format(*row).rstrip() for row in rows]
     if any(s.flagged_runs for s in report.stages):
         lines.append("  * some runs hold values no writer stores; see the warnings")
     return lines

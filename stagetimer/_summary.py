@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-__all__ = ["Summary", "is_valid_seconds", "summarise", "valid_seconds"]
+__all__ = ["Summary", "is_valid_seconds", "moments", "summarise", "valid_seconds"]
 
 _INF = math.inf
 
@@ -59,6 +59,24 @@ def _quantile(ordered: Sequence[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def moments(
+    seconds: Sequence[float], total: float
+) -> tuple[float, float, float | None, list[float]]:
+    """``(mean, median, stdev, ordered)`` of ``seconds`` (not empty), ``total`` their sum
+    (left to right from 0.0): the arithmetic of ``summarise`` without its objects, for a
+    caller that summarises ten thousand stages."""
+    n = len(seconds)
+    mean = total / n
+    ordered = sorted(seconds)
+    half = n // 2
+    median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+    if n > 1:
+        stdev: float | None = math.sqrt(sum([(x - mean) * (x - mean) for x in seconds]) / (n - 1))
+    else:
+        stdev = None
+    return mean, median, stdev, ordered
+
+
 def summarise(seconds: Sequence[float], *, quartiles: bool = True) -> Summary:
     """The summary of ``seconds`` (already valid: see ``valid_seconds``).
 
@@ -69,17 +87,11 @@ def summarise(seconds: Sequence[float], *, quartiles: bool = True) -> Summary:
     if n == 0:
         return Summary(0, 0.0, None, None, None, None, None, None, None)
     total = sum(seconds, 0.0)
-    mean = total / n
-    ordered = sorted(seconds)
-    half = n // 2
-    median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+    mean, median, stdev, ordered = moments(seconds, total)
     q1 = q3 = None
-    if n > 1:
-        stdev: float | None = math.sqrt(sum([(x - mean) * (x - mean) for x in seconds]) / (n - 1))
-        if quartiles:
+    if quartiles:
+        if n > 1:
             q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
-    else:
-        stdev = None
-        if quartiles:
+        else:
             q1 = q3 = ordered[0]
     return Summary(n, total, mean, median, stdev, ordered[0], ordered[-1], q1, q3)
