@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -47,7 +47,7 @@ _RUN_FIELDS = frozenset(
     f.name for f in attrs.fields(RunTiming) if f.name not in ("metadata", "legacy_metadata")
 )
 _NOT_METADATA = _RUN_FIELDS | frozenset(LEGACY_KEYS)
-_get = dict.get
+_get: Callable[[dict[str, Any], str], Any] = dict.get
 
 
 @attrs.frozen
