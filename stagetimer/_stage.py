@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._recorder import Recorder, recording_disabled, resolve_recorder
+from stagetimer._validate import MAX_RUN_IDX as _MAX
 from stagetimer._validate import check_record, check_seconds, copy_metadata
 from stagetimer.stages import AUTO_RESUME_SUFFIX
 
@@ -140,7 +141,7 @@ class Stage:
         if (
             type(name) is not str
             or name not in _checked_names
-            or (run_idx is not None and (type(run_idx) is not int or run_idx < 0))
+            or (run_idx is not None and (type(run_idx) is not int or not 0 <= run_idx <= _MAX))
             or self.label is not None
             or self.metadata
         ):

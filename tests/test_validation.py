@@ -128,24 +128,11 @@ def test_bad_metadata(rec: Recorder, art: Path, existing: bytes, metadata: dict[
     _unchanged(art, existing)
 
 
-FAST_PATH_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="Stage.__enter__'s fast path for a known name checks run_idx < 0 but not "
-    "run_idx > 2**63 - 1 (stagetimer/_stage.py); remove this mark when it does",
-)
-
-
-def _stage_case(kwargs: dict[str, Any]) -> Any:
-    run_idx = kwargs.get("run_idx")
-    beyond = isinstance(run_idx, int) and not isinstance(run_idx, bool) and run_idx > 2**63 - 1
-    return pytest.param(kwargs, marks=FAST_PATH_GAP) if beyond else kwargs
-
-
 @pytest.mark.parametrize(
     "kwargs",
     [
         *({"name": n} for n in BAD_NAMES),
-        *(_stage_case({"run_idx": i}) for i in BAD_RUN_IDX),
+        *({"run_idx": i} for i in BAD_RUN_IDX),
         *({"label": label} for label in BAD_LABELS),
         *BAD_METADATA,
         *STAGE_ONLY_RESERVED,
@@ -197,7 +184,6 @@ def test_error_names_a_huge_value_in_a_short_message(
     _unchanged(art, existing)
 
 
-@FAST_PATH_GAP
 def test_refused_run_idx_does_not_poison_the_recorder(
     rec: Recorder, art: Path, existing: bytes
 ) -> None:
