@@ -155,10 +155,12 @@ def _brackets(raw: bytes) -> bytes:
         # then escaped quotes, so that every quote left delimits a string.
         raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
     view = raw.translate(_ONE_KIND, _NOT_STRUCTURE)
-    without_empty = view.replace(b'""', b"")
-    if b'"' not in without_empty:
-        # Every string held no bracket (the usual case): nothing else to remove.
-        return without_empty
+    if view.count(b'""') * 2 == view.count(b'"'):
+        # Every string held no bracket (the usual case): only the quotes to remove. The
+        # test is exact: quotes then come in runs of pairs; a string holding a bracket
+        # leaves a run of odd length (its opening quote after the pairs of any empty
+        # strings before it), and non-overlapping counting finds one pair less there.
+        return view.translate(None, b'"')
     return b"".join(view.split(b'"')[::2])
 
 
@@ -175,6 +177,10 @@ def _nesting_exceeds(raw: bytes, limit: int) -> bool:
         if not brackets:
             return False
         reduced = brackets.replace(b"[]", b"")
+        if passes + 1 + reduced.count(b"[") <= limit:
+            # Each pass lowers the deepest point by at most one, and what is left nests
+            # no deeper than it has openers: the usual file stops after one pass.
+            return False
         if len(reduced) == len(brackets):
             # Brackets that do not pair up (the JSON error is reported by the parser):
             # the depth is at most the levels removed plus what the rest opens.

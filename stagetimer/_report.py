@@ -48,6 +48,8 @@ _RUN_FIELDS = frozenset(
 )
 _NOT_METADATA = _RUN_FIELDS | frozenset(LEGACY_KEYS)
 _get: Callable[[dict[str, Any], str], Any] = dict.get
+# map(_get, runs, _RUN_IDX): each run's run_idx, gathered in C (repeat() is endless)
+_RUN_IDX, _HARDWARE_ID, _STARTED_AT = repeat("run_idx"), repeat("hardware_id"), repeat("started_at")
 
 
 @attrs.frozen
@@ -272,14 +274,36 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
     # the statistics are summarise's arithmetic without its Summary object.
     runs = stage["runs"]
     seconds = raw_seconds(stage)
-    indices = list(map(_get, runs, repeat("run_idx")))
-    flags, kept, total = _flags(name, stage, seconds, indices)
-    mean = median = stdev = low = high = None
-    if kept:
-        mean, median, stdev, ordered = moments(kept, total)
+    indices = list(map(_get, runs, _RUN_IDX))
+    n = len(seconds)
+    total = sum(seconds, 0.0)
+    ordered = sorted(seconds)
+    stored = stage.get("total_seconds")
+    if (
+        n and total < _INF and ordered[0] >= 0.0  # NaN fails the second test
+        and None not in indices and min(indices) >= 0
+        and (stored is None or math.isclose(stored, total, rel_tol=1e-9, abs_tol=1e-9))
+    ):
+        # The common stage, nothing to flag (what _flags finds then): its statistics
+        # straight from the one sort (moments' arithmetic).
+        flags: list[str] = []
+        kept = seconds
+        mean = total / n
+        half = n // 2
+        median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+        stdev = (
+            math.sqrt(sum([(x - mean) * (x - mean) for x in seconds]) / (n - 1))
+            if n > 1 else None
+        )
         low, high = ordered[0], ordered[-1]
-    ids = list(map(_get, runs, repeat("hardware_id")))
-    starts = list(map(_get, runs, repeat("started_at")))
+    else:
+        flags, kept, total = _flags(name, stage, seconds, indices)
+        mean = median = stdev = low = high = None
+        if kept:
+            mean, median, stdev, ordered = moments(kept, total)
+            low, high = ordered[0], ordered[-1]
+    ids = list(map(_get, runs, _HARDWARE_ID))
+    starts = list(map(_get, runs, _STARTED_AT))
     if None in starts:
         starts = [t for t in starts if t is not None]
     stats = StageStats(

@@ -14,6 +14,7 @@ structured form is kept per content.
 from __future__ import annotations
 
 import math
+import operator
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -127,11 +128,15 @@ def _as_float(value: float) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+_SECONDS = operator.itemgetter("seconds")
+
+
 def raw_seconds(stage: dict[str, Any]) -> list[float]:
     """Each run's ``seconds`` as the loader reads it (a float; beyond a float, infinite)."""
-    seconds = [run["seconds"] for run in stage["runs"]]
+    seconds = list(map(_SECONDS, stage["runs"]))
     try:
-        return [s + 0.0 for s in seconds]
+        # float() of a number parse_timings let through is s + 0.0: the same double
+        return list(map(float, seconds))
     except OverflowError:
         return [_as_float(s) for s in seconds]
 
