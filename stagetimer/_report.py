@@ -288,14 +288,17 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
         # straight from the one sort (moments' arithmetic).
         flags: list[str] = []
         kept = seconds
-        mean = total / n
+        mean: float | None = total / n
         half = n // 2
-        median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
-        stdev = (
+        median: float | None = (
+            ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+        )
+        stdev: float | None = (
             math.sqrt(sum([(x - mean) * (x - mean) for x in seconds]) / (n - 1))
             if n > 1 else None
         )
-        low, high = ordered[0], ordered[-1]
+        low: float | None = ordered[0]
+        high: float | None = ordered[-1]
     else:
         flags, kept, total = _flags(name, stage, seconds, indices)
         mean = median = stdev = low = high = None
