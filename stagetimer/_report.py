@@ -288,15 +288,16 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
         # straight from the one sort (moments' arithmetic).
         flags: list[str] = []
         kept = seconds
-        mean: float | None = total / n
+        average = total / n
         half = n // 2
         median: float | None = (
             ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
         )
         stdev: float | None = (
-            math.sqrt(sum([(x - mean) * (x - mean) for x in seconds]) / (n - 1))
+            math.sqrt(sum([(x - average) * (x - average) for x in seconds]) / (n - 1))
             if n > 1 else None
         )
+        mean: float | None = average
         low: float | None = ordered[0]
         high: float | None = ordered[-1]
     else:
