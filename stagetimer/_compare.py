@@ -23,9 +23,10 @@ descriptions is compared against each.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -50,6 +51,9 @@ __all__ = [
     "compare_artifacts",
 ]
 
+_get: Callable[[dict[str, Any], str], Any] = dict.get
+_HARDWARE_ID = itertools.repeat("hardware_id")
+
 FASTER = "faster"
 SLOWER = "slower"
 NO_DIFFERENCE = "no significant difference"
@@ -72,7 +76,13 @@ class SideStats:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"runs", "median_seconds", "mean_seconds", "stdev_seconds"}``."""
-        return attrs.asdict(self)
+        # attrs.asdict's result, written out: twenty thousand of these in a suite's JSON
+        return {
+            "runs": self.runs,
+            "median_seconds": self.median_seconds,
+            "mean_seconds": self.mean_seconds,
+            "stdev_seconds": self.stdev_seconds,
+        }
 
 
 @attrs.frozen
@@ -270,10 +280,13 @@ class _Differences:
 def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[Any]]:
     """A raw stage's valid durations, and the ``hardware_id`` of each of those runs."""
     seconds = raw_seconds(stage)
-    valid = [s for s in seconds if 0.0 <= s < math.inf]
     runs = stage["runs"]
+    if seconds and sum(seconds, 0.0) < math.inf and min(seconds) >= 0.0:
+        # Every duration valid (the usual stage): a NaN or an infinity makes the sum fail.
+        return seconds, list(map(_get, runs, _HARDWARE_ID))
+    valid = [s for s in seconds if 0.0 <= s < math.inf]
     if len(valid) == len(seconds):
-        return valid, [run.get("hardware_id") for run in runs]
+        return valid, list(map(_get, runs, _HARDWARE_ID))
     pairs = zip(runs, seconds, strict=True)
     ids = [run.get("hardware_id") for run, s in pairs if 0.0 <= s < math.inf]
     return valid, ids
@@ -281,10 +294,10 @@ def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[Any]]:
 
 def _ids(found: Iterable[list[Any]]) -> list[str]:
     """The distinct hardware ids (strings) in first-seen order."""
-    seen: dict[str, None] = {}
-    for ids in found:
-        # Legacy runs have no hardware_id (None): they name no description.
-        seen.update(dict.fromkeys(hw_id for hw_id in ids if type(hw_id) is str))
+    # parse_timings let through only a string or null (absent) hardware_id; legacy runs
+    # have none: they name no description.
+    seen = dict.fromkeys(itertools.chain.from_iterable(found))
+    seen.pop(None, None)
     return list(seen)
 
 
@@ -301,7 +314,15 @@ def compare_artifacts(
     ``seconds`` and ``hardware_id`` are all it needs, and building run objects
     for 100,000 runs would cost more than the statistics.
     """
-    threshold = _check_threshold(threshold)
+    return _compare_pair(
+        base, new, _check_threshold(threshold),
+        differences if differences is not None else _Differences(), None,
+    )
+
+
+def _compare_pair(
+    base: Artifact, new: Artifact, threshold: float, cache: _Differences, relpath: str | None
+) -> Pair:
     base_stages, new_stages = dict(raw_stages(base.data)), dict(raw_stages(new.data))
     shared = [name for name in base_stages if name in new_stages]
     base_runs = [_stage_runs(base_stages[name]) for name in shared]
@@ -312,7 +333,6 @@ def compare_artifacts(
     )
     base_ids = _ids(ids for _, ids in base_runs)
     new_ids = _ids(ids for _, ids in new_runs)
-    cache = differences if differences is not None else _Differences()
     base_described: Mapping[str, Hardware] = base.hardware.hardware
     new_described: Mapping[str, Hardware] = new.hardware.hardware
     found: list[HardwareDifference] = []
@@ -340,6 +360,7 @@ def compare_artifacts(
         new_hardware_ids=tuple(new_ids),
         base_only_stages=tuple(name for name in base_stages if name not in new_stages),
         new_only_stages=tuple(name for name in new_stages if name not in base_stages),
+        relpath=relpath,
     )
 
 
@@ -386,10 +407,9 @@ def _compare(
         if partner is None:
             unpaired_base.append(artifact.path)
         else:
-            pair = compare_artifacts(
-                artifact, partner, threshold=threshold, differences=differences
+            pairs.append(
+                _compare_pair(artifact, partner, threshold, differences, artifact.relpath)
             )
-            pairs.append(attrs.evolve(pair, relpath=artifact.relpath))
     unpaired = Unpaired(tuple(unpaired_base), tuple(a.path for a in by_relpath.values()))
     return Comparison(tuple(pairs), unpaired, threshold)
 

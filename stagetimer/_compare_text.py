@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from stagetimer._compare import (
@@ -149,13 +149,47 @@ def format_comparison(comparison: Comparison) -> str:
 _COMPACT_LEVEL = 4
 
 
+def _one_line_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, allow_nan=False)`` with its C encoder built once.
+
+    ``JSONEncoder.encode`` builds the C encoder anew for every value (most of the cost of
+    a one-line stage, ten thousand of them in a suite). The encoder it would build is
+    made here once with the same arguments and kept only if it writes what ``encode``
+    writes; otherwise (another Python, no C speedups) ``encode`` it is.
+    """
+    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython has it
+        return encoder.encode
+    try:
+        built = make(
+            {}, encoder.default, json.encoder.encode_basestring, None, encoder.key_separator,
+            encoder.item_separator, False, False, False,
+        )
+        probe = {"a": [1.5, None, "\u00e9\u2028\"", 2, -0.0], "b": {"c": True}, "d": 1e300}
+
+        def one_line(value: Any) -> str:
+            if isinstance(value, str):
+                return encoder.encode(value)
+            return "".join(built(value, 0))
+
+        if one_line(probe) == encoder.encode(probe):
+            return one_line
+    except Exception:  # pragma: no cover - a Python whose C encoder takes other arguments
+        pass
+    return encoder.encode  # pragma: no cover
+
+
+_ONE_LINE = _one_line_encoder()
+
+
 def _layout(value: Any, level: int) -> str:
     if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)) or not value:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return _ONE_LINE(value)
     inner, outer = "  " * (level + 1), "  " * level
     if isinstance(value, dict):
         items = [
-            f"{inner}{json.dumps(key, ensure_ascii=False)}: {_layout(item, level + 1)}"
+            f"{inner}{_ONE_LINE(key)}: {_layout(item, level + 1)}"
             for key, item in value.items()
         ]
         return "{\n" + ",\n".join(items) + f"\n{outer}}}"
