@@ -210,6 +210,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+#: json.loads(text, object_pairs_hook=_no_duplicates), the decoder built once (as json.loads
+#: keeps one for calls without options)
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode
+
 _BOM = b"\xef\xbb\xbf"
 # A \uD800-\uDFFF escape: a surrogate; a lone one has no UTF-8 form and no writer made it.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -256,7 +260,10 @@ def _loads(path: str, raw: bytes) -> Any:
             path, f"nests arrays and objects deeper than {MAX_FILE_DEPTH} levels"
         )
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
+        if text.startswith("\ufeff"):  # a second mark: json.loads says what is wrong
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
+        else:
+            data = _DECODER(text)
     except json.JSONDecodeError as exc:
         raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
     except _DuplicateKey as exc:
@@ -269,7 +276,7 @@ def _loads(path: str, raw: bytes) -> Any:
         raise SidecarCorruptError(path, f"holds a number Python refuses to read ({exc})") from None
     except RecursionError:  # the caller's own stack was already deep
         raise SidecarCorruptError(path, "is nested too deeply to parse here") from None
-    if _SURROGATE_ESCAPE.search(raw) is not None:
+    if b"\\" in raw and _SURROGATE_ESCAPE.search(raw) is not None:  # no escape: none
         lone = _lone_surrogate(data)
         if lone is not None:
             raise SidecarCorruptError(
