@@ -284,6 +284,16 @@ def main() -> int:
     ours_off, codetiming, ratio = disabled_stage(5_000, 3 * reps, reuse=True)
     row("  the same, objects built once", f"{ours_off * 1e6:.2f} µs vs "
         f"{codetiming * 1e6:.2f} µs = {ratio:.2f}x", "(enter/exit only)", None)
+    # Reading suites: report, table and compare on 1,000 artifact directories, as ratios
+    # against walking the tree and json.load-ing every sidecar in the same run.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_compare
+    import bench_suite
+
+    turns = 3 if args.quick else 5
+    for figures in (bench_suite.figures, bench_compare.figures):
+        for figure, value, goal, ok in figures(turns):
+            row(figure, value, goal, ok)
 
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
