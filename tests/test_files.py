@@ -214,6 +214,7 @@ def test_with_block_exit_flushes_pending_records(art: Path) -> None:
     assert list(load_timings(art).stages) == ["ippo_train"]
 
 
+@pytest.mark.filterwarnings("ignore:.*recorded again without run_idx:stagetimer.StageTimerWarning")
 def test_existing_file_mode_is_kept(rec: Recorder, art: Path) -> None:
     record_timing("alpharank", 1.0, recorder=rec)
     os.chmod(art / "timings.json", 0o640)
@@ -256,6 +257,7 @@ def test_leftover_temp_file_of_a_killed_writer_is_replaced(rec: Recorder, art: P
     assert list(load_timings(art).stages) == ["alpharank"]
 
 
+@pytest.mark.filterwarnings("ignore:.*recorded again without run_idx:stagetimer.StageTimerWarning")
 def test_hardware_sidecar_removed_between_saves_is_written_again(rec: Recorder, art: Path) -> None:
     record_timing("alpharank", 1.0, recorder=rec)
     (art / "timings_hardware.json").unlink()

@@ -202,6 +202,7 @@ def test_a_hard_link_planted_at_the_old_fixed_temp_name_is_not_written_through(
     assert [] == temp_files(art)  # the planted link is cleared as a leftover
 
 
+@pytest.mark.filterwarnings("ignore:.*recorded again without run_idx:stagetimer.StageTimerWarning")
 def test_a_file_planted_at_the_chosen_temp_name_is_not_written_through(
     tmp_path: Path, art: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -370,6 +370,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("model")
 
 
+# Random sequences repeat run indices and un-indexed stages on purpose: the recorder's
+# warnings about those are tested in test_recorder_warnings.py.
+@pytest.mark.filterwarnings("ignore:.*recorded again without run_idx:stagetimer.StageTimerWarning")
+@pytest.mark.filterwarnings("ignore:.*was already on disk:stagetimer.StageTimerWarning")
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario=scenarios)
 @example(  # reset clears the companion; the re-added companion goes to the end

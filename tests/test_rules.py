@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import read_json
 
-from stagetimer import Recorder, load_timings, record_timing
+from stagetimer import Recorder, StageTimerWarning, load_timings, record_timing
 from stagetimer._rules import add_seconds, valid_seconds
 
 
@@ -51,7 +51,8 @@ def test_later_indices_append(rec: Recorder, art: Path) -> None:
 
 def test_unindexed_stage_replaces(rec: Recorder, art: Path) -> None:
     record_timing("alpharank", 5.0, recorder=rec)
-    record_timing("alpharank", 7.0, recorder=rec)
+    with pytest.warns(StageTimerWarning, match="recorded again without run_idx"):
+        record_timing("alpharank", 7.0, recorder=rec)
     assert runs_of(art, "alpharank") == [(None, 7.0)]
 
 
