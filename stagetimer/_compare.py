@@ -209,18 +209,21 @@ class Comparison:
 # --- statistics ---------------------------------------------------------------------
 
 
-def _side(values: Sequence[float]) -> SideStats:
+def _side(values: Sequence[float]) -> tuple[SideStats, float]:
+    """The side's statistics, and its smallest value (inf: none)."""
     n = len(values)
     if n == 0:
-        return SideStats(0, None, None, None)
+        return SideStats(0, None, None, None), math.inf
     ordered = sorted(values)
     half = n // 2
     median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
     mean, variance = mean_and_variance(values)
-    return SideStats(n, median, mean, math.sqrt(variance) if n > 1 else None)
+    return SideStats(n, median, mean, math.sqrt(variance) if n > 1 else None), ordered[0]
 
 
-def _logs(values: Sequence[float]) -> list[float]:
+def _logs(values: Sequence[float], smallest: float) -> list[float]:
+    if smallest > FLOOR_SECONDS:  # the usual stage: no duration to raise to the floor
+        return list(map(math.log, values))
     return [math.log(v if v > FLOOR_SECONDS else FLOOR_SECONDS) for v in values]
 
 
@@ -228,10 +231,10 @@ def compare_stage(
     name: str, base: Sequence[float], new: Sequence[float], threshold: float = 0.02
 ) -> StageComparison:
     """One stage's comparison from its durations on each side (already valid)."""
-    base_stats, new_stats = _side(base), _side(new)
+    (base_stats, base_min), (new_stats, new_min) = _side(base), _side(new)
     if not base or not new:
         return StageComparison(name, base_stats, new_stats, None, None, TOO_FEW_RUNS)
-    log_base, log_new = _logs(base), _logs(new)
+    log_base, log_new = _logs(base, base_min), _logs(new, new_min)
     mean_base, var_base = mean_and_variance(log_base)
     mean_new, var_new = mean_and_variance(log_new)
     difference = mean_new - mean_base

@@ -39,6 +39,7 @@ def _is_number(value: object) -> bool:
 
 
 _NONE = type(None)
+_GET: typing.Callable[[dict[str, Any], str], Any] = dict.get  # no bound method per run
 
 # Known fields of a run and the JSON type each must have (null counts as absent); the
 # loop of check_timings_shape tests the same inline.
@@ -75,6 +76,7 @@ def check_timings_shape(path: str, data: dict[str, Any]) -> None:
     ``label`` and ``started_at``, an integer ``run_idx`` and an object ``job``; the
     stage's ``total_seconds`` is a number and ``expected_runs`` an integer.
     """
+    get, none = _GET, _NONE  # locals: the loop below runs once per run of the file
     for name, stage in data.items():
         if type(stage) is not dict or "runs" not in stage:
             continue
@@ -101,24 +103,23 @@ def check_timings_shape(path: str, data: dict[str, Any]) -> None:
         for run in runs:
             if type(run) is not dict:
                 break
-            get = run.get
-            kind = type(get("seconds"))
+            kind = type(get(run, "seconds"))
             if kind is not float and kind is not int:
                 break
-            kind = type(get("hardware_id"))
-            if kind is not str and kind is not _NONE:
+            kind = type(get(run, "hardware_id"))
+            if kind is not str and kind is not none:
                 break
-            kind = type(get("run_idx"))
-            if kind is not int and kind is not _NONE:
+            kind = type(get(run, "run_idx"))
+            if kind is not int and kind is not none:
                 break
-            kind = type(get("label"))
-            if kind is not str and kind is not _NONE:
+            kind = type(get(run, "label"))
+            if kind is not str and kind is not none:
                 break
-            kind = type(get("started_at"))
-            if kind is not str and kind is not _NONE:
+            kind = type(get(run, "started_at"))
+            if kind is not str and kind is not none:
                 break
-            kind = type(get("job"))
-            if kind is not dict and kind is not _NONE:
+            kind = type(get(run, "job"))
+            if kind is not dict and kind is not none:
                 break
         else:
             continue
