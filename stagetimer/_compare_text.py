@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from stagetimer._compare import (
@@ -27,7 +27,7 @@ from stagetimer._compare import (
     SideStats,
     StageComparison,
 )
-from stagetimer._duration import unit_for
+from stagetimer._duration import Unit, unit_for
 from stagetimer._escape import escape_json_text, escape_text
 from stagetimer.hardware import Difference, format_differences
 
@@ -40,10 +40,9 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
-def _side_text(label: str, side: SideStats, sides: Sequence[SideStats]) -> str:
+def _side_text(label: str, side: SideStats, unit: Unit) -> str:
     if side.mean_seconds is None:
         return f"[{label}] no valid runs"
-    unit = unit_for([s.mean_seconds for s in sides if s.mean_seconds is not None])
     mean = f"{unit.number(side.mean_seconds)} {unit.name}"
     if side.stdev_seconds is None:
         return f"[{label}] {mean} ({_runs(side.runs)})"
@@ -58,8 +57,9 @@ def _times(ratio: float) -> str:
 
 
 def _stage_line(stage: StageComparison) -> str:
-    sides = (stage.base, stage.new)
-    both = f"{_side_text('base', stage.base, sides)} -> {_side_text('new', stage.new, sides)}"
+    # Both sides in one unit: the one the larger mean reads best in.
+    unit = unit_for([s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None])
+    both = f"{_side_text('base', stage.base, unit)} -> {_side_text('new', stage.new, unit)}"
     name = escape_text(stage.name)
     counts = f"{stage.base.runs} and {stage.new.runs} runs"
     if stage.ratio is None:
