@@ -162,8 +162,11 @@ def _one_line_encoder() -> Callable[[Any], str]:
     if make is None:  # pragma: no cover - CPython has it
         return encoder.encode
     try:
+        # No circular-reference markers: a value that fails part-way (a NaN) would leave
+        # its marker behind in a shared dict, and a later value at the same address would
+        # be taken for a cycle. What to_dict returns is a tree of fresh dicts and lists.
         built = make(
-            {}, encoder.default, json.encoder.encode_basestring, None, encoder.key_separator,
+            None, encoder.default, json.encoder.encode_basestring, None, encoder.key_separator,
             encoder.item_separator, False, False, False,
         )
         probe = {"a": [1.5, None, "\u00e9\u2028\"", 2, -0.0], "b": {"c": True}, "d": 1e300}
