@@ -25,6 +25,7 @@ import attrs
 from stagetimer._duration import Unit, unit_for
 from stagetimer._escape import escape_text
 from stagetimer._report import ArtifactReport, StageStats
+from stagetimer._tree import relative_paths
 from stagetimer.stages import AUTO_RESUME_SUFFIX, is_training
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ def _family(name: str) -> str | None:
 
 
 def _rows(reports: Sequence[ArtifactReport]) -> list[_Row]:
-    relative = _relative([r.path for r in reports])
+    relative = relative_paths([r.path for r in reports])
     rows = []
     for report, rel in zip(reports, relative, strict=True):
         by_name = {s.name: s for s in report.stages}
@@ -178,14 +179,6 @@ def _common(paths: Sequence[str]) -> str:
     if common == here or common.startswith(here + os.sep):
         return os.path.relpath(common, here)
     return common
-
-
-def _relative(paths: Sequence[str]) -> list[str]:
-    if len(paths) == 1:
-        return [os.path.basename(os.path.abspath(paths[0])) or paths[0]]
-    absolute = [os.path.abspath(p) for p in paths]
-    common = os.path.commonpath(absolute)
-    return [os.path.relpath(p, common).replace(os.sep, "/") for p in absolute]
 
 
 def _layout(rows: Sequence[_Row]) -> list[list[tuple[str, _Row | None]]]:

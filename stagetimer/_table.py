@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from collections.abc import Iterable, Sequence
 
 import attrs
@@ -21,7 +20,7 @@ import attrs
 from stagetimer._duration import Unit, unit_for
 from stagetimer._escape import escape_text
 from stagetimer._summary import Summary, summarise, valid_seconds
-from stagetimer._tree import Artifact, collector_paused
+from stagetimer._tree import Artifact, collector_paused, relative_paths
 from stagetimer._tree_read import raw_seconds, raw_stages
 from stagetimer.stages import TRAINING_SUFFIX
 
@@ -45,16 +44,8 @@ class SuiteTable:
     median: bool
 
 
-def _relative(paths: Sequence[str]) -> list[str]:
-    if len(paths) == 1:
-        return [os.path.basename(os.path.abspath(paths[0])) or paths[0]]
-    absolute = [os.path.abspath(p) for p in paths]
-    common = os.path.commonpath(absolute)
-    return [os.path.relpath(p, common).replace(os.sep, "/") for p in absolute]
-
-
 def _labels(artifacts: Sequence[Artifact]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    relative = _relative([a.path for a in artifacts])
+    relative = relative_paths([a.path for a in artifacts])
     split = [tuple(r.split("/")) for r in relative]
     if len({len(s) for s in split}) != 1 or len(split[0]) == 1:
         return ("directory",), [(r,) for r in relative]

@@ -16,7 +16,7 @@ import contextlib
 import errno
 import gc
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -34,6 +34,7 @@ __all__ = [
     "collector_paused",
     "find_artifact_dirs",
     "load_tree",
+    "relative_paths",
     "scan_tree",
 ]
 
@@ -281,6 +282,15 @@ def _read_all(
             problems.append(_read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
             hardware = HardwareSidecar()
         artifacts.append(Artifact(directory, root, relpath, hardware, data))
+
+
+def relative_paths(paths: Sequence[str]) -> list[str]:
+    """Each path relative to what all of them share (``/``-separated); one path: its name."""
+    if len(paths) == 1:
+        return [os.path.basename(os.path.abspath(paths[0])) or paths[0]]
+    absolute = [os.path.abspath(p) for p in paths]
+    common = os.path.commonpath(absolute)
+    return [os.path.relpath(p, common).replace(os.sep, "/") for p in absolute]
 
 
 def load_tree(*paths: str | os.PathLike[str]) -> list[Artifact]:
