@@ -30,12 +30,13 @@ import attrs
 
 from stagetimer import _pending as _pending_module
 from stagetimer import _section
+from stagetimer._advice import appended_again, find_duplicate, unindexed_again
 from stagetimer._errors import InvalidRecordError, NoActiveRecorderError, StageTimerWarning
 from stagetimer._lock import reset_after_fork
 from stagetimer._parse import parse_hardware, parse_timings
 from stagetimer._pending import Pending, utc_iso
 from stagetimer._rescue import Rescue, run_is_stored
-from stagetimer._rules import apply_run, is_stage, keep_completed_prefix
+from stagetimer._rules import apply_run, keep_completed_prefix
 from stagetimer._section import defer, reentered, section
 from stagetimer._settings import (
     as_path,
@@ -273,12 +274,7 @@ class Recorder:
             return
         if (name, "unindexed") not in self._warned:
             self._warned.add((name, "unindexed"))
-            self._warn(
-                f"stage {name!r} was recorded again without run_idx: a record without "
-                "run_idx replaces the stage, so only its last run is kept. If it runs once "
-                f"per seed, give each call its run_idx (stage({name!r}, run_idx=i), or "
-                "@timed_stage(..., run_idx='<parameter>'))"
-            )
+            self._warn(unindexed_again(name))
 
     def _warn_duplicates(self, duplicates: list[tuple[str, int]]) -> None:
         """Under ``sequential``: a run k > 0 appended beside a run k already on disk."""
@@ -286,14 +282,7 @@ class Recorder:
             if (name, "duplicate") in self._warned:
                 continue
             self._warned.add((name, "duplicate"))
-            self._warn(
-                f"stage {name!r}: run_idx {run_idx} was already on disk and was appended "
-                f"again (policy 'sequential' appends every run_idx > 0). "
-                "Restarting an interrupted experiment? Use Recorder(..., "
-                f"resume_partial_runs=True, completed_runs={run_idx}) to keep only the runs "
-                f"before {run_idx}. Seeds running in parallel or re-run one by one? Use "
-                "policy=\"upsert\", which replaces the run with the same run_idx"
-            )
+            self._warn(appended_again(name, run_idx))
 
     def _record_one(self, pending: Pending) -> None:
         with self._mutex:
@@ -430,7 +419,7 @@ class Recorder:
                     continue  # an interrupted write of this process stored it already
                 pending.attempted = True
                 if sequential:
-                    _find_duplicate(data, pending.name, run, duplicates)
+                    find_duplicate(data, pending.name, run, duplicates)
                 try:
                     apply_run(
                         data, pending.name, run, self.policy,
@@ -488,25 +477,6 @@ class Recorder:
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
             level, frame = level + 1, frame.f_back  # type: ignore[assignment]
         warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
-
-
-def _find_duplicate(
-    data: dict[str, Any], name: str, run: dict[str, Any], found: list[tuple[str, int]]
-) -> None:
-    """Note ``(name, k)`` when the stage on disk already holds a run ``k > 0``.
-
-    Sequential appends keep the runs in order, so only a stage whose last run_idx is
-    not below ``k`` is searched: the common save costs one look at the last run.
-    """
-    k = run.get("run_idx")
-    if not isinstance(k, int) or k <= 0 or not is_stage(data.get(name)):
-        return
-    runs = data[name]["runs"]
-    last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
-    if isinstance(last, int) and last < k:
-        return
-    if any(isinstance(r, dict) and r.get("run_idx") == k for r in runs):
-        found.append((name, k))
 
 
 def active_recorder() -> Recorder | None:
