@@ -20,15 +20,18 @@ def run_child(code: str) -> str:
 
 
 def test_pause_leaves_nothing_frozen_and_the_collector_on() -> None:
+    # CPython 3.12.1 starts with objects in the permanent generation (375 of them): what
+    # counts is that a pause freezes nothing more.
     out = run_child("""
         import gc
         from stagetimer._tree import collector_paused
+        before = gc.get_freeze_count()
         with collector_paused():
             during = gc.isenabled()
             held = [[i] for i in range(10000)]
-        print(during, gc.isenabled(), gc.get_freeze_count())
+        print(during, gc.isenabled(), gc.get_freeze_count() == before)
     """)
-    assert "False True 0" == out
+    assert "False True True" == out
 
 
 def test_pause_keeps_a_collector_that_was_off_off() -> None:
