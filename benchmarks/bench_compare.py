@@ -13,15 +13,13 @@ figure is the median over turns of command seconds / floor seconds.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
+
+from bench_suite import _command, _ratio, floor
 
 __all__ = ["DIRECTORIES", "GOAL", "figures", "floor", "main", "make_tree"]
 
@@ -67,52 +65,6 @@ def make_tree(root: str, scale: float, seed: int, directories: int = DIRECTORIES
             f.write(dumps_timings(data))
         with open(os.path.join(directory, "timings_hardware.json"), "w", encoding="utf-8") as f:
             f.write(hardware)
-
-
-def floor(*roots: str) -> int:
-    """Walk ``roots`` and ``json.load`` both sidecars of every artifact directory."""
-    count = 0
-    for root in roots:
-        for directory, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            if "timings.json" in filenames:
-                for name in ("timings.json", "timings_hardware.json"):
-                    with open(os.path.join(directory, name), "rb") as f:
-                        json.load(f)
-                count += 1
-    return count
-
-
-def _command(argv: list[str]) -> Callable[[], object]:
-    from stagetimer._cli import main as cli
-
-    def run() -> object:
-        with open(os.devnull, "w", encoding="utf-8") as sink, contextlib.redirect_stdout(sink):
-            status = cli(argv)
-        if status != 0:
-            raise RuntimeError(f"stagetimer {' '.join(argv)} exited with {status}")
-        return status
-
-    return run
-
-
-def _seconds(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def _ratio(fn: Callable[[], object], base: Callable[[], object], turns: int) -> tuple[float, ...]:
-    """Median seconds of ``fn``, of ``base``, and the median ratio of the two per turn."""
-    fn(), base()  # warm the caches (page cache, imports) for both
-    ours, theirs, ratios = [], [], []
-    for _ in range(turns):
-        b = _seconds(base)
-        o = _seconds(fn)
-        ours.append(o)
-        theirs.append(b)
-        ratios.append(o / b)
-    return statistics.median(ours), statistics.median(theirs), statistics.median(ratios)
 
 
 def figures(turns: int = 5) -> list[tuple[str, str, str, bool | None]]:

@@ -66,16 +66,17 @@ def make_suite(root: str, directories: int = DIRECTORIES) -> None:
             f.write(hardware)
 
 
-def floor(root: str) -> int:
-    """Walk ``root`` and ``json.load`` both sidecars of every artifact directory."""
+def floor(*roots: str) -> int:
+    """Walk ``roots`` and ``json.load`` both sidecars of every artifact directory."""
     count = 0
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        if "timings.json" in filenames:
-            for name in ("timings.json", "timings_hardware.json"):
-                with open(os.path.join(directory, name), "rb") as f:
-                    json.load(f)
-            count += 1
+    for root in roots:
+        for directory, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            if "timings.json" in filenames:
+                for name in ("timings.json", "timings_hardware.json"):
+                    with open(os.path.join(directory, name), "rb") as f:
+                        json.load(f)
+                count += 1
     return count
 
 
