@@ -20,11 +20,12 @@ from typing import Any
 import attrs
 
 from stagetimer._duration import format_duration
+from stagetimer._errors import short_repr
 from stagetimer._records import LEGACY_KEYS, RunTiming
 from stagetimer._sidecar import HARDWARE_FILE
 from stagetimer._summary import moments
 from stagetimer._tree import Artifact, Problem, collector_paused, scan_tree
-from stagetimer._tree_read import raw_seconds, raw_stages
+from stagetimer._tree_read import as_float, raw_seconds, raw_stages
 from stagetimer.hardware import Hardware
 from stagetimer.hardware._show import format_bytes
 
@@ -151,9 +152,10 @@ def _flags(
     stored = stage.get("total_seconds")
     if not flags and stored is not None:
         summed = total
-        if not math.isclose(stored, summed, rel_tol=1e-9, abs_tol=1e-9):
+        if not math.isclose(as_float(stored), summed, rel_tol=1e-9, abs_tol=1e-9):
+            shown = f"{stored:.17g}" if type(stored) is float else short_repr(stored)
             flags.append(
-                f"stage {name}: total_seconds {stored:.17g} is not the sum of its runs "
+                f"stage {name}: total_seconds {shown} is not the sum of its runs "
                 f"({summed:.17g}); the report uses the runs"
             )
     return flags, kept, kept_total
@@ -282,7 +284,7 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
     if (
         n and total < _INF and ordered[0] >= 0.0  # NaN fails the second test
         and None not in indices and min(indices) >= 0
-        and (stored is None or math.isclose(stored, total, rel_tol=1e-9, abs_tol=1e-9))
+        and (stored is None or math.isclose(as_float(stored), total, rel_tol=1e-9, abs_tol=1e-9))
     ):
         # The common stage, nothing to flag (what _flags finds then): its statistics
         # straight from the one sort (moments' arithmetic).

@@ -28,6 +28,7 @@ from stagetimer._sidecar import HARDWARE_FILE, TIMINGS_FILE
 
 __all__ = [
     "HardwareCache",
+    "as_float",
     "raw_seconds",
     "raw_stages",
     "read_data",
@@ -121,7 +122,7 @@ def raw_stages(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield key, value
 
 
-def _as_float(value: float) -> float:
+def as_float(value: float) -> float:
     try:
         return value + 0.0
     except OverflowError:  # an int beyond a float: the loader reads it as an infinity
@@ -138,7 +139,7 @@ def raw_seconds(stage: dict[str, Any]) -> list[float]:
         # float() of a number parse_timings let through is s + 0.0: the same double
         return list(map(float, seconds))
     except OverflowError:
-        return [_as_float(s) for s in seconds]
+        return [as_float(s) for s in seconds]
 
 
 class HardwareCache:
