@@ -26,6 +26,7 @@ from stagetimer._sidecar import HARDWARE_FILE
 from stagetimer._summary import moments
 from stagetimer._tree import Artifact, Problem, collector_paused, scan_tree
 from stagetimer._tree_read import as_float, raw_seconds, raw_stages
+from stagetimer._validate import MAX_RUN_IDX
 from stagetimer.hardware import Hardware
 from stagetimer.hardware._show import format_bytes
 
@@ -163,7 +164,7 @@ def _flags(
 
 def _expected_runs(stage: dict[str, Any]) -> int | None:
     value = stage.get("expected_runs")
-    if type(value) is int and value > 0:
+    if type(value) is int and 0 < value <= MAX_RUN_IDX:  # what a recorder can write
         return value
     return None
 

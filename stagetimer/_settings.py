@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from stagetimer._errors import short_repr
 from stagetimer._rules import POLICIES
+from stagetimer._validate import MAX_RUN_IDX
 
 __all__ = [
     "as_path",
@@ -45,8 +47,13 @@ def check_completed_runs(instance: object, attribute: Any, value: object) -> Non
 
 
 def check_expected_runs(instance: object, attribute: Any, value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"expected_runs {value!r} is not valid: expected an int >= 1 or None")
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RUN_IDX
+    ):
+        raise ValueError(
+            f"expected_runs {short_repr(value)} is not valid: expected None or an int from 1 "
+            "to 2**63 - 1"
+        )
 
 
 def check_policy(instance: object, attribute: Any, value: object) -> None:
