@@ -16,13 +16,15 @@ TEXT_SUFFIXES = {".py", ".md", ".sh", ".sbatch", ".txt", ".toml", ".cfg", ".ini"
 # Built from pieces, so that this file does not cite what it looks for.
 _CONTRACT = "SP" + "EC"
 _NOTES = "no" + "tes"
+_SHARED = "sha" + "red"
+_NOTE_NAMES = ("hardware" + "-facts", "slurm" + "-single-node", "slurm" + "-multi-node")
 CITATIONS = re.compile(
     "|".join(
         (
             rf"\b{_CONTRACT}\b",  # the team's contract, alone or as a file name
-            rf"shared/{_NOTES}\b",  # the folder of its notes
+            rf"{_SHARED}/{_NOTES}\b",  # the folder of its notes
             rf"\b{_NOTES}/[\w.-]+\.md\b",  # one of the notes
-            r"\b(?:hardware-facts|slurm-single-node|slurm-multi-node)\.md\b",
+            rf"\b(?:{'|'.join(_NOTE_NAMES)})\.md\b",  # a note by its name
         )
     )
 )
@@ -53,9 +55,9 @@ def citations(path: Path) -> list[str]:
     [
         "(" + _CONTRACT + " section 4)",
         _CONTRACT + ".md",
-        "see ../shared/" + _NOTES + "/x.md",
-        "Facts: ``" + _NOTES + "/slurm-single" + "-node.md``",
-        "(hardware-facts" + ".md, NVML table)",
+        "see ../" + _SHARED + "/" + _NOTES + "/x.md",
+        "Facts: ``" + _NOTES + "/" + _NOTE_NAMES[1] + ".md``",
+        "(" + _NOTE_NAMES[0] + ".md, NVML table)",
     ],
 )
 def test_the_pattern_finds_each_form_of_citation(line: str) -> None:
