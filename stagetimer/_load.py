@@ -20,12 +20,12 @@ from stagetimer._sidecar import (
 if TYPE_CHECKING:
     import cattrs
 
-__all__ = ["load_hardware", "load_timings", "make_converter"]
+__all__ = ["as_float", "load_hardware", "load_timings", "make_converter"]
 
 _RUN_FIELDS = ("seconds", "hardware_id", "run_idx", "label", "started_at", "job")
 
 
-def _as_float(value: int | float) -> float:
+def as_float(value: int | float) -> float:
     """A stored number as a float; an int beyond a float is an infinity of its sign.
 
     Such a value (and NaN, infinities, negatives) is one no writer could have written:
@@ -60,7 +60,7 @@ def make_converter() -> cattrs.Converter:
         if not isinstance(raw, dict):
             raise ValueError(f"a run must be an object, not {raw!r}")
         fields, legacy, rest = _split(raw, _RUN_FIELDS)
-        fields["seconds"] = _as_float(fields["seconds"])
+        fields["seconds"] = as_float(fields["seconds"])
         return structure_run({**fields, "metadata": rest, "legacy_metadata": legacy}, RunTiming)
 
     def stage_hook(raw: Any, _: Any) -> StageTiming:
@@ -68,7 +68,7 @@ def make_converter() -> cattrs.Converter:
         # Without a stored total, the sum the writer would store: its valid runs.
         total = raw["total_seconds"] if "total_seconds" in raw else add_seconds(0.0, raw["runs"])
         extra = {k: v for k, v in raw.items() if k not in ("runs", "total_seconds")}
-        return StageTiming(total_seconds=_as_float(total), runs=runs, extra=extra)
+        return StageTiming(total_seconds=as_float(total), runs=runs, extra=extra)
 
     converter.register_structure_hook(RunTiming, run_hook)
     converter.register_structure_hook(StageTiming, stage_hook)

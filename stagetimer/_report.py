@@ -21,11 +21,12 @@ import attrs
 
 from stagetimer._duration import format_duration
 from stagetimer._errors import short_repr
+from stagetimer._load import as_float
 from stagetimer._records import LEGACY_KEYS, RunTiming
 from stagetimer._sidecar import HARDWARE_FILE
 from stagetimer._summary import moments
 from stagetimer._tree import Artifact, Problem, collector_paused, scan_tree
-from stagetimer._tree_read import as_float, raw_seconds, raw_stages
+from stagetimer._tree_read import raw_seconds, raw_stages
 from stagetimer._validate import MAX_RUN_IDX
 from stagetimer.hardware import Hardware
 from stagetimer.hardware._show import format_bytes

@@ -13,7 +13,6 @@ structured form is kept per content.
 
 from __future__ import annotations
 
-import math
 import operator
 import os
 from collections.abc import Iterator
@@ -21,14 +20,13 @@ from typing import Any
 
 import attrs
 
-from stagetimer._load import load_hardware, load_timings
+from stagetimer._load import as_float, load_hardware, load_timings
 from stagetimer._parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._records import LEGACY_KEYS, HardwareSidecar, RunTiming, StageTiming, Timings
 from stagetimer._sidecar import HARDWARE_FILE, TIMINGS_FILE
 
 __all__ = [
     "HardwareCache",
-    "as_float",
     "raw_seconds",
     "raw_stages",
     "read_data",
@@ -120,13 +118,6 @@ def raw_stages(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for key, value in data.items():
         if type(value) is dict and type(value.get("runs")) is list:
             yield key, value
-
-
-def as_float(value: float) -> float:
-    try:
-        return value + 0.0
-    except OverflowError:  # an int beyond a float: the loader reads it as an infinity
-        return math.inf if value > 0 else -math.inf
 
 
 _SECONDS = operator.itemgetter("seconds")

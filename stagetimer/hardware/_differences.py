@@ -179,20 +179,18 @@ def _significant(value: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _binary(value: float, unit: str) -> str:
-    for prefix in ("", "Ki", "Mi", "Gi", "Ti", "Pi"):
-        if abs(value) < 1024 or prefix == "Pi":
+def _scaled(value: float, unit: str, base: float, prefixes: tuple[str, ...]) -> str:
+    """``value`` in the largest prefix it reaches: ``_scaled(2**34, "B", 1024, _BINARY)``
+    is ``"16 GiB"``."""
+    for prefix in prefixes[:-1]:
+        if abs(value) < base:
             return f"{_significant(value)} {prefix}{unit}"
-        value /= 1024
-    raise AssertionError("unreachable")  # pragma: no cover
+        value /= base
+    return f"{_significant(value)} {prefixes[-1]}{unit}"
 
 
-def _decimal(value: float, unit: str) -> str:
-    for prefix in ("", "k", "M", "G", "T", "P"):
-        if abs(value) < 1000 or prefix == "P":
-            return f"{_significant(value)} {prefix}{unit}"
-        value /= 1000
-    raise AssertionError("unreachable")  # pragma: no cover
+_BINARY = ("", "Ki", "Mi", "Gi", "Ti", "Pi")
+_DECIMAL = ("", "k", "M", "G", "T", "P")
 
 
 #: what None means for a field: no limit, or not known
@@ -211,9 +209,9 @@ def format_value(field: str, value: Any) -> str:
     if number is None or not math.isfinite(number):
         return str(value)
     if field.endswith("_bytes_per_s"):
-        return _decimal(number, "B/s")
+        return _scaled(number, "B/s", 1000, _DECIMAL)
     if field.endswith("_bytes"):
-        return _binary(number, "B")
+        return _scaled(number, "B", 1024, _BINARY)
     if field.endswith("_mhz"):
         return f"{_significant(number)} MHz"
     if field == "cpu.quota_cpus":
