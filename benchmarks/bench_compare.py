@@ -33,7 +33,7 @@ GOAL = 3.0
 def make_tree(root: str, scale: float, seed: int, directories: int = DIRECTORIES) -> None:
     """Write ``directories`` artifact directories (``env<k>/algo<j>``) as the library writes
     them, each run's seconds ``scale`` times a per-stage base with 3 % noise."""
-    from stagetimer._sidecar import dumps_timings
+    from stagetimer._store.sidecar import dumps_timings
     from stagetimer.hardware import capture_hardware, description, hardware_id
 
     rng = random.Random(seed)
@@ -75,7 +75,7 @@ def figures(turns: int = 5) -> list[tuple[str, str, str, bool | None]]:
         base, new = os.path.join(top, "base"), os.path.join(top, "new")
         make_tree(base, 1.0, seed=1)
         make_tree(new, 0.95, seed=2)
-        from stagetimer._tree import load_tree
+        from stagetimer._analysis.tree import load_tree
 
         def walk() -> object:
             return load_tree(base), load_tree(new)

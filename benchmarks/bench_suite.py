@@ -33,7 +33,7 @@ GOAL = 3.0
 def make_suite(root: str, directories: int = DIRECTORIES) -> None:
     """Write ``directories`` artifact directories (``env<k>/algo<j>``) as the library writes
     them: indented ``timings.json`` with every run's fields, and this machine's hardware."""
-    from stagetimer._sidecar import dumps_timings
+    from stagetimer._store.sidecar import dumps_timings
     from stagetimer.hardware import capture_hardware, description, hardware_id
 
     hw = capture_hardware()

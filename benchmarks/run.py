@@ -75,7 +75,7 @@ def record_cost(existing: int, repeats: int) -> tuple[float, float]:
             for i in range(existing)
         ]
         data["ippo_train"] = {"total_seconds": sum(r["seconds"] for r in runs), "runs": runs}
-        from stagetimer._sidecar import dumps_timings
+        from stagetimer._store.sidecar import dumps_timings
 
         floor_path = os.path.join(directory, "floor.json")
         with open(timings, "w", encoding="utf-8") as f:
@@ -150,7 +150,7 @@ def lock_cost(number: int, repeats: int) -> tuple[float, float, float]:
     (open, lock, unlock, close), in turns."""
     import fcntl
 
-    from stagetimer import _lock
+    from stagetimer._store import lock as _lock
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as directory:
         path = os.path.join(directory, "timings.json.lock")

@@ -21,16 +21,16 @@ from stagetimer._errors import (
     StageTimerError,
     StageTimerWarning,
 )
-from stagetimer._recorder import Recorder
-from stagetimer._stage import TimedFunction, record_timing, stage, timed_stage
+from stagetimer._record.recorder import Recorder
+from stagetimer._record.stage import TimedFunction, record_timing, stage, timed_stage
 
 if TYPE_CHECKING:
-    from stagetimer._compare import Comparison, compare
-    from stagetimer._load import load_hardware, load_timings
-    from stagetimer._records import HardwareSidecar, RunTiming, StageTiming, Timings
-    from stagetimer._rescue import recover
-    from stagetimer._suite import to_frame, to_records
-    from stagetimer._tree import Artifact, load_tree
+    from stagetimer._analysis.compare import Comparison, compare
+    from stagetimer._analysis.rows import to_frame, to_records
+    from stagetimer._analysis.tree import Artifact, load_tree
+    from stagetimer._store.load import load_hardware, load_timings
+    from stagetimer._store.records import HardwareSidecar, RunTiming, StageTiming, Timings
+    from stagetimer._store.rescue import recover
     from stagetimer.hardware import (
         Difference,
         Hardware,
@@ -42,24 +42,24 @@ if TYPE_CHECKING:
 # Reading sidecars and probing hardware are imported on first use, so that
 # ``import stagetimer`` stays as light as the recording path needs.
 _LAZY = {
-    "load_hardware": "stagetimer._load",
-    "load_timings": "stagetimer._load",
-    "HardwareSidecar": "stagetimer._records",
-    "RunTiming": "stagetimer._records",
-    "StageTiming": "stagetimer._records",
-    "Timings": "stagetimer._records",
+    "load_hardware": "stagetimer._store.load",
+    "load_timings": "stagetimer._store.load",
+    "HardwareSidecar": "stagetimer._store.records",
+    "RunTiming": "stagetimer._store.records",
+    "StageTiming": "stagetimer._store.records",
+    "Timings": "stagetimer._store.records",
     "Hardware": "stagetimer.hardware",
     "capture_hardware": "stagetimer.hardware",
     "hardware_id": "stagetimer.hardware",
-    "compare": "stagetimer._compare",
-    "Comparison": "stagetimer._compare",
+    "compare": "stagetimer._analysis.compare",
+    "Comparison": "stagetimer._analysis.compare",
     "hardware_differences": "stagetimer.hardware",
     "Difference": "stagetimer.hardware",
-    "load_tree": "stagetimer._tree",
-    "Artifact": "stagetimer._tree",
-    "to_records": "stagetimer._suite",
-    "to_frame": "stagetimer._suite",
-    "recover": "stagetimer._rescue",
+    "load_tree": "stagetimer._analysis.tree",
+    "Artifact": "stagetimer._analysis.tree",
+    "to_records": "stagetimer._analysis.rows",
+    "to_frame": "stagetimer._analysis.rows",
+    "recover": "stagetimer._store.rescue",
 }
 
 

@@ -14,7 +14,8 @@ NashConv-triggered continuation records:
 
 from __future__ import annotations
 
-from stagetimer._validate import check_name
+from stagetimer._format import AUTO_RESUME_SUFFIX, TRAINING_SUFFIX
+from stagetimer._store.validate import check_name
 
 __all__ = [
     "AUTO_RESUMABLE_STAGES",
@@ -45,10 +46,6 @@ TRAINING_STAGES: tuple[str, ...] = (
     "hc_nashq_train",
 )
 OTHER_STAGES: tuple[str, ...] = ("checkpoint_save", "nashconv", "satisfaction", "alpharank")
-#: The ending that makes any valid stage name a training stage.
-TRAINING_SUFFIX = "_train"
-#: What a NashConv-triggered continuation adds to a stage's name.
-AUTO_RESUME_SUFFIX = "_auto_resume"
 #: The catalogue's stages a NashConv-triggered continuation repeats (any training stage does).
 AUTO_RESUMABLE_STAGES: frozenset[str] = frozenset((*TRAINING_STAGES, "checkpoint_save", "nashconv"))
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from stagetimer import Recorder, _recorder
+from stagetimer import Recorder
+from stagetimer._record import recorder as _recorder
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from slurm_cluster import (
+from helpers.slurm_cluster import (
     ClusterUnavailable,
     DaemonDied,
     InstallFailed,

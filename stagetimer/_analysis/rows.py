@@ -1,0 +1,172 @@
+"""A suite as rows: ``to_records`` (one dict per run) and ``to_frame`` (a pandas DataFrame).
+
+The rows are what a notebook starts from: which directory, which stage, which
+seed, how long, on what. Every row has the same keys, in this order:
+``RECORD_COLUMNS``, then ``meta.<key>`` for each metadata key of any run (first
+seen first; None where a run lacks it). Values are as stored, also the ones the
+report flags (a negative ``seconds`` stays negative here).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from stagetimer._analysis.tree import Artifact, load_tree
+from stagetimer._escape import escape_text
+from stagetimer._format import AUTO_RESUME_SUFFIX
+from stagetimer._store.records import RunTiming
+from stagetimer.hardware import Hardware
+
+if TYPE_CHECKING:
+    import pandas  # type: ignore[import-untyped, unused-ignore]  # stubs are optional
+
+__all__ = [
+    "HARDWARE_COLUMNS",
+    "INSTALL_HINT",
+    "RECORD_COLUMNS",
+    "job_id",
+    "records_csv",
+    "records_from",
+    "to_frame",
+    "to_records",
+]
+
+HARDWARE_COLUMNS = (
+    "cpu_model",
+    "logical_cpus",
+    "physical_cores",
+    "memory_limit_bytes",
+    "gpu_count",
+    "gpu_name",
+    "gpu_peak_bandwidth_bytes_per_s",
+)
+RECORD_COLUMNS = (
+    "artifact",
+    "stage",
+    "base_stage",
+    "auto_resume",
+    "run_idx",
+    "label",
+    "seconds",
+    "started_at",
+    "hardware_id",
+    "job_id",
+    *HARDWARE_COLUMNS,
+)
+INSTALL_HINT = "pip install 'stagetimer[pandas]'"
+_RESERVED_META = frozenset({"job"})  # the scheduler job: its id is the job_id column
+
+
+def job_id(run: RunTiming) -> str | None:
+    """The scheduler job id the run was measured in (``job.job_id``), or None."""
+    value = run.job.get("job_id") if run.job else None
+    return value if isinstance(value, str) else None
+
+
+def _hardware_columns(hw: Hardware | None) -> tuple[Any, ...]:
+    if hw is None:
+        return (None,) * len(HARDWARE_COLUMNS)
+    names = list(dict.fromkeys(g.name for g in hw.gpus if g.name))
+    return (
+        hw.cpu.model_name,
+        hw.cpu.logical_cpus,
+        hw.cpu.physical_cores,
+        hw.memory.limit_bytes,
+        len(hw.gpus),
+        " + ".join(names) if names else None,
+        hw.gpus[0].peak_memory_bandwidth_bytes_per_s if hw.gpus else None,
+    )
+
+
+def records_from(artifacts: Iterable[Artifact]) -> list[dict[str, Any]]:
+    """The rows of artifacts already read (``load_tree`` / ``scan_tree``)."""
+    rows: list[dict[str, Any]] = []
+    meta_keys: dict[str, None] = {}
+    for artifact in artifacts:
+        described = artifact.hardware.hardware
+        summaries: dict[str | None, tuple[Any, ...]] = {}
+        for name, stage in artifact.timings.stages.items():
+            resumed = name.endswith(AUTO_RESUME_SUFFIX)
+            base = name.removesuffix(AUTO_RESUME_SUFFIX)
+            for run in stage.runs:
+                hw = summaries.get(run.hardware_id)
+                if hw is None:
+                    found = described.get(run.hardware_id) if run.hardware_id else None
+                    hw = summaries[run.hardware_id] = _hardware_columns(found)
+                row = dict(zip(RECORD_COLUMNS, (
+                    artifact.path, name, base, resumed, run.run_idx, run.label, run.seconds,
+                    run.started_at, run.hardware_id, job_id(run), *hw,
+                ), strict=True))
+                for key, value in run.metadata.items():
+                    if key not in _RESERVED_META:
+                        meta_keys.setdefault(key)
+                        row[f"meta.{key}"] = value
+                rows.append(row)
+    columns = [f"meta.{k}" for k in meta_keys]
+    for row in rows:
+        for column in columns:
+            row.setdefault(column, None)
+    return rows
+
+
+def to_records(*paths: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """One dict per run of every artifact directory at or under ``paths``.
+
+    Keys: ``artifact`` (the directory), ``stage``, ``base_stage`` (without
+    ``_auto_resume``), ``auto_resume``, ``run_idx``, ``label``, ``seconds``,
+    ``started_at``, ``hardware_id``, ``job_id``, the hardware summary (``cpu_model``,
+    ``logical_cpus``, ``physical_cores``, ``memory_limit_bytes``, ``gpu_count``,
+    ``gpu_name`` — distinct names joined by `` + `` —, ``gpu_peak_bandwidth_bytes_per_s``
+    of the first GPU; None where the description is missing) and ``meta.<key>`` per
+    metadata key. Errors as ``load_tree``.
+
+    >>> rows = to_records("exports")
+    >>> sum(r["seconds"] for r in rows if r["base_stage"] == "ippo_train")
+    """
+    return records_from(load_tree(*paths))
+
+
+def to_frame(*paths: str | os.PathLike[str]) -> pandas.DataFrame:
+    """``to_records(*paths)`` as a pandas DataFrame, one row per run, the same columns.
+
+    Needs pandas (``pip install 'stagetimer[pandas]'``); without it, ``ImportError``.
+
+    >>> frame = to_frame("exports")
+    >>> frame.groupby(["artifact", "base_stage"])["seconds"].agg(["mean", "std", "count"])
+    """
+    try:
+        import pandas
+    except ImportError as exc:
+        raise ImportError(
+            f"to_frame needs pandas ({exc}); install it with: {INSTALL_HINT}"
+        ) from None
+    rows = to_records(*paths)
+    columns = list(rows[0]) if rows else list(RECORD_COLUMNS)
+    return pandas.DataFrame.from_records(rows, columns=columns)
+
+
+def records_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows as CSV with a header; text from the files with control characters escaped."""
+    columns = list(rows[0]) if rows else list(RECORD_COLUMNS)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row[c]) for c in columns])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return escape_text(value)
+    if isinstance(value, (dict, list)):
+        import json
+
+        return escape_text(json.dumps(value, ensure_ascii=False, sort_keys=True))
+    return value

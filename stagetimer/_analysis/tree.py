@@ -1,0 +1,311 @@
+"""The one walk: every artifact directory under some paths, read once, with one set of errors.
+
+The report, ``stagetimer table``, ``to_records`` and ``compare`` all stand on
+``scan_tree``. An artifact directory is one holding ``timings.json``. The walk
+follows directory symlinks (an artifact directory linked into a suite is part of
+it) and never loops: a directory already entered on the way down is not entered
+again. A directory reached twice (``report D D``, ``report exp exp/pursuit``, or a
+link to a sibling) is listed once, under the first path that reached it; repeats
+are not errors. Reading never writes, not even a lock file: the sidecars are
+replaced atomically, so a reader sees a whole old or a whole new file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import gc
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from stagetimer._analysis.fast_read import HardwareCache, read_data, structure
+from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._escape import escape_text
+from stagetimer._format import HARDWARE_FILE, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
+from stagetimer._store.records import HardwareSidecar, Timings
+
+__all__ = [
+    "Artifact",
+    "Problem",
+    "collector_paused",
+    "find_artifact_dirs",
+    "load_tree",
+    "relative_paths",
+    "scan_tree",
+]
+
+
+@attrs.frozen
+class Artifact:
+    """One artifact directory and its two sidecars, as read.
+
+    ``timings`` is what ``load_timings`` returns for the directory, built from the bytes
+    read by the walk on first use: the report and the table summarise ``data`` (the
+    parsed file) directly, and never pay for 100,000 run objects they do not show.
+    """
+
+    #: the artifact directory: the given path joined with ``relpath``
+    path: str
+    #: the given path it was found under (its directory when a ``timings.json`` was given)
+    root: str
+    #: ``path`` relative to ``root``, ``"."`` for the root itself, ``/``-separated
+    relpath: str
+    #: empty when ``timings_hardware.json`` is missing or could not be read (see the problems)
+    hardware: HardwareSidecar
+    #: the mapping of ``timings.json`` as parsed (its shape checked), never to be changed
+    data: dict[str, Any] = attrs.field(repr=False)
+    _structured: list[Timings] = attrs.field(factory=list, init=False, eq=False, repr=False)
+
+    @property
+    def timings(self) -> Timings:
+        """``timings.json`` as ``load_timings`` returns it (``Timings``)."""
+        if not self._structured:
+            self._structured.append(structure(self.path, self.data))
+        return self._structured[0]
+
+
+@attrs.frozen
+class Problem:
+    """Something that could not be read: ``path`` names the file, ``message`` says what."""
+
+    path: str
+    message: str
+    #: the exception ``load_tree`` raises for it
+    error: Exception | None = attrs.field(default=None, eq=False, repr=False)
+
+    def line(self) -> str:
+        """The problem on one line, for standard error, control characters escaped."""
+        return escape_text(" ".join(f"{self.path}: {self.message}".split("\n")))
+
+
+_Key = tuple[int, int]  # (st_dev, st_ino): a directory however it is reached
+
+
+def _is_rescue_file(name: str) -> bool:
+    return name.startswith(RESCUE_PREFIX) and name.endswith(RESCUE_SUFFIX)
+
+
+def _walk(
+    root: str, problems: list[Problem], rescued: list[str]
+) -> list[tuple[tuple[str, ...], str]]:
+    """``(relative parts, directory)`` of every directory holding ``timings.json`` under
+    ``root``, following directory links; a directory on the current path is not re-entered.
+
+    Directories holding rescue files (records a failed save kept) go to ``rescued``.
+    """
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def visit(directory: str, parts: tuple[str, ...], ancestors: frozenset[_Key]) -> None:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError as exc:
+            problems.append(_os_problem(exc, directory))
+            return
+        subdirs: list[tuple[str, os.DirEntry[str]]] = []
+        rescue_here = False
+        for entry in entries:
+            if entry.name == TIMINGS_FILE:
+                found.append((parts, directory))
+                continue
+            if _is_rescue_file(entry.name):
+                rescue_here = True
+                continue
+            try:
+                if entry.is_dir():  # follows links
+                    subdirs.append((entry.name, entry))
+            except OSError:  # pragma: no cover - a dangling or unreadable entry
+                continue
+        if rescue_here:
+            rescued.append(directory)
+        subdirs.sort()
+        for name, entry in subdirs:
+            try:
+                st = entry.stat()
+            except OSError as exc:  # a link that vanished or points nowhere readable
+                problems.append(_os_problem(exc, entry.path))
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in ancestors:  # a link back up the tree: a cycle
+                continue
+            visit(entry.path, (*parts, name), ancestors | {key})
+
+    try:
+        st = os.stat(root)
+    except OSError as exc:
+        problems.append(_os_problem(exc, root))
+        return found
+    visit(root, (), frozenset({(st.st_dev, st.st_ino)}))
+    found.sort()
+    return found
+
+
+def _os_problem(exc: OSError, fallback: str) -> Problem:
+    path = str(exc.filename or fallback)
+    return Problem(path, exc.strerror or str(exc), exc)
+
+
+def find_artifact_dirs(
+    paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
+) -> tuple[list[tuple[str, str, str]], list[Problem]]:
+    """``(path, root, relpath)`` of every artifact directory at or under ``paths``, in the
+    report's order, each directory once; and what could not be walked.
+
+    A path may be an artifact directory, any folder above some, or a ``timings.json``.
+    The directories holding rescue files are appended to ``rescued`` (each once): a
+    directory whose first save failed may hold nothing else.
+    """
+    found: list[tuple[str, str, str]] = []
+    seen: set[tuple[int, int]] = set()
+    problems: list[Problem] = []
+    rescue_dirs: list[str] = []
+
+    def add(directory: str, root: str, parts: tuple[str, ...]) -> None:
+        try:
+            st = os.stat(directory)
+        except OSError as exc:  # pragma: no cover - removed while walking
+            problems.append(_os_problem(exc, directory))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key not in seen:
+            seen.add(key)
+            found.append((directory, root, "/".join(parts) or "."))
+
+    for given in paths:
+        path = os.path.normpath(os.fspath(given))
+        if os.path.isfile(path):
+            if os.path.basename(path) == TIMINGS_FILE:
+                directory = os.path.dirname(path) or "."
+                add(directory, directory, ())
+                with contextlib.suppress(OSError):
+                    if any(_is_rescue_file(n) for n in os.listdir(directory)):
+                        rescue_dirs.append(directory)
+            else:
+                message = f"not a directory nor a {TIMINGS_FILE}"
+                not_dir = NotADirectoryError(errno.ENOTDIR, message, path)
+                problems.append(Problem(path, message, not_dir))
+            continue
+        if not os.path.isdir(path):
+            missing = FileNotFoundError(errno.ENOENT, "no such file or directory", path)
+            problems.append(Problem(path, "no such file or directory", missing))
+            continue
+        before, rescues_before = len(problems), len(rescue_dirs)
+        hits = _walk(path, problems, rescue_dirs)
+        for parts, directory in hits:
+            add(directory, path, parts)
+        if not hits and len(problems) == before and len(rescue_dirs) == rescues_before:
+            message = f"no {TIMINGS_FILE} at or under this path"
+            problems.append(Problem(path, message, FileNotFoundError(errno.ENOENT, message, path)))
+    if rescued is not None:
+        known: set[str] = set()
+        for directory in rescue_dirs:
+            real = os.path.realpath(directory)
+            if real not in known:
+                known.add(real)
+                rescued.append(directory)
+    return found, problems
+
+
+def _read_problem(
+    exc: SidecarCorruptError | SchemaVersionError | OSError, fallback: str
+) -> Problem:
+    if isinstance(exc, SidecarCorruptError):
+        return Problem(exc.path, exc.problem, exc)
+    if isinstance(exc, SchemaVersionError):
+        return Problem(exc.path, f"{exc.problem}; upgrade stagetimer to report on it", exc)
+    return _os_problem(exc, fallback)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a suite is read.
+
+    Reading a suite builds hundreds of thousands of small objects (a dict per run) and
+    none of them is part of a cycle; every collection the allocations trigger walks all
+    of them again for nothing: a third of the time of reading 100,000 runs, and as much
+    again while they are summarised.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            # What was built while paused would otherwise all sit in the youngest
+            # generation, and the first allocation after ``enable`` would walk it (a
+            # million objects: 20 ms, once per pause). Freezing and unfreezing at once
+            # moves every tracked object to the oldest generation instead: still
+            # collected, by the next full collection, like any long-lived object. Not
+            # when the program froze objects itself (a pre-fork server): those stay frozen.
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
+def scan_tree(
+    paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
+) -> tuple[list[Artifact], list[Problem]]:
+    """Every artifact directory at or under ``paths`` read, and every problem met.
+
+    A directory whose ``timings.json`` cannot be read is left out (its problem is
+    returned); one whose ``timings_hardware.json`` cannot be read is kept with an
+    empty hardware sidecar, and its problem is returned too. One bad directory never
+    hides the others. Directories holding rescue files are appended to ``rescued``.
+    """
+    directories, problems = find_artifact_dirs(paths, rescued)
+    artifacts: list[Artifact] = []
+    hardware_cache = HardwareCache()
+    with collector_paused():
+        _read_all(directories, artifacts, problems, hardware_cache)
+    return artifacts, problems
+
+
+def _read_all(
+    directories: list[tuple[str, str, str]],
+    artifacts: list[Artifact],
+    problems: list[Problem],
+    hardware_cache: HardwareCache,
+) -> None:
+    for directory, root, relpath in directories:
+        try:
+            data = read_data(directory)
+        except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
+            problems.append(_read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
+            continue
+        try:
+            hardware = hardware_cache.read(directory)
+        except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
+            problems.append(_read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
+            hardware = HardwareSidecar()
+        artifacts.append(Artifact(directory, root, relpath, hardware, data))
+
+
+def relative_paths(paths: Sequence[str]) -> list[str]:
+    """Each path relative to what all of them share (``/``-separated); one path: its name."""
+    if len(paths) == 1:
+        return [os.path.basename(os.path.abspath(paths[0])) or paths[0]]
+    absolute = [os.path.abspath(p) for p in paths]
+    common = os.path.commonpath(absolute)
+    return [os.path.relpath(p, common).replace(os.sep, "/") for p in absolute]
+
+
+def load_tree(*paths: str | os.PathLike[str]) -> list[Artifact]:
+    """Every artifact directory at or under ``paths``, in the report's order.
+
+    Raises the first problem met: ``FileNotFoundError`` naming a missing path (or one
+    with no ``timings.json`` under it), ``SidecarCorruptError`` for a sidecar that does
+    not parse, ``SchemaVersionError`` for one written by a newer stagetimer.
+
+    >>> for artifact in load_tree("exports"):
+    ...     print(artifact.relpath, list(artifact.timings.stages))
+    """
+    if not paths:
+        raise TypeError("load_tree() needs at least one path")
+    artifacts, problems = scan_tree(paths)
+    if problems:
+        first = problems[0]
+        raise first.error if first.error is not None else OSError(first.line())
+    return artifacts

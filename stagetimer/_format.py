@@ -1,0 +1,63 @@
+"""The on-disk contract in one room: file names, keys, limits and the run fields.
+
+Writers (``_store``, ``_record``) and readers (``_analysis``, ``_render``) import these
+names from here and nowhere else, so a change to the format is a change to this file.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AUTO_RESUME_SUFFIX",
+    "HARDWARE_FILE",
+    "LEGACY_KEYS",
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_FILE_DEPTH",
+    "MAX_RUN_IDX",
+    "POLICIES",
+    "RESCUE_PREFIX",
+    "RESCUE_SUFFIX",
+    "RESERVED_KEYS",
+    "RUN_FIELDS",
+    "SCHEMA_VERSION",
+    "TIMINGS_FILE",
+    "TRAINING_SUFFIX",
+]
+
+#: The two sidecars of an artifact directory.
+TIMINGS_FILE = "timings.json"
+HARDWARE_FILE = "timings_hardware.json"
+#: A recorder's rescue file: ``timings.rescue-<host>-<pid>-<id>.json``.
+RESCUE_PREFIX = "timings.rescue-"
+RESCUE_SUFFIX = ".json"
+
+#: Version of ``timings_hardware.json``.
+#: 1 (stagetimer 0.1): {"schema_version": 1, "hardware": {hardware_id: description}}.
+SCHEMA_VERSION = 1
+
+#: The keys a run may hold besides metadata, in the order they are written.
+RUN_FIELDS: tuple[str, ...] = ("seconds", "hardware_id", "run_idx", "label", "started_at", "job")
+#: Keys of a run (and of a stage) that user metadata may not reuse. ``expected_runs``
+#: is a key of the stage object only, never of a run, so metadata may use it.
+RESERVED_KEYS = frozenset({*RUN_FIELDS, "total_seconds", "runs"})
+#: Numbers older writers embedded in timings.json (top level and/or runs). They describe
+#: the writer's machine, never the reader's.
+LEGACY_KEYS = ("system_ram_gb", "gpu_ram_gb")
+
+#: The replacement policies of ``Recorder(policy=...)``.
+POLICIES = ("sequential", "upsert")
+
+#: A training stage's name ends so; a continuation's is its stage's name plus the other.
+TRAINING_SUFFIX = "_train"
+AUTO_RESUME_SUFFIX = "_auto_resume"
+
+#: The largest run index: JSON readers in other languages read integers as int64.
+MAX_RUN_IDX = 2**63 - 1
+#: Nesting levels a metadata value may have (``{"a": [1]}`` has 2); deeper is refused.
+MAX_DEPTH = 100
+#: Nesting levels a sidecar may have: a metadata value sits inside the top-level object,
+#: its stage, the ``runs`` list and its run.
+MAX_FILE_DEPTH = MAX_DEPTH + 4
+#: The largest sidecar read (1 GiB): a file of ten million runs; anything larger (or a
+#: device that never ends) is refused before it fills the memory.
+MAX_BYTES = 1 << 30

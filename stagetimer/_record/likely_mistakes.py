@@ -1,0 +1,53 @@
+"""What the recorder says when a record is probably not what its user meant.
+
+Each is a ``StageTimerWarning`` the recorder gives once per stage: the records are
+stored by the rules as they stand (docs/format.md, "Replacement rules").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stagetimer._store.rules import is_stage
+
+__all__ = ["appended_again", "find_duplicate", "unindexed_again"]
+
+
+def unindexed_again(name: str) -> str:
+    """A recorder replaces an un-indexed stage it recorded itself."""
+    return (
+        f"stage {name!r} was recorded again without run_idx: a record without run_idx "
+        "replaces the stage, so only its last run is kept. If it runs once per seed, give "
+        f"each call its run_idx (stage({name!r}, run_idx=i), or "
+        "@timed_stage(..., run_idx='<parameter>'))"
+    )
+
+
+def appended_again(name: str, run_idx: int) -> str:
+    """Under ``sequential``, a run ``k > 0`` appended beside a run ``k`` on disk."""
+    return (
+        f"stage {name!r}: run_idx {run_idx} was already on disk and was appended again "
+        "(policy 'sequential' appends every run_idx > 0). Restarting an interrupted "
+        f"experiment? Use Recorder(..., resume_partial_runs=True, completed_runs={run_idx}) "
+        f"to keep only the runs before {run_idx}. Seeds running in parallel or re-run one "
+        'by one? Use policy="upsert", which replaces the run with the same run_idx'
+    )
+
+
+def find_duplicate(
+    data: dict[str, Any], name: str, run: dict[str, Any], found: list[tuple[str, int]]
+) -> None:
+    """Note ``(name, k)`` when the stage on disk already holds a run ``k > 0``.
+
+    Sequential appends keep the runs in order, so only a stage whose last run_idx is
+    not below ``k`` is searched: the common save costs one look at the last run.
+    """
+    k = run.get("run_idx")
+    if not isinstance(k, int) or k <= 0 or not is_stage(data.get(name)):
+        return
+    runs = data[name]["runs"]
+    last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
+    if isinstance(last, int) and last < k:
+        return
+    if any(isinstance(r, dict) and r.get("run_idx") == k for r in runs):
+        found.append((name, k))

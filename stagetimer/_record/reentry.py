@@ -1,0 +1,94 @@
+"""Save sections: one save at a time per thread, whatever interrupts it.
+
+A save runs as its thread's *section*. A stage recorded while the thread is already
+inside one (a signal handler that interrupted the save, or code the save calls) is
+queued on its recorder, never waits, and is saved before the outer section returns.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Protocol
+
+from stagetimer._store.lock import release_mine
+
+__all__ = ["defer", "reentered", "reset_after_fork", "section"]
+
+
+class Saver(Protocol):
+    def _flush(self) -> None: ...  # save what was queued; warns, never raises
+
+    def _make_safe(self) -> None: ...  # after an interrupt: rescue what is pending
+
+
+# Per thread: ``frame``, the frame running the thread's outermost section, and
+# ``deferred``, the recorders given records while it runs.
+_local = threading.local()
+
+
+def reentered(depth: int = 2) -> bool:
+    """Whether this thread is inside a section further up its own stack.
+
+    ``depth``: frames between this call and the caller's caller. A marker an interrupt
+    left behind is not on the stack, so it does not count.
+    """
+    outer: FrameType | None = getattr(_local, "frame", None)
+    if outer is None:
+        return False
+    frame: FrameType | None = sys._getframe(depth)
+    while frame is not None:
+        if frame is outer:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def defer(saver: Saver) -> None:
+    """Have the running section save ``saver``'s queued records before it returns."""
+    _local.deferred.append(saver)
+
+
+def section(work: Callable[[], None]) -> None:
+    """Run ``work`` as this thread's outermost save section.
+
+    Records queued meanwhile are saved before this returns; an ``Exception`` from
+    ``work`` is raised after that, a ``BaseException`` (an interrupt) after they were
+    put in their rescue files. Whatever lock an interrupt left held is released.
+    """
+    failure: BaseException | None = None
+    while True:
+        deferred: list[Saver] = []
+        _local.deferred = deferred
+        _local.frame = sys._getframe()
+        try:
+            work()
+        except BaseException as exc:
+            if failure is None or not isinstance(exc, Exception):
+                failure = exc
+        finally:
+            _local.frame = None  # from here on, handlers save directly
+            release_mine()
+        if failure is not None and not isinstance(failure, Exception):
+            for saver in dict.fromkeys(deferred):
+                saver._make_safe()
+            raise failure
+        if not deferred:
+            if failure is not None:
+                raise failure
+            return
+        work = functools.partial(_flush_all, list(dict.fromkeys(deferred)))
+
+
+def _flush_all(savers: list[Saver]) -> None:
+    for saver in savers:
+        saver._flush()
+
+
+def reset_after_fork() -> None:
+    """In a forked child: no section is running."""
+    global _local
+    _local = threading.local()

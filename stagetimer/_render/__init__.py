@@ -1,0 +1,1 @@
+"""Rendering analysis results: text, JSON, CSV, Markdown, LaTeX and pictures."""

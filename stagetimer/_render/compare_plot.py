@@ -1,0 +1,207 @@
+"""``stagetimer compare --plot``: each stage's ratio new/base with its 95 % interval.
+
+One row per compared stage (pairs of a tree one after the other), the ratio as a
+dot, its interval as a bar, a vertical line at 1 (no change), the verdict's
+colour, and the hardware differences in words beneath. The ratio axis is
+logarithmic, so 0.5x and 2x lie equally far from 1. matplotlib is the optional
+``stagetimer[plot]`` extra, imported only here, with the Agg backend.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import textwrap
+from typing import Any
+
+from stagetimer._analysis.compare import (
+    FASTER,
+    NO_DIFFERENCE,
+    SLOWER,
+    TOO_FEW_RUNS,
+    Comparison,
+    Pair,
+    StageComparison,
+)
+from stagetimer._render.compare_text import SAME_HARDWARE
+from stagetimer._render.report_plot import FORMATS, PlotUnavailableError, load_pyplot
+from stagetimer.hardware import Difference, format_differences
+
+__all__ = ["check_target", "plot_comparison"]
+
+_COLOURS = {FASTER: "#1a7f37", SLOWER: "#cf222e"}
+_NEUTRAL = "#57606a"
+#: ratios worth a tick on the log axis
+_TICKS = (
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.67, 0.8, 0.9, 0.95, 1.0,
+    1.05, 1.1, 1.25, 1.5, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0,
+)  # fmt: skip
+_COARSE_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def check_target(path: str) -> str | None:
+    """Why the plot cannot be written to ``path`` (checked before any work), or None."""
+    if os.path.splitext(path)[1].lower() not in FORMATS:
+        return "the file name must end in .png or .svg"
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        return f"its directory {directory} does not exist"
+    if not os.access(directory, os.W_OK):
+        return f"its directory {directory} is not writable"
+    if os.path.isdir(path):
+        return "is a directory"
+    try:
+        load_pyplot()
+    except PlotUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+def _caption(comparison: Comparison) -> str:
+    """The hardware differences in words, pairs with the same differences on one line."""
+    groups: dict[str, list[str]] = {}
+    for pair in comparison.pairs:
+        words = format_differences([Difference(d.field, d.base, d.new) for d in _unique(pair)])
+        if not words:
+            known = bool(pair.base_hardware_ids and pair.new_hardware_ids) and not (
+                pair.undescribed_hardware_ids
+            )
+            words = SAME_HARDWARE if known else "hardware not described on one side"
+        else:
+            words = f"hardware differs: {words}"
+        groups.setdefault(words, []).append(_label(pair))
+    if len(groups) == 1:
+        ((words, labels),) = groups.items()
+        scope = f"all {len(labels)} pairs: " if len(labels) > 1 else ""
+        return textwrap.fill(scope + words, 110)
+    lines = [f"{', '.join(labels)}: {words}" for words, labels in groups.items()]
+    wrapped = [textwrap.fill(line, 110) for line in lines[:8]]
+    if len(lines) > 8:
+        wrapped.append(f"... and {len(lines) - 8} more (see stagetimer compare)")
+    return "\n".join(wrapped)
+
+
+def _unique(pair: Pair) -> list[Difference]:
+    seen: dict[tuple[str, str, str], Difference] = {}
+    for d in pair.hardware_differences:
+        seen.setdefault((d.field, repr(d.base), repr(d.new)), Difference(d.field, d.base, d.new))
+    return list(seen.values())
+
+
+def _short_labels(paths: list[str], width: int = 28) -> list[str]:
+    """The pairs' paths without the components all share, the middle elided past ``width``."""
+    parts = [path.split("/") for path in paths]
+    shared = 0
+    while len(parts) > 1 and all(len(p) > shared + 1 for p in parts):
+        if len({p[shared] for p in parts}) != 1:
+            break
+        shared += 1
+    labels = []
+    for p in parts:
+        label = "/".join(p[shared:])
+        if len(label) > width and len(p) - shared > 2:
+            label = f"{p[shared]}/…/{p[-1]}"
+        labels.append(label)
+    return labels
+
+
+def _label(pair: Pair) -> str:
+    if pair.relpath is not None:
+        return pair.relpath
+    return os.path.basename(os.path.normpath(pair.new)) or pair.new
+
+
+def _legend(axes: Any, verdicts: set[str]) -> None:
+    from matplotlib.lines import Line2D
+
+    handles = []
+    for verdict in (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW_RUNS):
+        if verdict in verdicts:
+            colour = _COLOURS.get(verdict, _NEUTRAL)
+            hollow = verdict == TOO_FEW_RUNS
+            marker = Line2D(
+                [], [], color=colour, marker="o", fillstyle="none" if hollow else "full",
+                linestyle="",
+            )  # fmt: skip
+            handles.append((marker, verdict))
+    axes.legend(
+        [h for h, _ in handles], [v for _, v in handles], fontsize=8, loc="best", framealpha=0.8
+    )
+
+
+def _ratio_axis(axes: Any, rows: list[tuple[Pair, StageComparison]]) -> None:
+    """Limits around every ratio, interval and 1, with room for the labels; ticks as "1.1x"."""
+    values = [1.0]
+    for _, stage in rows:
+        values.append(stage.ratio or 1.0)
+        values.extend(stage.ratio_ci or ())
+    low, high = math.log(min(values)), math.log(max(values))
+    span = max(high - low, math.log(1.1))
+    axes.set_xlim(math.exp(low - 0.08 * span), math.exp(high + 0.3 * span))
+    left, right = math.exp(low - 0.08 * span), math.exp(high + 0.3 * span)
+    # Wide ranges get the coarse ticks only, so that the labels never overlap.
+    ticks = _TICKS if right / left < 4 else _COARSE_TICKS
+    shown = [t for t in ticks if left <= t <= right]
+    axes.set_xticks(shown, [f"{t:g}x" for t in shown])
+    axes.xaxis.set_minor_locator(_null_locator())
+
+
+def _null_locator() -> Any:
+    from matplotlib.ticker import NullLocator
+
+    return NullLocator()
+
+
+def plot_comparison(comparison: Comparison, path: str) -> None:
+    """Draw the ratios of ``comparison`` into ``path`` (.png or .svg)."""
+    plt = load_pyplot()
+    rows = [
+        (pair, stage)
+        for pair in comparison.pairs
+        for stage in pair.stages
+        if stage.ratio is not None
+    ]
+    if not rows:
+        raise ValueError("no stage has runs on both sides: nothing to plot")
+    several = len(comparison.pairs) > 1
+    short = _short_labels([pair.relpath or _label(pair) for pair in comparison.pairs])
+    names = {id(pair): label for pair, label in zip(comparison.pairs, short, strict=True)}
+    labels = [f"{names[id(pair)]}  {stage.name}" if several else stage.name for pair, stage in rows]
+    caption = _caption(comparison)
+    caption_lines = caption.count("\n") + 1
+    axes_height = 0.9 + 0.32 * len(rows)
+    bottom_inches = 0.3 + 0.17 * caption_lines  # the caption, below the axis label
+    figure, axes = plt.subplots(figsize=(9.0, min(axes_height + bottom_inches + 0.4, 60.0)))
+    height = figure.get_figheight()
+    try:
+        for y, (_, stage) in enumerate(rows):
+            colour = _COLOURS.get(stage.verdict, _NEUTRAL)
+            ratio = stage.ratio
+            assert ratio is not None
+            if stage.ratio_ci is not None:
+                low, high = stage.ratio_ci
+                axes.errorbar(
+                    [ratio], [y], xerr=[[ratio - low], [high - ratio]],
+                    fmt="o", color=colour, ecolor=colour, capsize=4,
+                )  # fmt: skip
+            else:
+                axes.plot([ratio], [y], marker="o", fillstyle="none", color=colour)
+            axes.annotate(
+                f"{ratio:.3g}", (ratio, y), xytext=(5, 5),
+                textcoords="offset points", fontsize=8, color=colour,
+            )  # fmt: skip
+        axes.axvline(1.0, color="black", linewidth=1)
+        _legend(axes, {stage.verdict for _, stage in rows})
+        axes.set_xscale("log")
+        _ratio_axis(axes, rows)
+        axes.set_yticks(range(len(rows)), labels)
+        axes.invert_yaxis()
+        axes.set_xlabel("time ratio new / base (95 % interval; < 1 is faster)")
+        threshold = f"{comparison.threshold * 100:g} %"
+        axes.set_title(f"stagetimer compare (threshold {threshold})", fontsize=10)
+        axes.grid(axis="x", which="both", alpha=0.3)
+        figure.text(0.01, 0.12 / height, caption, fontsize=8, va="bottom", ha="left")
+        figure.tight_layout(rect=(0, bottom_inches / height, 1, 1))
+        figure.savefig(path)
+    finally:
+        plt.close(figure)

@@ -1,0 +1,206 @@
+"""The text ``stagetimer compare`` prints: pyperf ``compare_to``'s lines, and the hardware.
+
+One line per stage compared::
+
+    ippo_train: Mean +- std dev: [base] 12.4 s +- 0.3 s -> [new] 10.1 s +- 0.2 s: 1.23x faster
+        (new/base 0.813, 95 % CI 0.791 to 0.836; 5 and 5 runs)
+
+then, per pair, whether the hardware was the same by the fields that change a
+duration, or which fields differ, in words.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from stagetimer._analysis.compare import (
+    FASTER,
+    NO_DIFFERENCE,
+    SLOWER,
+    TOO_FEW_RUNS,
+    Comparison,
+    HardwareDifference,
+    Pair,
+    SideStats,
+    StageComparison,
+)
+from stagetimer._escape import escape_json_text, escape_text
+from stagetimer._render.duration import Unit, unit_for
+from stagetimer.hardware import Difference, format_differences
+
+__all__ = ["SAME_HARDWARE", "format_comparison", "render_json"]
+
+SAME_HARDWARE = "same hardware (by the fields that change timings)"
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _side_text(label: str, side: SideStats, unit: Unit) -> str:
+    if side.mean_seconds is None:
+        return f"[{label}] no valid runs"
+    mean = f"{unit.number(side.mean_seconds)} {unit.name}"
+    if side.stdev_seconds is None:
+        return f"[{label}] {mean} ({_runs(side.runs)})"
+    return f"[{label}] {mean} +- {unit.number(side.stdev_seconds)} {unit.name}"
+
+
+def _times(ratio: float) -> str:
+    """pyperf's words: a ratio new/base of 0.5 is "2.00x faster", 1.5 is "1.50x slower"."""
+    if ratio < 1:
+        return f"{1 / ratio:.2f}x faster"
+    return f"{ratio:.2f}x slower"
+
+
+def _stage_line(stage: StageComparison) -> str:
+    # Both sides in one unit: the one the larger mean reads best in.
+    unit = unit_for([s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None])
+    both = f"{_side_text('base', stage.base, unit)} -> {_side_text('new', stage.new, unit)}"
+    name = escape_text(stage.name)
+    counts = f"{stage.base.runs} and {stage.new.runs} runs"
+    if stage.ratio is None:
+        return f"{name}: {both}: {TOO_FEW_RUNS} (a side has no valid run)"
+    ratio = f"new/base {stage.ratio:.3g}"
+    if stage.ratio_ci is None:
+        return (
+            f"{name}: {both}: {TOO_FEW_RUNS} for a verdict ({ratio}; {counts}; "
+            "an interval needs 2 runs per side)"
+        )
+    low, high = stage.ratio_ci
+    detail = f"({ratio}, 95 % CI {low:.3g} to {high:.3g}; {counts})"
+    if stage.verdict in (FASTER, SLOWER):
+        return f"{name}: Mean +- std dev: {both}: {_times(stage.ratio)} {detail}"
+    return f"{name}: Mean +- std dev: {both}: {NO_DIFFERENCE} {detail}"
+
+
+def _hardware_lines(pair: Pair) -> list[str]:
+    if not pair.base_hardware_ids or not pair.new_hardware_ids:
+        side = "base" if not pair.base_hardware_ids else "new"
+        return [f"Hardware unknown: the {side} side's runs name no hardware description."]
+    unknown = []
+    if pair.undescribed_hardware_ids:
+        listed = ", ".join(escape_text(i) for i in pair.undescribed_hardware_ids)
+        unknown = [f"Hardware unknown for {listed}: no description in timings_hardware.json."]
+    groups: dict[tuple[str, str], list[HardwareDifference]] = {}
+    for difference in pair.hardware_differences:
+        key = (difference.base_hardware_id, difference.new_hardware_id)
+        groups.setdefault(key, []).append(difference)
+    if not groups:
+        if unknown:
+            return [*unknown, "No difference among the descriptions there are."]
+        return [SAME_HARDWARE[0].upper() + SAME_HARDWARE[1:] + "."]
+    lines = [*unknown, "Hardware differs:"]
+    several = len(pair.base_hardware_ids) > 1 or len(pair.new_hardware_ids) > 1
+    for (base_id, new_id), found in groups.items():
+        words = escape_text(format_differences([Difference(d.field, d.base, d.new) for d in found]))
+        lines.append(f"  {base_id} -> {new_id}: {words}" if several else f"  {words}")
+    return lines
+
+
+def _pair_block(pair: Pair, *, header: bool) -> list[str]:
+    lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
+    if not pair.stages:
+        lines.append("no stage is recorded on both sides")
+    lines.extend(_stage_line(stage) for stage in pair.stages)
+    for side, names in (("base", pair.base_only_stages), ("new", pair.new_only_stages)):
+        if names:
+            listed = ", ".join(escape_text(name) for name in names)
+            lines.append(f"Only in {side}, not compared: {listed}")
+    lines.extend(_hardware_lines(pair))
+    return lines
+
+
+def format_comparison(comparison: Comparison) -> str:
+    """The comparison as text, one paragraph per pair, then the unpaired directories and
+    a count of the verdicts."""
+    blocks = []
+    single = len(comparison.pairs) == 1 and not (
+        comparison.unpaired.base or comparison.unpaired.new
+    )
+    if single:
+        pair = comparison.pairs[0]
+        head = [f"base: {escape_text(pair.base)}", f"new:  {escape_text(pair.new)}"]
+        blocks.append("\n".join([*head, "", *_pair_block(pair, header=False)]))
+    else:
+        blocks.extend("\n".join(_pair_block(pair, header=True)) for pair in comparison.pairs)
+    for side, paths in (("base", comparison.unpaired.base), ("new", comparison.unpaired.new)):
+        if paths:
+            listed = "\n".join(f"  {escape_text(path)}" for path in paths)
+            blocks.append(f"Only in {side} ({len(paths)}), not compared:\n{listed}")
+    verdicts = Counter(stage.verdict for pair in comparison.pairs for stage in pair.stages)
+    if not comparison.pairs:
+        blocks.append("No artifact directory is at the same path on both sides.")
+    else:
+        order = (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW_RUNS)
+        counts = ", ".join(f"{verdicts[v]} {v}" for v in order if verdicts[v])
+        threshold = f"{comparison.threshold * 100:g} %"
+        blocks.append(
+            f"{len(comparison.pairs)} pair(s), {sum(verdicts.values())} stage(s): "
+            f"{counts or 'none compared'} (threshold {threshold})"
+        )
+    return "\n\n".join(blocks) + "\n"
+
+
+#: nesting level from which a value is written on one line: each stage, each difference
+_COMPACT_LEVEL = 4
+
+
+def _one_line_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, allow_nan=False)`` with its C encoder built once.
+
+    ``JSONEncoder.encode`` builds the C encoder anew for every value (most of the cost of
+    a one-line stage, ten thousand of them in a suite). The encoder it would build is
+    made here once with the same arguments and kept only if it writes what ``encode``
+    writes; otherwise (another Python, no C speedups) ``encode`` it is.
+    """
+    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython has it
+        return encoder.encode
+    try:
+        # No circular-reference markers: a value that fails part-way (a NaN) would leave
+        # its marker behind in a shared dict, and a later value at the same address would
+        # be taken for a cycle. What to_dict returns is a tree of fresh dicts and lists.
+        built = make(
+            None, encoder.default, json.encoder.encode_basestring, None, encoder.key_separator,
+            encoder.item_separator, False, False, False,
+        )
+        probe = {"a": [1.5, None, "\u00e9\u2028\"", 2, -0.0], "b": {"c": True}, "d": 1e300}
+
+        def one_line(value: Any) -> str:
+            if isinstance(value, str):
+                return encoder.encode(value)
+            return "".join(built(value, 0))
+
+        if one_line(probe) == encoder.encode(probe):
+            return one_line
+    except Exception:  # pragma: no cover - a Python whose C encoder takes other arguments
+        pass
+    return encoder.encode  # pragma: no cover
+
+
+_ONE_LINE = _one_line_encoder()
+
+
+def _layout(value: Any, level: int) -> str:
+    if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)) or not value:
+        return _ONE_LINE(value)
+    inner, outer = "  " * (level + 1), "  " * level
+    if isinstance(value, dict):
+        items = [
+            f"{inner}{_ONE_LINE(key)}: {_layout(item, level + 1)}"
+            for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{outer}}}"
+    items = [f"{inner}{_layout(item, level + 1)}" for item in value]
+    return "[\n" + ",\n".join(items) + f"\n{outer}]"
+
+
+def render_json(comparison: Comparison) -> str:
+    """``comparison.to_dict()`` as strict JSON text (no NaN, no raw control characters),
+    indented down to the pairs' lists, each stage and each difference on one line."""
+    return escape_json_text(_layout(comparison.to_dict(), 0)) + "\n"

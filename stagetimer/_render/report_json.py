@@ -1,0 +1,100 @@
+"""The report as JSON: the documented keys, each run's details, strict (no NaN) and escaped."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from stagetimer._analysis.report import ArtifactReport
+from stagetimer._analysis.rows import job_id
+from stagetimer._escape import escape_json_text
+from stagetimer._store.records import RunTiming
+
+__all__ = ["render_json", "report_dict", "strict"]
+
+_INF = math.inf
+
+
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float as None: what strict JSON can hold."""
+    if type(value) is float:
+        return value if -_INF < value < _INF else None
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def _run_dict(run: RunTiming) -> dict[str, Any]:
+    return {
+        "run_idx": run.run_idx,
+        "label": run.label,
+        "started_at": run.started_at,
+        "seconds": run.seconds,
+        "hardware_id": run.hardware_id,
+        "job_id": job_id(run),
+        "metadata": run.metadata,
+    }
+
+
+def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
+    """The JSON-ready form: ``{"artifacts": [{"path", "stages", "legacy_metadata", ...}]}``.
+
+    Beside the documented keys, each artifact has ``relpath``, ``hardware`` (id ->
+    one-line summary, null when undescribed) and ``warnings``; each stage has
+    ``median_seconds``, ``stdev_seconds``, ``expected_runs``, ``run_seconds`` and
+    ``run_details`` (per run: run_idx, label, started_at, seconds, hardware_id, job_id,
+    metadata). ``legacy_metadata`` is ``{}`` or ``{"top_level": {...}, "runs": [...]}``.
+    Values that are not finite are null (and named in ``warnings``).
+    """
+    from stagetimer.hardware import summary_line
+
+    artifacts = []
+    for r in reports:
+        legacy: dict[str, Any] = {}
+        if r.legacy_top_level or r.legacy_runs:
+            legacy = {
+                "top_level": r.legacy_top_level,
+                "runs": [
+                    {"stage": x.stage, "run_idx": x.run_idx, "label": x.label, **x.values}
+                    for x in r.legacy_runs
+                ],
+            }
+        stages = [
+            {
+                "name": s.name,
+                "runs": s.runs,
+                "total_seconds": s.total_seconds,
+                "mean_seconds": s.mean_seconds,
+                "min_seconds": s.min_seconds,
+                "max_seconds": s.max_seconds,
+                "hardware_ids": list(s.hardware_ids),
+                "median_seconds": s.median_seconds,
+                "stdev_seconds": s.stdev_seconds,
+                "expected_runs": s.expected_runs,
+                "run_seconds": list(s.run_seconds),
+                "run_details": [_run_dict(run) for run in r.runs(s.name)],
+            }
+            for s in r.stages
+        ]
+        hardware = {k: None if v is None else summary_line(v) for k, v in r.hardware.items()}
+        artifacts.append(
+            {
+                "path": r.path,
+                "relpath": r.relpath,
+                "stages": stages,
+                "hardware": hardware,
+                "warnings": list(r.warnings),
+                "legacy_metadata": legacy,
+            }
+        )
+    return strict({"artifacts": artifacts})  # type: ignore[no-any-return]
+
+
+def render_json(reports: Sequence[ArtifactReport]) -> str:
+    """``report_dict`` as indented, strict JSON text (no NaN, no raw control characters)."""
+    text = json.dumps(report_dict(reports), indent=2, ensure_ascii=False, allow_nan=False)
+    return escape_json_text(text) + "\n"

@@ -1,0 +1,361 @@
+"""``stagetimer report --plot``: the suite at a glance, as a PNG or SVG for a slide.
+
+One panel per stage family, side by side: training (each directory's own
+``*_train``), ``checkpoint_save``, ``nashconv``, and the other stages. The rows
+are the artifact directories, grouped under their environment (the path without
+its last part). In the first three panels a bar is the mean per seed; its hatched
+end is the seeds' auto-resume continuation (``<stage>_auto_resume``, the same
+run_idx), so directories with more or fewer resumed seeds still compare; each dot
+is one seed (its run plus its continuation) and the whisker ± one standard
+deviation. The other stages are stacked, one colour each. A panel whose values
+span more than 100x is drawn on a log scale. Past ``ROWS_PER_PAGE`` rows the
+picture is split into pages, ``x-1.png``, ``x-2.png``, ... matplotlib is an
+optional extra (``stagetimer[plot]``), imported only here, with the Agg backend.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.tree import relative_paths
+from stagetimer._escape import escape_text
+from stagetimer._format import AUTO_RESUME_SUFFIX
+from stagetimer._render.duration import Unit, unit_for
+from stagetimer.stages import is_training
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = [
+    "FORMATS",
+    "ROWS_PER_PAGE",
+    "PlotUnavailableError",
+    "check_path",
+    "load_pyplot",
+    "page_paths",
+    "plot_report",
+]
+
+FORMATS = (".png", ".svg")
+INSTALL_HINT = "pip install 'stagetimer[plot]'"
+#: rows (directories and environment headings) on one page
+ROWS_PER_PAGE = 40
+_LOG_SPAN = 100.0
+_COLOURS = {"training": "#3b6ea8", "checkpoint_save": "#d9822b", "nashconv": "#4a9c5d"}
+_OTHER_PALETTE = ("#8c6bb1", "#c45a7c", "#6b8e9f", "#b59b4a", "#7f7f7f", "#4aa3a3")
+_FAMILIES = ("training", "checkpoint_save", "nashconv")
+
+
+class PlotUnavailableError(RuntimeError):
+    """matplotlib cannot be imported; the message says how to install it."""
+
+
+def load_pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or ``PlotUnavailableError``."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise PlotUnavailableError(
+            f"--plot needs matplotlib ({exc}); install it with: {INSTALL_HINT}"
+        ) from None
+    return plt
+
+
+def check_path(path: str) -> None:
+    """``ValueError`` unless a picture can be written at ``path``: a ``.png`` or ``.svg``
+    name in an existing, writable directory. Called before any work is done."""
+    if os.path.splitext(path)[1].lower() not in FORMATS:
+        raise ValueError("the file name must end in .png or .svg")
+    if os.path.isdir(path):
+        raise ValueError("is a directory; name the picture's file")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"the directory {folder} is not writable")
+
+
+def page_paths(path: str, pages: int) -> list[str]:
+    """``x.png`` for one page; ``x-1.png``, ``x-2.png``, ... for several."""
+    if pages == 1:
+        return [path]
+    stem, suffix = os.path.splitext(path)
+    return [f"{stem}-{i}{suffix}" for i in range(1, pages + 1)]
+
+
+@attrs.frozen
+class _Bar:
+    """One directory's bar in one family panel."""
+
+    base: float  # mean per seed of the stage itself
+    resumed: float  # mean per seed of its continuation
+    seeds: tuple[float, ...]  # each seed: its run plus its continuation
+    stdev: float | None
+
+
+@attrs.frozen
+class _Row:
+    group: str
+    label: str
+    bars: dict[str, _Bar]
+    others: dict[str, float]  # other stage -> its mean
+
+
+def _valid(report: ArtifactReport, stats: StageStats | None) -> list[tuple[int | None, float]]:
+    if stats is None:
+        return []
+    return [
+        (r.run_idx, r.seconds) for r in report.runs(stats.name) if 0.0 <= r.seconds < math.inf
+    ]
+
+
+def _bar(
+    report: ArtifactReport, stage: StageStats | None, resume: StageStats | None
+) -> _Bar | None:
+    runs = _valid(report, stage)
+    if not runs:
+        return None
+    extra: dict[int | None, float] = {}
+    for run_idx, seconds in _valid(report, resume):
+        extra[run_idx] = extra.get(run_idx, 0.0) + seconds
+    seeds = tuple(s + (extra.pop(i, 0.0) if i is not None else 0.0) for i, s in runs)
+    n = len(runs)
+    base = sum(s for _, s in runs) / n
+    total = sum(seeds) / n
+    stdev = None
+    if n > 1:
+        stdev = math.sqrt(sum((s - total) ** 2 for s in seeds) / (n - 1))
+    return _Bar(base, total - base, seeds, stdev)
+
+
+def _family(name: str) -> str | None:
+    if is_training(name):
+        return "training"
+    return name if name in _FAMILIES else None
+
+
+def _rows(reports: Sequence[ArtifactReport]) -> list[_Row]:
+    relative = relative_paths([r.path for r in reports])
+    rows = []
+    for report, rel in zip(reports, relative, strict=True):
+        by_name = {s.name: s for s in report.stages}
+        bars: dict[str, _Bar] = {}
+        others: dict[str, float] = {}
+        for s in report.stages:
+            if s.name.endswith(AUTO_RESUME_SUFFIX):
+                base_name = s.name.removesuffix(AUTO_RESUME_SUFFIX)
+                if base_name in by_name and _family(base_name) is not None:
+                    continue  # drawn as the hatched end of its stage
+            family = _family(s.name)
+            if family is None or family in bars:
+                if s.mean_seconds is not None:
+                    others[s.name] = s.mean_seconds
+                continue
+            bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
+            if bar is not None:
+                bars[family] = bar
+        group, _, label = rel.rpartition("/")
+        rows.append(_Row(escape_text(group), escape_text(label or rel), bars, others))
+    return rows
+
+
+def _plural(count: int) -> str:
+    return f"{count} director{'y' if count == 1 else 'ies'}"
+
+
+def _common(paths: Sequence[str]) -> str:
+    """What the directories share, relative to the working directory when inside it."""
+    absolute = [os.path.abspath(p) for p in paths]
+    common = os.path.dirname(absolute[0]) if len(absolute) == 1 else os.path.commonpath(absolute)
+    here = os.getcwd()
+    if common == here or common.startswith(here + os.sep):
+        return os.path.relpath(common, here)
+    return common
+
+
+def _layout(rows: Sequence[_Row]) -> list[list[tuple[str, _Row | None]]]:
+    """Pages of lines: a group heading ``("group", None)`` before its rows; a group is
+    split over pages only when it alone is longer than a page (its heading repeated)."""
+    groups: dict[str, list[_Row]] = {}
+    for row in rows:
+        groups.setdefault(row.group, []).append(row)
+    headed = len(groups) > 1 or next(iter(groups)) != ""
+    pages: list[list[tuple[str, _Row | None]]] = [[]]
+    heading = 1 if headed else 0
+    for group, members in groups.items():
+        lines: list[tuple[str, _Row | None]] = [(group, row) for row in members]
+        fits_a_page = len(lines) + heading <= ROWS_PER_PAGE
+        while lines:
+            page = pages[-1]
+            room = ROWS_PER_PAGE - len(page) - heading
+            if page and (room < 3 or (fits_a_page and room < len(lines))):
+                pages.append([])  # a group that fits a page is never split
+                continue
+            take, lines = lines[:room], lines[room:]
+            if headed:
+                page.append((group or ".", None))
+            page.extend(take)
+    return pages
+
+
+def _panels(rows: Sequence[_Row]) -> list[str]:
+    present = [f for f in _FAMILIES if any(f in r.bars for r in rows)]
+    if any(r.others for r in rows):
+        present.append("other stages")
+    return present
+
+
+def _span_is_wide(values: Sequence[float]) -> bool:
+    positive = [v for v in values if v > 0]
+    return bool(positive) and max(positive) / min(positive) > _LOG_SPAN
+
+
+def _draw_family(
+    ax: Axes, lines: Sequence[tuple[str, _Row | None]], family: str, unit: Unit, log: bool
+) -> None:
+    colour = _COLOURS[family]
+    for y, (_, row) in enumerate(lines):
+        if row is None or family not in row.bars:
+            continue
+        bar = row.bars[family]
+        scale = unit.seconds
+        ax.barh(y, bar.base / scale, height=0.62, color=colour, linewidth=0)
+        if bar.resumed > 0:
+            ax.barh(y, bar.resumed / scale, left=bar.base / scale, height=0.62, color="white",
+                    edgecolor=colour, hatch="////", linewidth=0.8)
+        mean = (bar.base + bar.resumed) / scale
+        if bar.stdev:
+            low = max(mean - bar.stdev / scale, mean / 10 if log else 0.0)
+            ax.plot([low, mean + bar.stdev / scale], [y, y], color="0.15", linewidth=1.0,
+                    solid_capstyle="butt", zorder=3)
+        ax.scatter([s / scale for s in bar.seeds], [y] * len(bar.seeds), s=9, color="0.1",
+                   zorder=4, linewidths=0)
+
+
+def _draw_others(
+    ax: Axes, lines: Sequence[tuple[str, _Row | None]], colours: dict[str, Any], unit: Unit
+) -> None:
+    for y, (_, row) in enumerate(lines):
+        if row is None:
+            continue
+        left = 0.0
+        for name, seconds in row.others.items():
+            ax.barh(y, seconds / unit.seconds, left=left, height=0.62, color=colours[name],
+                    linewidth=0)
+            left += seconds / unit.seconds
+
+
+def _values(rows: Sequence[_Row], panel: str) -> list[float]:
+    if panel == "other stages":
+        return [sum(r.others.values()) for r in rows if r.others] + [
+            v for r in rows for v in r.others.values()
+        ]
+    return [v for r in rows if panel in r.bars for v in (*r.bars[panel].seeds,
+                                                           r.bars[panel].base)]
+
+
+def _page(
+    plt: Any, rows: Sequence[_Row], lines: Sequence[tuple[str, _Row | None]], title: str,
+    colours: dict[str, Any],
+) -> Any:
+    from matplotlib.patches import Patch
+
+    panels = _panels(rows)
+    labels = [row.label if row is not None else group for group, row in lines]
+    label_inches = 0.25 + 0.075 * max(map(len, labels))  # 8.5 pt text, about 0.075 in a char
+    panel_inches = 3.0
+    # Room for the title and the legend's one line even with a single panel.
+    panel_inches = max(panel_inches, (8.5 - label_inches - 0.3) / len(panels))
+    width = label_inches + panel_inches * len(panels) + 0.3
+    top_inches, bottom_inches = 1.15, 0.55
+    height = top_inches + bottom_inches + 0.24 * len(lines)
+    fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False, figsize=(width, height))
+    fig.subplots_adjust(
+        left=label_inches / width, right=1 - 0.3 / width, top=1 - top_inches / height,
+        bottom=bottom_inches / height, wspace=0.12 * len(panels) / max(len(panels) - 1, 1),
+    )
+    for ax, panel in zip(axes[0], panels, strict=True):
+        values = _values(rows, panel)
+        log = _span_is_wide(values) and panel != "other stages"
+        unit = unit_for(values)
+        if panel == "other stages":
+            _draw_others(ax, lines, colours, unit)
+        else:
+            _draw_family(ax, lines, panel, unit, log)
+        if log:
+            ax.set_xscale("log")
+        else:
+            ax.set_xlim(0, max(values, default=1.0) / unit.seconds * 1.08 or 1.0)
+        ax.set_title(panel, loc="left", fontsize=10, fontweight="bold")
+        ax.set_xlabel(f"{unit.name} per seed" if panel != "other stages" else unit.name,
+                      fontsize=9)
+        ax.grid(axis="x", color="0.88", linewidth=0.7, which="both" if log else "major")
+        ax.set_axisbelow(True)
+        ax.tick_params(axis="x", labelsize=8)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    first = axes[0][0]
+    first.set_yticks(range(len(lines)), labels, fontsize=8.5)
+    for tick, (_, row) in zip(first.get_yticklabels(), lines, strict=True):
+        if row is None:
+            tick.set_fontweight("bold")
+    first.tick_params(axis="y", length=0)
+    first.set_ylim(len(lines) - 0.4, -0.6)
+    handles = [
+        Patch(color=_COLOURS["training"], label="mean per seed"),
+        Patch(facecolor="white", edgecolor="0.3", hatch="////", label="auto-resume continuation"),
+        plt.Line2D([], [], marker="o", linestyle="", color="0.1", markersize=3.5,
+                   label="one seed"),
+        plt.Line2D([], [], color="0.15", linewidth=1.0, label="\N{PLUS-MINUS SIGN} 1 sd"),
+        *(Patch(color=colour, label=name) for name, colour in colours.items()),
+    ]
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.1 / width, 1 - 0.42 / height),
+               ncol=min(len(handles), 8), fontsize=8, frameon=False, handlelength=1.6,
+               borderaxespad=0)
+    fig.suptitle(title, x=0.1 / width, y=1 - 0.1 / height, ha="left", va="top", fontsize=12,
+                 fontweight="bold")
+    return fig
+
+
+def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
+    """Draw ``reports`` into ``path`` (or its pages); returns the files written.
+
+    ``PlotUnavailableError`` without matplotlib, ``ValueError`` for a path
+    ``check_path`` refuses or when there is nothing to draw.
+    """
+    check_path(path)
+    shown = [r for r in reports if any(s.runs for s in r.stages)]
+    if not shown:
+        raise ValueError("no stage was recorded in the reported directories: nothing to plot")
+    plt = load_pyplot()
+    rows = _rows(shown)
+    other_names = list(dict.fromkeys(n for r in rows for n in r.others))
+    colours = {n: _OTHER_PALETTE[i % len(_OTHER_PALETTE)] for i, n in enumerate(other_names)}
+    pages = _layout(rows)
+    paths = page_paths(path, len(pages))
+    common = escape_text(_common([r.path for r in shown]))
+    suffix = os.path.splitext(path)[1].lower()[1:]
+    for number, (lines, target) in enumerate(zip(pages, paths, strict=True), 1):
+        if len(shown) == 1:
+            title = f"Wall-clock time per stage: {escape_text(shown[0].path)}"
+        else:
+            title = f"Wall-clock time per stage: {_plural(len(shown))} under {common}"
+        if len(pages) > 1:
+            title += f" (page {number} of {len(pages)})"
+        # Text stays text in an SVG (searchable, editable on a slide), not glyph outlines.
+        with plt.rc_context({"svg.fonttype": "none"}):
+            fig = _page(plt, rows, lines, title, colours)
+            try:
+                fig.savefig(target, format=suffix, dpi=110)
+            finally:
+                plt.close(fig)
+    return paths

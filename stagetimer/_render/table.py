@@ -1,0 +1,160 @@
+"""``stagetimer table`` drawn: GitHub Markdown, LaTeX (booktabs) or CSV.
+
+Each cell is the mean ± sample standard deviation and the number of runs
+(``--median``: the median and the quartiles), in one unit per column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+
+from stagetimer._analysis.summary import Summary
+from stagetimer._analysis.table import SuiteTable
+from stagetimer._escape import escape_text
+from stagetimer._render.duration import Unit, unit_for
+
+__all__ = ["FORMATS", "render_table"]
+
+FORMATS = ("markdown", "latex", "csv")
+
+
+def _centre(summary: Summary, median: bool) -> float | None:
+    return summary.median if median else summary.mean
+
+
+def _units(table: SuiteTable) -> list[Unit]:
+    units = []
+    for name in table.stages:
+        values = [_centre(row[name], table.median) for row in table.cells if name in row]
+        units.append(unit_for([v for v in values if v is not None]))
+    return units
+
+
+def _cell(summary: Summary | None, unit: Unit, median: bool, pm: str) -> str:
+    if summary is None or summary.runs == 0:
+        return ""
+    if median and summary.runs > 1:
+        assert summary.median is not None and summary.q1 is not None and summary.q3 is not None
+        return (
+            f"{unit.number(summary.median)} [{unit.number(summary.q1)}, "
+            f"{unit.number(summary.q3)}] ({summary.runs})"
+        )
+    centre = summary.median if median else summary.mean
+    assert centre is not None
+    if summary.stdev is None:
+        return f"{unit.number(centre)} ({summary.runs})"
+    return f"{unit.number(centre)} {pm} {unit.number(summary.stdev)} ({summary.runs})"
+
+
+def _text_rows(table: SuiteTable, pm: str) -> tuple[list[str], list[list[str]]]:
+    units = _units(table)
+    total_unit = unit_for(list(table.totals))
+    header = [
+        *table.label_columns,
+        *(f"{name} ({unit.name})" for name, unit in zip(table.stages, units, strict=True)),
+        f"total ({total_unit.name})",
+    ]
+    rows = []
+    for labels, row, total in zip(table.labels, table.cells, table.totals, strict=True):
+        rows.append([
+            *labels,
+            *(_cell(row.get(n), u, table.median, pm) for n, u in zip(table.stages, units,
+                                                                    strict=True)),
+            total_unit.number(total),
+        ])
+    return header, rows
+
+
+def _what(table: SuiteTable) -> str:
+    if table.median:
+        return "median [first quartile, third quartile] (runs)"
+    return "mean \N{PLUS-MINUS SIGN} sample standard deviation (runs)"
+
+
+def _markdown(table: SuiteTable) -> str:
+    header, rows = _text_rows(table, "\N{PLUS-MINUS SIGN}")
+    labels = len(table.label_columns)
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(escape_text(c).replace("|", "\\|") for c in cells) + " |"
+
+    align = ["---"] * labels + ["---:"] * (len(header) - labels)
+    out = [line(header), "| " + " | ".join(align) + " |", *map(line, rows)]
+    out.append("")
+    out.append(f"Each cell: {_what(table)}.")
+    return "\n".join(out) + "\n"
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "\N{MICRO SIGN}": r"$\mu$", "\N{PLUS-MINUS SIGN}": r"$\pm$",
+}
+
+
+def _latex_text(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in escape_text(text))
+
+
+def _latex(table: SuiteTable) -> str:
+    header, rows = _text_rows(table, "\N{PLUS-MINUS SIGN}")
+    labels = len(table.label_columns)
+
+    def line(cells: Sequence[str]) -> str:
+        return " & ".join(map(_latex_text, cells)) + r" \\"
+
+    spec = "l" * labels + "r" * (len(header) - labels)
+    out = [
+        f"% {_what(table)}; needs \\usepackage{{booktabs}}",
+        f"\\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        line(header),
+        r"\midrule",
+        *map(line, rows),
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def _csv(table: SuiteTable) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    columns = ["artifact", *table.label_columns]
+    kinds = ["mean", "stdev", "runs"] + (["median", "q1", "q3"] if table.median else [])
+    for name in table.stages:
+        columns += [f"{name}_{k}_seconds" if k != "runs" else f"{name}_runs" for k in kinds]
+    columns.append("total_seconds")
+    writer.writerow([escape_text(c) for c in columns])
+    for path, labels, row, total in zip(
+        table.paths, table.labels, table.cells, table.totals, strict=True
+    ):
+        cells = [escape_text(path), *map(escape_text, labels)]
+        for name in table.stages:
+            s = row.get(name)
+            if s is None:
+                cells += [""] * len(kinds)
+                continue
+            values = {"mean": s.mean, "stdev": s.stdev, "median": s.median, "q1": s.q1,
+                      "q3": s.q3}
+            cells += [str(s.runs) if k == "runs" else _number(values[k]) for k in kinds]
+        cells.append(repr(total))
+        writer.writerow(cells)
+    return out.getvalue()
+
+
+def render_table(table: SuiteTable, form: str = "markdown") -> str:
+    """The table as GitHub Markdown, LaTeX (booktabs) or CSV (raw seconds)."""
+    if form == "markdown":
+        return _markdown(table)
+    if form == "latex":
+        return _latex(table)
+    if form == "csv":
+        return _csv(table)
+    raise ValueError(f"table format {form!r}: expected one of {', '.join(FORMATS)}")

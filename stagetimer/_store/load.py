@@ -1,0 +1,142 @@
+"""load_timings / load_hardware: read the canonical sidecars into attrs objects (cattrs)."""
+
+from __future__ import annotations
+
+import errno
+import functools
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+from stagetimer._errors import SidecarCorruptError, short_repr
+from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, RUN_FIELDS, TIMINGS_FILE
+from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
+from stagetimer._store.records import HardwareSidecar, RunTiming, StageTiming, Timings
+from stagetimer._store.rules import add_seconds, is_stage
+
+if TYPE_CHECKING:
+    import cattrs
+
+__all__ = ["as_float", "load_hardware", "load_timings", "make_converter"]
+
+
+
+def as_float(value: int | float) -> float:
+    """A stored number as a float; an int beyond a float is an infinity of its sign.
+
+    Such a value (and NaN, infinities, negatives) is one no writer could have written:
+    the file keeps it verbatim, the report flags it.
+    """
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _split(raw: dict[str, Any], known: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    fields, legacy, rest = {}, {}, {}
+    for key, value in raw.items():
+        if key in known:
+            fields[key] = value
+        elif key in LEGACY_KEYS:
+            legacy[key] = value
+        else:
+            rest[key] = value
+    return fields, legacy, rest
+
+
+def make_converter() -> cattrs.Converter:
+    """The private converter that structures sidecar JSON into the attrs classes."""
+    import cattrs
+
+    converter = cattrs.Converter()
+    structure_run = converter.gen_structure_attrs_fromdict(RunTiming)
+
+    def run_hook(raw: Any, _: Any) -> RunTiming:
+        if not isinstance(raw, dict):
+            raise ValueError(f"a run must be an object, not {raw!r}")
+        fields, legacy, rest = _split(raw, RUN_FIELDS)
+        fields["seconds"] = as_float(fields["seconds"])
+        return structure_run({**fields, "metadata": rest, "legacy_metadata": legacy}, RunTiming)
+
+    def stage_hook(raw: Any, _: Any) -> StageTiming:
+        runs = tuple(converter.structure(r, RunTiming) for r in raw["runs"])
+        # Without a stored total, the sum the writer would store: its valid runs.
+        total = raw["total_seconds"] if "total_seconds" in raw else add_seconds(0.0, raw["runs"])
+        extra = {k: v for k, v in raw.items() if k not in ("runs", "total_seconds")}
+        return StageTiming(total_seconds=as_float(total), runs=runs, extra=extra)
+
+    converter.register_structure_hook(RunTiming, run_hook)
+    converter.register_structure_hook(StageTiming, stage_hook)
+    return converter
+
+
+@functools.cache
+def _converter() -> cattrs.Converter:
+    return make_converter()
+
+
+def _why(exc: Exception) -> str:
+    """What was wrong, with the place in the file where cattrs knows it."""
+    import cattrs
+
+    if isinstance(exc, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(exc, path="$")[:3])
+    return str(exc)[:200]
+
+
+def _sidecar_path(directory: str | os.PathLike[str], filename: str) -> str:
+    """``<directory>/<filename>``; a path to either sidecar names its directory.
+
+    A missing directory raises ``FileNotFoundError`` and a path that is neither a
+    directory nor a sidecar ``NotADirectoryError``, each naming the path: a mistyped
+    directory must not read as an empty one.
+    """
+    path = os.fspath(directory)
+    if os.path.basename(path) in (TIMINGS_FILE, HARDWARE_FILE) and not os.path.isdir(path):
+        path = os.path.dirname(path) or "."
+    if not os.path.isdir(path):
+        if os.path.lexists(path):
+            raise NotADirectoryError(errno.ENOTDIR, "not an artifact directory", path)
+        raise FileNotFoundError(errno.ENOENT, "no such artifact directory", path)
+    return os.path.join(path, filename)
+
+
+def load_timings(directory: str | os.PathLike[str]) -> Timings:
+    """Read ``<directory>/timings.json``; a directory without one reads as empty.
+
+    ``directory`` may also be the path of the file itself. Raises
+    ``FileNotFoundError`` when the directory does not exist, and
+    ``SidecarCorruptError`` for any content that does not fit the format.
+    """
+    path = _sidecar_path(directory, TIMINGS_FILE)
+    data = parse_timings(path, read_bytes(path))
+    converter = _converter()
+    stages, legacy, other = {}, {}, {}
+    try:
+        for key, value in data.items():
+            if is_stage(value):
+                stages[key] = converter.structure(value, StageTiming)
+            elif key in LEGACY_KEYS:
+                legacy[key] = value
+            else:
+                other[key] = value
+    except Exception as exc:  # cattrs raises several kinds; name the file whatever it was
+        raise SidecarCorruptError(
+            path, f"stage {short_repr(key)} has an unexpected shape ({_why(exc)})"
+        ) from None
+    return Timings(stages=stages, legacy_metadata=legacy, other=other)
+
+
+def load_hardware(directory: str | os.PathLike[str]) -> HardwareSidecar:
+    """Read ``<directory>/timings_hardware.json``; a directory without one reads as empty.
+
+    ``directory`` may also be the path of either sidecar. A newer schema raises
+    ``SchemaVersionError``; a missing directory and bad content as for ``load_timings``.
+    """
+    path = _sidecar_path(directory, HARDWARE_FILE)
+    data = parse_hardware(path, read_bytes(path))
+    try:
+        return _converter().structure(data, HardwareSidecar)
+    except Exception as exc:  # cattrs raises several kinds; name the file whatever it was
+        raise SidecarCorruptError(path, f"unexpected hardware description ({_why(exc)})") from None

@@ -1,0 +1,300 @@
+"""Reading sidecar bytes and parsing them into the plain mappings the writers and loaders use.
+
+Whatever a sidecar holds, these functions return its mapping or raise
+``SidecarCorruptError`` naming the file and what is wrong: never a raw
+``RecursionError``/``ValueError``, never a read that blocks or has no end.
+
+Corrupt is structure that does not fit the format (see docs/format.md): not a
+regular file, larger than ``MAX_BYTES``, not UTF-8, not JSON, nesting deeper than
+``MAX_FILE_DEPTH``, an integer literal Python refuses to convert, a key twice in
+one object, a lone surrogate escape, a stage (a top-level object with a ``runs``
+key) whose ``runs`` is not a list, a run that is not an object, or a known field of
+the wrong JSON type. A value of the right type that no writer could have written
+(negative or non-finite ``seconds``, one beyond a float, a negative ``run_idx``, a
+``total_seconds`` that is not the sum) parses: the report flags it, the writers
+keep it verbatim.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import json
+import os
+import re
+import stat
+from collections.abc import Iterator
+from typing import Any
+
+from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._errors import short_repr as _short
+from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, SCHEMA_VERSION
+from stagetimer._store.shape import check_hardware_shape, check_timings_shape, json_type
+
+__all__ = [
+    "open_sidecar",
+    "parse_hardware",
+    "parse_timings",
+    "read_all",
+    "read_bytes",
+]
+
+
+
+# Open flags: O_NONBLOCK so that opening a FIFO returns at once instead of waiting for
+# a writer (fifo(7)); it changes nothing for a regular file. O_CLOEXEC: a child started
+# while a save holds the descriptor does not inherit it.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "of an unknown file type"
+
+
+def _too_large(path: str, size: int) -> SidecarCorruptError:
+    return SidecarCorruptError(
+        path, f"is {size} bytes, larger than the {MAX_BYTES}-byte limit of a sidecar"
+    )
+
+
+def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
+    """A read-only descriptor on ``path`` and its stat, or None when it does not exist.
+
+    Opening never blocks (a FIFO opens at once), and anything but a regular file
+    (FIFO, device, directory, socket), or one larger than ``MAX_BYTES``, raises
+    ``SidecarCorruptError``. A symlink is followed. The caller closes the descriptor.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # open(2) of a UNIX socket
+            raise SidecarCorruptError(path, "is a socket, not a regular file") from None
+        if exc.errno == errno.ELOOP:
+            raise SidecarCorruptError(path, "is a symlink loop, not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SidecarCorruptError(path, f"is {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise _too_large(path, st.st_size)
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_all(fd: int, size: int) -> bytes:
+    """The rest of ``fd``'s bytes, ``size`` the expected count; at most ``MAX_BYTES + 1``.
+
+    A file that grows past ``MAX_BYTES`` while it is read is cut there; the parse
+    functions then refuse it by its length.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    while total <= MAX_BYTES:
+        chunk = os.read(fd, min(max(size - total, 0) + 65536, MAX_BYTES + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_bytes(path: str) -> bytes | None:
+    """The file's bytes, or None when it does not exist (see ``open_sidecar`` for refusals)."""
+    opened = open_sidecar(path)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
+        return read_all(fd, st.st_size)
+    finally:
+        os.close(fd)
+
+
+# -- nesting ------------------------------------------------------------------------
+
+# Every byte but the brackets and the quote: deleted to see the structure alone. Braces
+# become brackets: depth does not depend on the kind (a mismatch is the parser's error),
+# and one kind lets each pass remove exactly one level.
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")
+_STEP = {ord("["): 1, ord("]"): -1}
+
+
+def _brackets(raw: bytes) -> bytes:
+    """The brackets of ``raw`` that lie outside JSON strings, in order, braces as brackets."""
+    if b"\\" in raw:
+        # Escapes pair up left to right inside strings: drop escaped backslashes first,
+        # then escaped quotes, so that every quote left delimits a string.
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    view = raw.translate(_ONE_KIND, _NOT_STRUCTURE)
+    if view.count(b'""') * 2 == view.count(b'"'):
+        # Every string held no bracket (the usual case): only the quotes to remove. The
+        # test is exact: quotes then come in runs of pairs; a string holding a bracket
+        # leaves a run of odd length (its opening quote after the pairs of any empty
+        # strings before it), and non-overlapping counting finds one pair less there.
+        return view.translate(None, b'"')
+    return b"".join(view.split(b'"')[::2])
+
+
+def _nesting_exceeds(raw: bytes, limit: int) -> bool:
+    """Whether the JSON text ``raw`` nests arrays and objects deeper than ``limit``.
+
+    A scan of bytes, so that no parser recursion is involved: each pass removes the
+    innermost bracket pairs, hence one level.
+    """
+    brackets = _brackets(raw)
+    if brackets.count(b"[") <= limit:
+        return False  # fewer openers than levels allowed
+    for passes in range(limit):
+        if not brackets:
+            return False
+        reduced = brackets.replace(b"[]", b"")
+        if passes + 1 + reduced.count(b"[") <= limit:
+            # Each pass lowers the deepest point by at most one, and what is left nests
+            # no deeper than it has openers: the usual file stops after one pass.
+            return False
+        if len(reduced) == len(brackets):
+            # Brackets that do not pair up (the JSON error is reported by the parser):
+            # the depth is at most the levels removed plus what the rest opens.
+            rest = max(itertools.accumulate(_STEP[c] for c in brackets))
+            return passes + rest > limit
+        brackets = reduced
+    return bool(brackets)  # still brackets after ``limit`` levels removed
+
+
+# -- parsing ------------------------------------------------------------------------
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+#: json.loads(text, object_pairs_hook=_no_duplicates), the decoder built once (as json.loads
+#: keeps one for calls without options)
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode
+
+_BOM = b"\xef\xbb\xbf"
+# A \uD800-\uDFFF escape: a surrogate; a lone one has no UTF-8 form and no writer made it.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every key and string value inside ``value`` (its depth is bounded by the scan)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    for text in _strings(value):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text
+    return None
+
+
+def _loads(path: str, raw: bytes) -> Any:
+    """The JSON value of ``raw``, or ``SidecarCorruptError`` saying what is wrong."""
+    if len(raw) > MAX_BYTES:
+        raise _too_large(path, len(raw))
+    if raw.startswith(_BOM):
+        # RFC 8259 section 8.1: a parser may ignore a byte order mark (editors add one);
+        # the next rewrite drops it.
+        raw = raw[len(_BOM) :]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SidecarCorruptError(
+            path, f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    if _nesting_exceeds(raw, MAX_FILE_DEPTH):
+        raise SidecarCorruptError(
+            path, f"nests arrays and objects deeper than {MAX_FILE_DEPTH} levels"
+        )
+    try:
+        if text.startswith("\ufeff"):  # a second mark: json.loads says what is wrong
+            data = json.loads(text, object_pairs_hook=_no_duplicates)
+        else:
+            data = _DECODER(text)
+    except json.JSONDecodeError as exc:
+        raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
+    except _DuplicateKey as exc:
+        raise SidecarCorruptError(
+            path,
+            f"holds the key {_short(exc.key)} twice in one object (a file stagetimer "
+            "wrote never does; one of them would be lost)",
+        ) from None
+    except ValueError as exc:  # int(): more digits than sys.get_int_max_str_digits()
+        raise SidecarCorruptError(path, f"holds a number Python refuses to read ({exc})") from None
+    except RecursionError:  # the caller's own stack was already deep
+        raise SidecarCorruptError(path, "is nested too deeply to parse here") from None
+    if b"\\" in raw and _SURROGATE_ESCAPE.search(raw) is not None:  # no escape: none
+        lone = _lone_surrogate(data)
+        if lone is not None:
+            raise SidecarCorruptError(
+                path, f"holds the string {_short(lone)} with a lone surrogate escape (not UTF-8)"
+            )
+    return data
+
+
+def parse_timings(path: str, raw: bytes | None) -> dict[str, Any]:
+    """The top-level mapping of ``timings.json`` (empty when the file is missing)."""
+    if raw is None:
+        return {}
+    data = _loads(path, raw)
+    if type(data) is not dict:
+        raise SidecarCorruptError(path, f"top level is {json_type(data)}, expected an object")
+    check_timings_shape(path, data)
+    return data
+
+
+def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
+    """The mapping of ``timings_hardware.json``; newer schemas raise ``SchemaVersionError``."""
+    if raw is None:
+        return {"schema_version": SCHEMA_VERSION, "hardware": {}}
+    data = _loads(path, raw)
+    if type(data) is not dict:
+        raise SidecarCorruptError(path, f"top level is {json_type(data)}, expected an object")
+    version = data.get("schema_version")
+    if type(version) is int and version > SCHEMA_VERSION:
+        raise SchemaVersionError(path, version, SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise SidecarCorruptError(
+            path, f"schema_version is {_short(version)}, expected {SCHEMA_VERSION}"
+        )
+    check_hardware_shape(path, data)
+    return data

@@ -1,0 +1,302 @@
+"""Rescue files: where a record whose save failed waits, and ``recover`` folding them back.
+
+A recorder keeps, per process, one rescue file ``timings.rescue-<UTC time>-<pid>.json``
+beside the sidecar holding exactly its records not yet saved. It is rewritten
+atomically whenever that set changes and removed once it is empty, so a record is
+never only in memory: ``os._exit``, SIGKILL or the order of exit handlers cannot lose
+it. ``recover(directory)`` (``stagetimer recover DIR``) stores the records of every
+rescue file in a directory under the usual lock and rules, then removes the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import sys
+import time
+from typing import Any
+
+import attrs
+
+from stagetimer._errors import InvalidRecordError, SidecarCorruptError
+from stagetimer._format import HARDWARE_FILE, POLICIES, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
+from stagetimer._store.rules import apply_run, is_stage
+from stagetimer._store.sidecar import (
+    Attempt,
+    add_hardware,
+    dumps_hardware,
+    timings_bytes,
+    update_file,
+    write_atomic,
+)
+
+__all__ = [
+    "Recovered",
+    "Rescue",
+    "build_run",
+    "recover",
+    "rescue_files",
+    "run_is_stored",
+]
+
+_MAX_BYTES = 256 * 1024 * 1024
+
+
+def build_run(
+    seconds: float,
+    hardware_id: str | None,
+    run_idx: int | None,
+    label: str | None,
+    started_at: str | None,
+    job: dict[str, str] | None,
+    metadata: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """One run as ``timings.json`` stores it, keys in the file's order."""
+    run: dict[str, Any] = {"seconds": seconds}
+    if hardware_id is not None:
+        run["hardware_id"] = hardware_id
+    if run_idx is not None:
+        run["run_idx"] = run_idx
+    if label is not None:
+        run["label"] = label
+    if started_at is not None:
+        run["started_at"] = started_at
+    if job is not None:
+        run["job"] = job
+    if metadata:
+        run.update(metadata)
+    return run
+
+
+def run_is_stored(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
+    """Whether stage ``name`` of ``data`` already holds ``run`` (equal in every key)."""
+    stage: Any = data.get(name)
+    if not is_stage(stage):
+        return False
+    runs: list[Any] = stage["runs"]
+    return any(r == run for r in runs)
+
+
+class Rescue:
+    """One recorder's rescue file in this process: its records not yet saved."""
+
+    def __init__(self, directory: str, policy: str, expected_runs: int | None) -> None:
+        self.directory = directory
+        self.policy = policy
+        self.expected_runs = expected_runs
+        self.path: str | None = None
+        self.attempt: Attempt | None = None  # the last write, to clear what an interrupt left
+        self.refused: list[Any] = []  # records the file refuses: kept here for the user
+        self.printed: set[int] = set()  # ids of records already printed to stderr
+
+    def _advice(self) -> str:
+        return (
+            f"fold it back into {TIMINGS_FILE} with: stagetimer recover "
+            f"{os.path.abspath(self.directory)}"
+        )
+
+    def write(self, pending: list[Any], refused: list[Any]) -> str:
+        """Make the rescue file hold ``pending`` and the refused records; say where it is.
+
+        Records are ``_Pending`` objects of the recorder. No record left: the file is
+        removed. Where no file can be written, the records not printed before go to
+        standard error as one JSON line.
+        """
+        self.refused.extend(refused)
+        records = [*pending, *self.refused]
+        if self.attempt is not None:
+            self.attempt.replaced()  # removes a temporary file an interrupt left behind
+        if not records:
+            if self.path is not None:
+                try:
+                    os.unlink(self.path)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    return ""  # kept; recover skips records already stored
+                self.path = None
+            return ""
+        entries = []
+        hardware: dict[str, Any] = {}
+        for p in records:
+            try:
+                run = p.resolve()
+            except Exception:  # the hardware capture itself failed: keep the run without it
+                seconds, run_idx, label, started_at, metadata = p.fields
+                run = build_run(seconds, None, run_idx, label, started_at, None, metadata)
+            if p.hardware_id is not None:
+                hardware[p.hardware_id] = p.hardware
+            entries.append({"stage": p.name, "run": run})
+        payload: dict[str, Any] = {
+            "directory": os.path.abspath(self.directory),
+            "policy": self.policy,
+            "hardware": hardware,
+            "records": entries,
+        }
+        if self.expected_runs is not None:
+            payload["expected_runs"] = self.expected_runs
+        text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+        path = self.path
+        if path is None:
+            now = time.time()
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
+            name = f"{RESCUE_PREFIX}{stamp}{int(now % 1 * 1e6):06d}Z-{os.getpid()}{RESCUE_SUFFIX}"
+            # Chosen once: a write an interrupt cut short is redone under the same name.
+            path = self.path = os.path.join(self.directory, name)
+        self.attempt = attempt = Attempt()
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            write_atomic(path, text.encode("utf-8"), None, attempt)
+        except OSError as exc:
+            fresh = [e for p, e in zip(records, entries, strict=True) if id(p) not in self.printed]
+            if fresh:
+                line = json.dumps({**payload, "records": fresh}, ensure_ascii=False)
+                sys.stderr.write(
+                    f"stagetimer: could not save {len(fresh)} record(s) for "
+                    f"{payload['directory']} nor write a rescue file ({exc}); here they are "
+                    f"as JSON: {line}\n"
+                )
+                sys.stderr.flush()
+                self.printed.update(id(p) for p in records)
+            return (
+                f"no rescue file could be written ({exc}): the records were printed to "
+                "standard error as JSON"
+            )
+        return f"they are in the rescue file {path} ({self._advice()})"
+
+
+@attrs.frozen
+class Recovered:
+    """What ``recover`` did with one rescue file: ``stored`` records written, ``already``
+    found in ``timings.json`` (stored before), the rescue file then removed."""
+
+    path: str
+    stored: int
+    already: int
+
+
+def rescue_files(directory: str) -> list[str]:
+    """The rescue files of an artifact directory, oldest name first."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(
+        os.path.join(directory, n)
+        for n in names
+        if n.startswith(RESCUE_PREFIX) and n.endswith(RESCUE_SUFFIX)
+    )
+
+
+def _read_rescue(path: str) -> dict[str, Any]:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise SidecarCorruptError(path, f"cannot be opened ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SidecarCorruptError(path, "is not a regular file")
+        if st.st_size > _MAX_BYTES:
+            raise SidecarCorruptError(path, f"is {st.st_size} bytes, too large for a rescue file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    try:
+        payload = json.loads(b"".join(chunks))
+    except (ValueError, RecursionError) as exc:
+        raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise SidecarCorruptError(path, "is not a JSON object")
+    if payload.get("policy") not in POLICIES:
+        problem = f"policy {payload.get('policy')!r} is not one of {POLICIES}"
+        raise SidecarCorruptError(path, problem)
+    records = payload.get("records")
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("stage"), str) and isinstance(r.get("run"), dict)
+        for r in records
+    ):
+        raise SidecarCorruptError(path, "'records' is not a list of {stage, run} objects")
+    if not isinstance(payload.get("hardware", {}), dict):
+        raise SidecarCorruptError(path, "'hardware' is not an object")
+    expected = payload.get("expected_runs")
+    if expected is not None and (
+        isinstance(expected, bool) or not isinstance(expected, int) or expected < 1
+    ):
+        raise SidecarCorruptError(path, f"expected_runs {expected!r} is not an int >= 1")
+    return payload
+
+
+def _recover_one(directory: str, path: str, lock_timeout: float) -> Recovered:
+    from stagetimer._store.parse import parse_hardware, parse_timings
+
+    payload = _read_rescue(path)
+    records: list[dict[str, Any]] = payload["records"]
+    hardware: dict[str, Any] = payload.get("hardware", {})
+    needed = {
+        r["run"]["hardware_id"]: hardware[r["run"]["hardware_id"]]
+        for r in records
+        if r["run"].get("hardware_id") in hardware
+    }
+    if needed:
+
+        def change_hardware(data: dict[str, Any]) -> str | None:
+            return dumps_hardware(data) if add_hardware(data, needed) else None
+
+        update_file(
+            os.path.join(directory, HARDWARE_FILE), parse_hardware, change_hardware, lock_timeout
+        )
+    counts = [0, 0]
+    policy: str = payload["policy"]
+    expected: int | None = payload.get("expected_runs")
+
+    def change(data: dict[str, Any]) -> bytes | None:
+        counts[:] = [0, 0]
+        for record in records:
+            name, run = record["stage"], record["run"]
+            if run_is_stored(data, name, run):
+                counts[1] += 1
+                continue
+            try:
+                apply_run(data, name, run, policy)
+            except InvalidRecordError as exc:
+                raise InvalidRecordError(f"{path}: {exc}", exc.value) from None
+            counts[0] += 1
+            if expected is not None and run.get("run_idx") is not None:
+                data[name]["expected_runs"] = expected
+        return timings_bytes(data) if counts[0] else None
+
+    update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return Recovered(path, counts[0], counts[1])
+
+
+def recover(directory: str | os.PathLike[str], *, lock_timeout: float = 60.0) -> list[Recovered]:
+    """Fold the rescue files of ``directory`` back into its ``timings.json``.
+
+    Each rescue file's records are stored under the file's lock with the replacement
+    rules of the recorder that wrote it (its ``policy``); a record already in
+    ``timings.json`` is not stored again. Each rescue file is removed once its records
+    are stored, so running it again changes nothing. Returns what was done, one
+    ``Recovered`` per rescue file. Raises ``SidecarCorruptError`` for a rescue file or
+    sidecar that does not parse (nothing written, the rescue file kept),
+    ``InvalidRecordError`` for a record the file refuses, ``LockTimeoutError``,
+    ``NotADirectoryError``/``FileNotFoundError`` for a path that is not a directory.
+
+    >>> recover("exports/pursuit/classic_3/ippo")
+    [Recovered(path='.../timings.rescue-20261129T222802123456Z-4242.json', stored=2, already=0)]
+    """
+    if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"directory {directory!r} is not valid: expected a str or os.PathLike")
+    path = os.fspath(directory)
+    if not os.path.isdir(path):
+        if os.path.lexists(path):
+            raise NotADirectoryError(f"{path}: not a directory")
+        raise FileNotFoundError(f"{path}: no such directory")
+    return [_recover_one(path, rescue, lock_timeout) for rescue in rescue_files(path)]

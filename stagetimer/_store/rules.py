@@ -1,0 +1,156 @@
+"""The replacement rules (docs/format.md), applied to the parsed ``timings.json`` in place.
+
+The functions work on the raw JSON mapping so that keys this version does not
+know (top level, stage or run) survive every rewrite unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+from stagetimer._errors import InvalidRecordError
+from stagetimer._format import AUTO_RESUME_SUFFIX
+
+__all__ = [
+    "add_seconds",
+    "apply_run",
+    "is_stage",
+    "keep_completed_prefix",
+    "valid_seconds",
+]
+
+_FLOAT_MAX = sys.float_info.max
+
+
+def is_stage(value: object) -> bool:
+    """A top-level value that is an object holding a ``runs`` list is a stage."""
+    return isinstance(value, dict) and isinstance(value.get("runs"), list)
+
+
+def _run_idx(run: object) -> object:
+    return run.get("run_idx") if isinstance(run, dict) else None
+
+
+def valid_seconds(run: object) -> float | None:
+    """The run's ``seconds`` as a float when a writer could have written it, else None.
+
+    A writer writes a finite number >= 0 that fits a float. A stored value outside
+    that (negative, NaN, an infinity, ``1e999``, an int of 400 digits, not a number) is
+    kept verbatim in the file but counts for nothing.
+    """
+    seconds = run.get("seconds") if type(run) is dict else None
+    if (type(seconds) is float or type(seconds) is int) and 0 <= seconds <= _FLOAT_MAX:
+        return float(seconds)  # exact comparisons above: no OverflowError, NaN fails
+    return None
+
+
+def add_seconds(total: float, runs: list[Any]) -> float:
+    """``total`` plus the valid ``seconds`` of ``runs``, left to right (see ``valid_seconds``).
+
+    A left fold, so the total of a grown list continues the total of its prefix exactly.
+    A stored value no writer could have written (negative, non-finite, beyond a float)
+    is left out: the total is the sum of the runs a writer could have made, and such a
+    value never breaks a new record.
+    """
+    for run in runs:
+        seconds = valid_seconds(run)
+        if seconds is not None:
+            total += seconds
+    return total
+
+
+def _set_runs(stage: dict[str, Any], runs: list[Any]) -> None:
+    stage["runs"] = runs
+    stage["total_seconds"] = add_seconds(0.0, runs)
+
+
+def _upsert_key(run: object) -> tuple[int, int | str]:
+    # Runs without a run_idx first, then by run_idx; anything odd last, in a stable order.
+    idx = _run_idx(run)
+    if idx is None:
+        return (0, 0)
+    if isinstance(idx, int) and not isinstance(idx, bool):
+        return (1, idx)
+    return (2, repr(idx))
+
+
+def apply_run(
+    data: dict[str, Any],
+    name: str,
+    run: dict[str, Any],
+    policy: str,
+    *,
+    trusted_total: bool = False,
+) -> None:
+    """Record ``run`` into stage ``name`` of ``data`` following ``policy``.
+
+    ``trusted_total``: the stage's ``total_seconds`` is known to be the sum of its runs
+    (this process wrote it), so an appended run only adds to it. Nothing is changed
+    when the record is refused.
+    """
+    existing = data.get(name)
+    if name in data and not is_stage(existing):  # a stored null is other data too
+        raise InvalidRecordError(
+            f"stage name {name!r} holds other data in timings.json (not an object with a "
+            "'runs' list); choose another stage name",
+            name,
+        )
+    old_runs: list[Any] = existing["runs"] if existing is not None else []
+    run_idx = run.get("run_idx")
+    append = policy == "sequential" and run_idx not in (None, 0) and existing is not None
+    if append:
+        # In place, and the total continued rather than recomputed: for a file of many
+        # runs the encoder then reuses the text of the earlier runs (see _sidecar).
+        assert existing is not None
+        start = existing["total_seconds"] if trusted_total else add_seconds(0.0, old_runs)
+        total = add_seconds(start, [run])
+        runs = old_runs
+    elif policy == "sequential":
+        runs = [run]
+        total = add_seconds(0.0, runs)
+    else:
+        key = (run_idx, run.get("label"))
+        runs = [
+            r
+            for r in old_runs
+            if not (isinstance(r, dict) and (r.get("run_idx"), r.get("label")) == key)
+        ]
+        runs.append(run)
+        runs.sort(key=_upsert_key)
+        total = add_seconds(0.0, runs)
+    if not math.isfinite(total):
+        # Only valid runs are summed, so this needs runs that together exceed ~1.8e308 s.
+        raise InvalidRecordError(
+            f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
+        )
+    # Refusals are over: from here on ``data`` changes.
+    if policy == "sequential" and run_idx == 0 and is_stage(data.get(name + AUTO_RESUME_SUFFIX)):
+        del data[name + AUTO_RESUME_SUFFIX]
+    if append:
+        old_runs.append(run)
+    if existing is None:
+        data[name] = {"total_seconds": total, "runs": runs}
+    else:
+        existing["runs"] = runs
+        existing["total_seconds"] = total
+
+
+def keep_completed_prefix(data: dict[str, Any], completed_runs: int) -> None:
+    """Resume: indexed stages keep runs with ``run_idx < completed_runs``; others are kept.
+
+    A stage left with no run is removed.
+    """
+    for name, value in list(data.items()):
+        if not is_stage(value) or all(_run_idx(r) is None for r in value["runs"]):
+            continue
+        kept = [
+            r
+            for r in value["runs"]
+            if not isinstance(idx := _run_idx(r), int) or idx < completed_runs
+        ]
+        if kept:
+            _set_runs(value, kept)
+        else:
+            del data[name]

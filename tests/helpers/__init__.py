@@ -1,0 +1,1 @@
+"""What the tests share: fake hardware roots, child interpreters, the Slurm cluster harness."""
