@@ -56,8 +56,8 @@ class MLP:
         self.b2 = 0.0
 
     def forward(self, x: float) -> tuple[float, list[float]]:
-        h = [math.tanh(w * x + b) for w, b in zip(self.w1, self.b1)]
-        return sum(w * a for w, a in zip(self.w2, h)) + self.b2, h
+        h = [math.tanh(w * x + b) for w, b in zip(self.w1, self.b1, strict=True)]
+        return sum(w * a for w, a in zip(self.w2, h, strict=True)) + self.b2, h
 
     def step(self, x: float, y: float, lr: float) -> None:
         out, h = self.forward(x)

@@ -4,7 +4,10 @@ repository."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,3 +98,126 @@ def test_every_relative_link_of_the_docs_resolves(page: str) -> None:
     targets = [t for t in LINK.findall(path.read_text(encoding="utf-8")) if "://" not in t]
 
     assert [] == [t for t in targets if not (path.parent / t).exists()]
+
+
+# -- the pages' code, their length and the first command ----------------------------------
+
+PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^(`{3,})(\S*)")
+#: The line that marks the next fenced block as an illustration, with the reason.
+NOT_RUNNABLE = re.compile(r"^<!-- not runnable: (\S.*?) -->$")
+README_WORD_LIMIT = 1_800
+
+
+def fenced_blocks(page: str) -> list[tuple[int, str, str, str | None]]:
+    """Each fenced block of a page: (line, language, code, the not-runnable reason)."""
+    blocks = []
+    lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if opening is None:
+            i += 1
+            continue
+        previous = next((line for line in reversed(lines[:i]) if line.strip()), "")
+        marked = NOT_RUNNABLE.match(previous.strip())
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith(opening[1]))
+        code = "\n".join(lines[i + 1 : end]) + "\n"
+        blocks.append((i + 1, opening[2], code, marked[1] if marked else None))
+        i = end + 1
+    return blocks
+
+
+PYTHON_BLOCKS = [
+    pytest.param(code, id=f"{page}:{line}")
+    for page in PAGES
+    for line, language, code, reason in fenced_blocks(page)
+    if language == "python" and reason is None
+]
+
+
+def test_the_pages_hold_python_blocks_that_run() -> None:
+    # README alone shows the loop, a pool, a job array and a distributed launch
+    assert 4 <= len([p for p in PYTHON_BLOCKS if p.id.startswith("README.md:")])
+
+
+def test_the_block_parser_sees_marks_languages_and_ends(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- not runnable: needs a GPU -->\n```python\nimport torch\n```\n\n"
+        "````python\n```\nx = 1\n````\n```sh\nls\n```\n",
+        encoding="utf-8",
+    )
+
+    found = fenced_blocks(str(page))  # an absolute path: ROOT / it is itself
+
+    assert [(2, "python", "import torch\n", "needs a GPU"), (6, "python", "```\nx = 1\n", None),
+            (10, "sh", "ls\n", None)] == found
+
+
+@pytest.mark.parametrize("code", PYTHON_BLOCKS)
+def test_every_python_block_of_the_docs_runs(code: str, tmp_path: Path) -> None:
+    """Each block runs as a script of its own in an empty directory (a file, so that a
+    spawn pool can import its functions); blocks that cannot are marked, with why."""
+    (tmp_path / "block.py").write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STAGETIMER_")}
+
+    result = subprocess.run([sys.executable, "block.py"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+
+    assert 0 == result.returncode, result.stderr
+    assert "Warning" not in result.stderr, result.stderr
+
+
+def test_every_not_runnable_mark_sits_on_a_python_block() -> None:
+    marks = [(page, line, language) for page in PAGES
+             for line, language, _, reason in fenced_blocks(page) if reason is not None]
+
+    assert [] == [m for m in marks if m[2] != "python"]
+
+
+def test_the_readme_is_a_page_a_newcomer_reads() -> None:
+    words = len((ROOT / "README.md").read_text(encoding="utf-8").split())
+
+    assert words <= README_WORD_LIMIT
+
+
+def first_command() -> str:
+    """The README's first shell block: the command a newcomer runs first."""
+    return next(code for _, language, code, _ in fenced_blocks("README.md")
+                if language == "sh").strip()
+
+
+def per_user_or_in_clone(path: str) -> bool:
+    """A path under the clone (relative, not leaving it) or under the user's home."""
+    if re.match(r"(~|\$HOME\b|\$\{HOME\})(/|$)", path):
+        return True
+    if path.startswith("/") or "$" in path:
+        return False
+    resolved = (ROOT / path).resolve()
+    return resolved == ROOT or ROOT in resolved.parents
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("examples/out", True), ("out", True), ("~/stagetimer-demo", True),
+     ("$HOME/demo", True), ("/tmp/stagetimer-demo", False), ("../demo", False),
+     ("$TMPDIR/demo", False), ("examples/../../demo", False)],
+)
+def test_the_path_rule_tells_a_shared_folder_from_a_users_own(path: str, expected: bool) -> None:
+    assert expected == per_user_or_in_clone(path)
+
+
+def test_the_first_command_writes_under_the_clone_and_reports_what_it_wrote() -> None:
+    command = first_command()
+    written = re.findall(r"--(?:out|exports)[ =](\S+)", command)
+    reported = re.findall(r"stagetimer report (\S+)", command)
+
+    assert (1, 1) == (len(written), len(reported)), command
+    assert written == reported
+    assert per_user_or_in_clone(written[0]), written[0]
+    out = ROOT / written[0]
+    assert out.resolve() != ROOT
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "x" / "timings.json")],
+                             cwd=ROOT, capture_output=True)
+    assert 0 == ignored.returncode, f"{written[0]} is not ignored by git"

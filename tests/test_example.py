@@ -1,10 +1,15 @@
-"""``examples/temporal_game_experiment.py``: the runnable experiment records the stages of
-the original orchestration, continues when NashConv is too high, and survives a crash
-followed by ``--resume`` with every run recorded exactly once."""
+"""The runnable examples.
+
+``examples/temporal_game_experiment.py`` records the stages of one project's orchestration,
+continues when NashConv is too high, and survives a crash followed by ``--resume`` with every
+run recorded exactly once. ``examples/train_loop.py``, the generic training loop the README's
+first command runs, records one run per seed of each stage, alone or from a fork or spawn
+pool, and writes under its clone by default."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import signal
 import subprocess
@@ -134,7 +139,7 @@ def test_resume_skips_the_runs_with_complete_checkpoints(tmp_path: Path) -> None
     assert [0, 1, 2] == [r.run_idx for r in after]
 
 
-def test_the_readme_command_runs_and_reports(tmp_path: Path) -> None:
+def test_the_experiment_with_its_defaults_runs_and_reports(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("stagetimer")
     stagetimer = str(script) if script.exists() else shutil.which("stagetimer")
     assert stagetimer
@@ -179,3 +184,83 @@ def test_directories_run_in_the_order_the_report_lists_them(tmp_path: Path) -> N
     assert 0 == report.returncode, report.stderr
     listed = [line for line in report.stdout.splitlines() if line.startswith(str(tmp_path))]
     assert ([str(tmp_path / rel) for rel in sorted(DIRS)], ran) == (ran, listed)
+
+
+# -- examples/train_loop.py: the generic example the README's first command runs ----------
+
+ROOT = EXAMPLE.parent.parent
+TRAIN_LOOP = ROOT / "examples" / "train_loop.py"
+LOOP_STAGES = ("train", "evaluate", "save_checkpoint")
+
+
+def train_loop(*args: str, cwd: Path | None = None,
+               script: Path = TRAIN_LOOP) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(script), "--epochs", "2", *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+    )
+
+
+def test_the_training_loop_records_one_run_per_seed_of_each_stage(tmp_path: Path) -> None:
+    result = train_loop("--out", str(tmp_path), "--seeds", "3")
+
+    assert 0 == result.returncode, result.stderr
+    directory = tmp_path / "mlp"
+    timings = load_timings(directory)
+    assert {name: [0, 1, 2] for name in LOOP_STAGES} == run_indices(directory)
+    assert {"epochs": 2, "hidden": 16, "lr": 0.01} == timings.stages["train"].runs[0].metadata
+    assert 3 == timings.stages["train"].extra["expected_runs"]
+    assert 3 == len(list((directory / "checkpoints").glob("seed_*.json")))
+    assert "" == result.stderr  # no warning about a likely mistake
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_seeds_in_a_pool_each_keep_their_run(tmp_path: Path, method: str) -> None:
+    result = train_loop("--out", str(tmp_path), "--seeds", "4", "--workers", "2",
+                        "--start-method", method)
+
+    assert 0 == result.returncode, result.stderr
+    assert {name: [0, 1, 2, 3] for name in LOOP_STAGES} == run_indices(tmp_path / "mlp")
+    assert "" == result.stderr
+
+
+def test_the_training_loop_writes_under_its_clone_by_default(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    (clone / "examples").mkdir(parents=True)
+    script = shutil.copy(TRAIN_LOOP, clone / "examples" / "train_loop.py")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    result = train_loop("--seeds", "1", cwd=elsewhere, script=Path(script))
+
+    assert 0 == result.returncode, result.stderr
+    assert {name: [0] for name in LOOP_STAGES} == run_indices(clone / "examples" / "out" / "mlp")
+    assert [] == list(elsewhere.iterdir())
+
+
+def readme_first_command() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text.split("```sh\n", 1)[1].split("```", 1)[0].strip()
+
+
+def test_the_readme_first_command_runs_in_a_clone_and_reports(tmp_path: Path) -> None:
+    """The command as printed, in a copy of the examples, with this environment's Python
+    and console script in place of the fresh ``.venv`` it creates and installs into."""
+    clone = tmp_path / "clone"
+    shutil.copytree(ROOT / "examples", clone / "examples",
+                    ignore=shutil.ignore_patterns("out", "__pycache__"))
+    steps = [s.strip() for s in readme_first_command().split("&&")]
+    assert steps[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -q ."]
+    run = " && ".join(steps[2:]).replace(".venv/bin/python", shlex.quote(sys.executable))
+    run = run.replace(".venv/bin/stagetimer", shlex.quote(stagetimer_script()))
+
+    result = subprocess.run(run, shell=True, cwd=clone, capture_output=True, text=True,
+                            timeout=120)
+
+    assert 0 == result.returncode, result.stderr
+    lines = result.stdout.splitlines()
+    assert "examples/out/mlp" in lines
+    assert {name: 3 for name in LOOP_STAGES} == {
+        line.split()[0]: int(line.split()[1]) for line in lines
+        if line.split()[:1] and line.split()[0] in LOOP_STAGES and line.split()[1].isdigit()
+    }
