@@ -221,3 +221,43 @@ def test_the_first_command_writes_under_the_clone_and_reports_what_it_wrote() ->
     ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "x" / "timings.json")],
                              cwd=ROOT, capture_output=True)
     assert 0 == ignored.returncode, f"{written[0]} is not ignored by git"
+
+
+# -- the API reference names the whole public surface --------------------------------------
+
+
+def api_page() -> str:
+    return (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+
+
+def test_the_api_reference_names_every_public_name() -> None:
+    import stagetimer
+    from stagetimer import stages
+
+    page = api_page()
+
+    assert [] == [n for n in [*stagetimer.__all__, *stages.__all__] if f"`{n}" not in page and f"`@{n}" not in page]
+
+
+def test_the_api_reference_names_every_recorder_parameter() -> None:
+    import inspect
+
+    from stagetimer import Recorder
+
+    page = api_page()
+    parameters = list(inspect.signature(Recorder).parameters)
+
+    assert [] == [p for p in parameters if f"`{p}`" not in page]
+
+
+def test_the_api_reference_gives_each_error_its_bases() -> None:
+    """The table's row of each error lists its base classes, as the code defines them."""
+    import stagetimer
+
+    rows = {row.split("|")[1].strip(" `"): row.split("|")[2]
+            for row in api_page().splitlines() if row.startswith("| `")}
+    errors = [getattr(stagetimer, n) for n in stagetimer.__all__ if n.endswith("Error")]
+
+    assert {e.__name__: sorted(b.__name__ for b in e.__bases__) for e in errors} == {
+        e.__name__: sorted(re.findall(r"`(\w+)`", rows[e.__name__])) for e in errors
+    }

@@ -264,3 +264,25 @@ def test_the_readme_first_command_runs_in_a_clone_and_reports(tmp_path: Path) ->
         line.split()[0]: int(line.split()[1]) for line in lines
         if line.split()[:1] and line.split()[0] in LOOP_STAGES and line.split()[1].isdigit()
     }
+
+
+@pytest.mark.slow
+def test_the_readme_first_command_works_verbatim_in_a_fresh_copy(tmp_path: Path) -> None:
+    """The whole command, virtual environment and install included, in a copy of the files
+    a clone has (tracked, or new and not ignored), as a newcomer runs it."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split("\0")
+    clone = tmp_path / "clone"
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+
+    result = subprocess.run(readme_first_command(), shell=True, cwd=clone,
+                            capture_output=True, text=True, timeout=600)
+
+    assert 0 == result.returncode, result.stderr
+    assert "examples/out/mlp" in result.stdout.splitlines()
+    assert {name: [0, 1, 2] for name in LOOP_STAGES} == run_indices(clone / "examples/out/mlp")
