@@ -236,7 +236,9 @@ def test_the_api_reference_names_every_public_name() -> None:
 
     page = api_page()
 
-    assert [] == [n for n in [*stagetimer.__all__, *stages.__all__] if f"`{n}" not in page and f"`@{n}" not in page]
+    names = [*stagetimer.__all__, *stages.__all__]
+
+    assert [] == [n for n in names if f"`{n}" not in page and f"`@{n}" not in page]
 
 
 def test_the_api_reference_names_every_recorder_parameter() -> None:
