@@ -1,17 +1,44 @@
-"""The exceptions and the warning category of stagetimer."""
+"""The exceptions and the warning category of stagetimer.
+
+Every error stagetimer raises on purpose derives from ``StageTimerError`` and from
+the builtin a caller would catch without knowing stagetimer (in brackets)::
+
+    StageTimerError                          catch this for any of them
+    ├── InvalidRecordError      [ValueError]    a stage's name, seconds, run_idx, ...: .value
+    ├── InvalidSettingError     [ValueError]    a Recorder setting: .value
+    ├── InvalidTypeError        [TypeError]     an argument of the wrong type: .value
+    ├── TemplateError           [ValueError]    a migrate --from/--to template
+    ├── SidecarCorruptError     [ValueError]    a file that does not parse: .path, .problem
+    ├── SchemaVersionError      [ValueError]    a sidecar newer than this version: .path,
+    │                                           .problem, .found, .supported
+    ├── NoActiveRecorderError   [RuntimeError]  no recorder given, active or in STAGETIMER_DIR
+    ├── LockTimeoutError        [TimeoutError]  a sidecar's lock not acquired: .path, .timeout
+    └── PlotUnavailableError    [ImportError]   a picture asked for without matplotlib
+
+    StageTimerWarning           [UserWarning]   a record kept pending (not an error)
+
+Each one survives ``pickle`` with its message and attributes, so an error raised in a
+worker of a ``multiprocessing`` pool or a ``ProcessPoolExecutor`` reaches the parent
+as itself (``StageTimerError.__reduce__``).
+"""
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 __all__ = [
     "InvalidRecordError",
+    "InvalidSettingError",
+    "InvalidTypeError",
     "LockTimeoutError",
     "NoActiveRecorderError",
+    "PlotUnavailableError",
     "SchemaVersionError",
     "SidecarCorruptError",
     "StageTimerError",
     "StageTimerWarning",
+    "TemplateError",
     "short_repr",
 ]
 
@@ -61,8 +88,36 @@ def short_repr(value: object, limit: int = 80) -> str:
     return shown if len(shown) <= limit else f"{shown[: limit - 4]} ..."
 
 
+def _rebuilt(cls: type[StageTimerError], args: tuple[Any, ...], state: dict[str, Any]
+             ) -> StageTimerError:
+    """An error unpickled without calling its ``__init__`` (see ``__reduce__``)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+def _travels(value: object) -> object:
+    """``value`` when it pickles, else its short repr: an attribute holding a lock or a
+    lambda must not stop the error itself from reaching a pool's parent."""
+    try:
+        pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    except Exception:  # whatever a foreign __reduce__ raises
+        return short_repr(value)
+    return value
+
+
 class StageTimerError(Exception):
-    """Base class of every error stagetimer raises."""
+    """Base class of every error stagetimer raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default (``cls(*self.args)``, then the attributes) calls ``__init__`` with
+        # the message alone, which fails for every subclass whose ``__init__`` takes
+        # other arguments; in a pool's parent that failure killed the result thread, so
+        # ``Pool.map`` waited forever and ``ProcessPoolExecutor`` reported
+        # ``BrokenProcessPool``. Rebuild from the message and the attributes instead.
+        state = {name: _travels(value) for name, value in self.__dict__.items()}
+        return (_rebuilt, (type(self), self.args, state))
 
 
 class InvalidRecordError(StageTimerError, ValueError):
@@ -76,7 +131,33 @@ class InvalidRecordError(StageTimerError, ValueError):
         self.value = value
 
 
-class SidecarCorruptError(StageTimerError):
+class InvalidSettingError(StageTimerError, ValueError):
+    """A setting of ``Recorder`` is not valid; nothing was created or written.
+
+    ``.value`` holds the offending value.
+    """
+
+    def __init__(self, message: str, value: Any = None) -> None:
+        super().__init__(message)
+        self.value = value
+
+
+class InvalidTypeError(StageTimerError, TypeError):
+    """An argument is not of a type the function accepts; nothing was done.
+
+    ``.value`` holds the offending value.
+    """
+
+    def __init__(self, message: str, value: Any = None) -> None:
+        super().__init__(message)
+        self.value = value
+
+
+class TemplateError(StageTimerError, ValueError):
+    """A ``migrate`` ``--from`` / ``--to`` template is not valid; the message says why."""
+
+
+class SidecarCorruptError(StageTimerError, ValueError):
     """A sidecar on disk does not parse or does not have the expected shape.
 
     It is never overwritten; ``.path`` names it.
@@ -90,7 +171,7 @@ class SidecarCorruptError(StageTimerError):
         self.problem = problem
 
 
-class SchemaVersionError(StageTimerError):
+class SchemaVersionError(StageTimerError, ValueError):
     """A hardware sidecar was written by a newer stagetimer; it is never overwritten.
 
     ``.problem`` says so without advice, for callers that add their own.
@@ -108,7 +189,7 @@ class SchemaVersionError(StageTimerError):
         self.supported = supported
 
 
-class NoActiveRecorderError(StageTimerError):
+class NoActiveRecorderError(StageTimerError, RuntimeError):
     """No recorder was given, none is active and ``STAGETIMER_DIR`` is not set."""
 
     def __init__(self) -> None:
@@ -129,6 +210,14 @@ class LockTimeoutError(StageTimerError, TimeoutError):
         )
         self.path = path
         self.timeout = timeout
+
+
+class PlotUnavailableError(StageTimerError, ImportError):
+    """matplotlib cannot be imported; the message says how to install it.
+
+    An ``ImportError``: what is missing is an optional package, as for
+    ``to_frame`` without pandas, and ``except ImportError`` is how callers test for one.
+    """
 
 
 class StageTimerWarning(UserWarning):

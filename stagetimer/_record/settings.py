@@ -1,11 +1,12 @@
-"""The checks of ``Recorder``'s settings: a clear ``ValueError`` at construction."""
+"""The checks of ``Recorder``'s settings: a clear ``InvalidSettingError`` (a ``ValueError``)
+at construction."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from stagetimer._errors import short_repr
+from stagetimer._errors import InvalidSettingError, short_repr
 from stagetimer._format import MAX_RUN_IDX, POLICIES
 
 __all__ = [
@@ -20,49 +21,61 @@ __all__ = [
 
 def as_path(directory: str | os.PathLike[str]) -> str:
     if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
-        raise ValueError(
+        raise InvalidSettingError(
             f"directory {directory!r} is not valid: expected a str or os.PathLike path "
-            "(bytes paths are not supported)"
+            "(bytes paths are not supported)",
+            directory,
         )
     path = os.fspath(directory)
     if not isinstance(path, str):
-        raise ValueError(f"directory {directory!r} is not valid: its path is {path!r}, not a str")
+        raise InvalidSettingError(
+            f"directory {directory!r} is not valid: its path is {path!r}, not a str", directory
+        )
     if not path or "\0" in path:
-        raise ValueError(f"directory {directory!r} is not valid: expected a non-empty path")
+        raise InvalidSettingError(
+            f"directory {directory!r} is not valid: expected a non-empty path", directory
+        )
     return path
 
 
 def check_directory(instance: object, attribute: Any, value: str) -> None:
     if os.path.lexists(value) and not os.path.isdir(value):
-        raise ValueError(
+        raise InvalidSettingError(
             f"directory {value!r} is not valid: it exists and is not a directory "
-            "(pass the artifact directory, not a file in it)"
+            "(pass the artifact directory, not a file in it)",
+            value,
         )
 
 
 def check_completed_runs(instance: object, attribute: Any, value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise ValueError(f"completed_runs {value!r} is not valid: expected an int >= 0")
+        raise InvalidSettingError(
+            f"completed_runs {value!r} is not valid: expected an int >= 0", value
+        )
 
 
 def check_expected_runs(instance: object, attribute: Any, value: object) -> None:
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RUN_IDX
     ):
-        raise ValueError(
+        raise InvalidSettingError(
             f"expected_runs {short_repr(value)} is not valid: expected None or an int from 1 "
-            "to 2**63 - 1"
+            "to 2**63 - 1",
+            value,
         )
 
 
 def check_policy(instance: object, attribute: Any, value: object) -> None:
     if value not in POLICIES:
-        raise ValueError(f"policy {value!r} is not valid: expected one of {POLICIES}")
+        raise InvalidSettingError(
+            f"policy {value!r} is not valid: expected one of {POLICIES}", value
+        )
 
 
 def check_timeout(instance: object, attribute: Any, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(
+        raise InvalidSettingError(
             f"lock_timeout {value!r} is not valid: expected a number of seconds >= 0 "
-            "(float('inf') waits as long as it takes)"
+            "(float('inf') waits as long as it takes)",
+            value,
         )

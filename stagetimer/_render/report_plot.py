@@ -24,6 +24,7 @@ import attrs
 
 from stagetimer._analysis.report import ArtifactReport, StageStats
 from stagetimer._analysis.tree import relative_paths
+from stagetimer._errors import PlotUnavailableError
 from stagetimer._escape import escape_text
 from stagetimer._format import AUTO_RESUME_SUFFIX
 from stagetimer._render.duration import Unit, unit_for
@@ -50,10 +51,6 @@ _LOG_SPAN = 100.0
 _COLOURS = {"training": "#3b6ea8", "checkpoint_save": "#d9822b", "nashconv": "#4a9c5d"}
 _OTHER_PALETTE = ("#8c6bb1", "#c45a7c", "#6b8e9f", "#b59b4a", "#7f7f7f", "#4aa3a3")
 _FAMILIES = ("training", "checkpoint_save", "nashconv")
-
-
-class PlotUnavailableError(RuntimeError):
-    """matplotlib cannot be imported; the message says how to install it."""
 
 
 def load_pyplot() -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._errors import SchemaVersionError, SidecarCorruptError, TemplateError
 from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, TIMINGS_FILE
 from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._store.rules import is_stage
@@ -33,10 +33,6 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 Parse = Callable[[str, bytes | None], dict[str, Any]]
 #: (the file exists, its parsed data, edited in place) -> new text, or None: nothing to write
 Change = Callable[[bool, dict[str, Any]], "str | None"]
-
-
-class TemplateError(ValueError):
-    """A ``--from`` / ``--to`` template is not valid; the message says why."""
 
 
 @attrs.frozen

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer._errors import InvalidRecordError, SidecarCorruptError
+from stagetimer._errors import InvalidRecordError, InvalidTypeError, SidecarCorruptError
 from stagetimer._format import HARDWARE_FILE, POLICIES, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
 from stagetimer._store.rules import apply_run, is_stage
 from stagetimer._store.sidecar import (
@@ -287,13 +287,16 @@ def recover(directory: str | os.PathLike[str], *, lock_timeout: float = 60.0) ->
     ``Recovered`` per rescue file. Raises ``SidecarCorruptError`` for a rescue file or
     sidecar that does not parse (nothing written, the rescue file kept),
     ``InvalidRecordError`` for a record the file refuses, ``LockTimeoutError``,
+    ``InvalidTypeError`` (a ``TypeError``) for a ``directory`` that is not a path,
     ``NotADirectoryError``/``FileNotFoundError`` for a path that is not a directory.
 
     >>> recover("exports/pursuit/classic_3/ippo")
     [Recovered(path='.../timings.rescue-20261129T222802123456Z-4242.json', stored=2, already=0)]
     """
     if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
-        raise TypeError(f"directory {directory!r} is not valid: expected a str or os.PathLike")
+        raise InvalidTypeError(
+            f"directory {directory!r} is not valid: expected a str or os.PathLike", directory
+        )
     path = os.fspath(directory)
     if not os.path.isdir(path):
         if os.path.lexists(path):

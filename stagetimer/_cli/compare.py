@@ -1,0 +1,85 @@
+"""``stagetimer compare BASE NEW``: is NEW faster than BASE, stage by stage?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from stagetimer._cli.stderr import error
+
+if TYPE_CHECKING:
+    from stagetimer._analysis.compare import Comparison
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the comparison; 1 if a side is unreadable, 2 if ``--fail-if-slower`` trips."""
+    from stagetimer._render.compare_text import format_comparison, render_json
+
+    plot = None
+    if args.plot is not None:
+        plot = _plotter(args.plot)
+        if plot is None:
+            return 1
+    comparison = _compared(args)
+    if comparison is None:
+        return 1
+    sys.stdout.write(render_json(comparison) if args.json else format_comparison(comparison))
+    sys.stdout.flush()
+    if plot is not None and not _draw(plot, comparison, args.plot):
+        return 1
+    if args.fail_if_slower is not None and _slower(comparison, args.fail_if_slower):
+        return 2
+    return 0
+
+
+def _plotter(path: str) -> ModuleType | None:
+    """The plotting module, or None after saying why ``path`` cannot be drawn (before any
+    work is done)."""
+    from stagetimer._render import compare_plot
+
+    problem = compare_plot.check_target(path)
+    if problem is not None:
+        error("compare", f"--plot {path}: {problem}")
+        return None
+    return compare_plot
+
+
+def _compared(args: argparse.Namespace) -> Comparison | None:
+    """The comparison, or None after one line naming what could not be read."""
+    from stagetimer._analysis.compare import compare
+    from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+
+    try:
+        return compare(args.base, args.new, threshold=args.threshold / 100)
+    except (OSError, SidecarCorruptError, SchemaVersionError) as exc:
+        filename = getattr(exc, "filename", None)
+        strerror = getattr(exc, "strerror", None)
+        message = f"{filename}: {strerror}" if filename and strerror else str(exc)
+        error("compare", " ".join(message.split()))
+        return None
+
+
+def _draw(plot: ModuleType, comparison: Comparison, path: str) -> bool:
+    try:
+        plot.plot_comparison(comparison, path)
+    except (ValueError, OSError) as exc:
+        error("compare", f"--plot {path}: {exc}")
+        return False
+    print(f"plot written to {path}", file=sys.stderr)
+    return True
+
+
+def _slower(comparison: Comparison, percent: float) -> bool:
+    """Name each stage slower than the gate allows; whether there was one."""
+    slower = comparison.slower_than(percent / 100)
+    for pair, stage in slower:
+        error(
+            "compare",
+            f"{pair.new}: stage {stage.name} is {stage.ratio:.3f}x the base's time "
+            f"(more than {percent:g} % slower)",
+        )
+    return bool(slower)

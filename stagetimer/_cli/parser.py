@@ -1,0 +1,163 @@
+"""The argument parser: one small function per command's arguments."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from stagetimer._cli import compare, hardware, migrate, recover, report, table
+from stagetimer._cli.stderr import PROG
+
+__all__ = ["build_parser"]
+
+_Commands = Any  # argparse's _SubParsersAction is private; only add_parser is used
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``stagetimer`` with its commands; each sets ``run`` (its function) and ``parser``."""
+    from stagetimer import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Report, compare, tabulate, recover and migrate stagetimer timing "
+        "sidecars, and describe this machine's hardware.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(title="commands", dest="command", required=True)
+    for add in (_report, _table, _hardware, _migrate, _compare, _recover):
+        add(commands)
+    return parser
+
+
+def _paths(command: argparse.ArgumentParser) -> None:
+    command.add_argument("paths", nargs="+", metavar="PATH",
+                         help="an artifact directory or any folder above some")
+
+
+def _report(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "report",
+        help="summarise every timings.json under the paths",
+        description="Find every timings.json at or under PATH and print, per artifact "
+        "directory, each stage's runs, total, mean, min and max seconds and the hardware "
+        "they were measured on. Reads only: never writes, not even a lock file.",
+    )
+    _paths(command)
+    form = command.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print JSON instead of text")
+    form.add_argument("--csv", action="store_true",
+                      help="print one CSV row per run (the columns of stagetimer.to_records)")
+    command.add_argument("--runs", action="store_true",
+                         help="also list each run: run_idx, label, started_at, seconds, metadata")
+    command.add_argument("--plot", metavar="FILE",
+                         help="also draw the suite into FILE (.png or .svg; past about 40 "
+                         "directories, pages FILE-1.png, FILE-2.png, ...; needs matplotlib: "
+                         "pip install 'stagetimer[plot]')")
+    command.set_defaults(run=report.run, parser=command)
+
+
+def _table(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "table",
+        help="the table a paper prints: a row per directory, a column per stage",
+        description="Print one row per artifact directory at or under PATH and one column "
+        "per stage: mean \N{PLUS-MINUS SIGN} sample standard deviation (runs) in one unit "
+        "per column, and each row's total. Reads only.",
+    )
+    _paths(command)
+    form = command.add_mutually_exclusive_group()
+    form.add_argument("--markdown", dest="format", action="store_const", const="markdown",
+                      help="GitHub Markdown (the default)")
+    form.add_argument("--latex", dest="format", action="store_const", const="latex",
+                      help="LaTeX, booktabs rules (\\usepackage{booktabs})")
+    form.add_argument("--csv", dest="format", action="store_const", const="csv",
+                      help="CSV of raw seconds: <stage>_mean_seconds, "
+                      "<stage>_stdev_seconds, <stage>_runs per stage")
+    command.add_argument("--median", action="store_true",
+                         help="the median and the quartiles instead of mean and sd")
+    command.set_defaults(run=table.run, parser=command, format="markdown")
+
+
+def _hardware(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "hardware",
+        help="describe what this process can use",
+        description="Print this process's hardware description, its hardware_id and where "
+        "each value came from (or why it is missing).",
+    )
+    command.add_argument("--json", action="store_true",
+                         help='print {"hardware_id": ..., "hardware": ...}')
+    command.set_defaults(run=hardware.run, parser=command)
+
+
+def _migrate(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "migrate",
+        help="copy sidecars from an older directory layout to the canonical one",
+        description="Copy (never move) timings.json and timings_hardware.json of every "
+        "directory matching --from to the directory --to names. Templates are relative to "
+        "--root; {name} matches one path component and must appear in both. An existing "
+        "destination keeps its stages and gains the ones it lacks; running it again "
+        "changes nothing.",
+        epilog="example: stagetimer migrate --root exports "
+        "--from 'gridworlds/pursuit/{scenario}/algorithms/{algo}' "
+        "--to 'gridworlds/pursuit/{scenario}/{algo}'",
+    )
+    command.add_argument("--root", required=True, metavar="DIR",
+                         help="the folder the templates are relative to")
+    command.add_argument("--from", required=True, dest="source", metavar="TEMPLATE",
+                         help="the old layout, e.g. 'pursuit/{scenario}/algorithms/{algo}'")
+    command.add_argument("--to", required=True, dest="destination", metavar="TEMPLATE",
+                         help="the canonical layout, e.g. 'pursuit/{scenario}/{algo}'")
+    command.add_argument("--dry-run", action="store_true",
+                         help="say what would be done; write nothing")
+    command.set_defaults(run=migrate.run, parser=command)
+
+
+def _compare(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "compare",
+        help="is NEW faster than BASE, stage by stage, and on the same hardware?",
+        description="Compare the stages of two artifact directories, or of the directories "
+        "at equal relative paths in two trees: per side runs, median, mean and standard "
+        "deviation; the geometric-mean ratio new/base with its 95 %% interval (Welch's t on "
+        "log-seconds) and a verdict; and the hardware fields that differ between the sides. "
+        "Reads only.",
+    )
+    command.add_argument("base", metavar="BASE", help="artifact directory or tree: the reference")
+    command.add_argument("new", metavar="NEW", help="artifact directory or tree to judge")
+    command.add_argument("--json", action="store_true", help="print JSON instead of text")
+    command.add_argument("--plot", metavar="FILE",
+                         help="also draw each stage's ratio with its interval into FILE "
+                         "(.png or .svg; needs matplotlib: pip install 'stagetimer[plot]')")
+    command.add_argument("--threshold", type=_percent, default=2.0, metavar="PCT",
+                         help="smallest change called faster or slower, in %% (default 2)")
+    command.add_argument("--fail-if-slower", type=_percent, metavar="PCT",
+                         help="exit with status 2 when a stage is judged slower by more "
+                         "than PCT %% (a regression gate for CI)")
+    command.set_defaults(run=compare.run, parser=command)
+
+
+def _percent(text: str) -> float:
+    """A percentage for --threshold / --fail-if-slower: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        message = f"expected a percentage such as 2 or 0.5, not {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+    if not 0.0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite percentage >= 0, not {text!r}")
+    return value
+
+
+def _recover(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "recover",
+        help="fold rescue files back into timings.json",
+        description="Store the records of every timings.rescue-*.json in each DIR (written "
+        "where a save failed) into DIR/timings.json, under its lock and with the rules of "
+        "the recorder that wrote them, then remove each rescue file. A record already "
+        "stored is not stored again: running it twice changes nothing.",
+    )
+    command.add_argument("directories", nargs="+", metavar="DIR", help="an artifact directory")
+    command.set_defaults(run=recover.run, parser=command)

@@ -1,0 +1,95 @@
+"""``stagetimer report PATH…``: per artifact directory, each stage's runs and statistics."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from stagetimer._cli.stderr import error
+
+if TYPE_CHECKING:
+    from stagetimer._analysis.report import ArtifactReport
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the report of every ``timings.json`` under ``args.paths``; 1 if one is unreadable."""
+    from stagetimer._analysis.report import report_from
+    from stagetimer._analysis.tree import scan_tree
+
+    plot = None
+    if args.plot is not None:
+        plot = _plotter(args.plot, parser)
+        if plot is None:
+            return 1
+    rescued: list[str] = []
+    artifacts, problems = scan_tree(args.paths, rescued)
+    for problem in problems:
+        error("report", problem.line())
+    _say_rescued(rescued)
+    if args.csv:
+        from stagetimer._analysis.rows import records_csv, records_from
+
+        sys.stdout.write(records_csv(records_from(artifacts)))
+        reports = report_from(artifacts) if plot is not None else []
+    else:
+        reports = report_from(artifacts)
+        sys.stdout.write(_rendered(reports, args))
+    sys.stdout.flush()
+    if plot is not None and not _draw(plot, reports, args.plot):
+        return 1
+    return 1 if problems else 0
+
+
+def _plotter(path: str, parser: argparse.ArgumentParser) -> ModuleType | None:
+    """The plotting module, checked before any reading or output: a path that cannot be
+    written is a usage error; no matplotlib is said (None) and nothing else is done."""
+    from stagetimer._errors import PlotUnavailableError
+    from stagetimer._render import report_plot
+
+    try:
+        report_plot.check_path(path)
+    except ValueError as exc:
+        parser.error(f"--plot {path}: {exc}")
+    try:
+        report_plot.load_pyplot()
+    except PlotUnavailableError as exc:
+        error("report", str(exc))
+        return None
+    return report_plot
+
+
+def _say_rescued(directories: list[str]) -> None:
+    from stagetimer._escape import escape_text
+
+    for directory in directories:
+        error(
+            "report",
+            escape_text(
+                f"{directory}: holds rescue files, records a failed save kept that are not "
+                f"in timings.json yet; fold them in with: stagetimer recover {directory}"
+            ),
+        )
+
+
+def _rendered(reports: list[ArtifactReport], args: argparse.Namespace) -> str:
+    if args.json:
+        from stagetimer._render.report_json import render_json
+
+        return render_json(reports)
+    from stagetimer._render.report_text import render_text
+
+    return render_text(reports, runs=args.runs)
+
+
+def _draw(plot: ModuleType, reports: list[ArtifactReport], path: str) -> bool:
+    try:
+        written = plot.plot_report(reports, path)
+    except (ValueError, OSError) as exc:
+        error("report", f"--plot {path}: {exc}")
+        return False
+    print(f"plot written to {', '.join(written)}", file=sys.stderr)
+    return True
