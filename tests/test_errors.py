@@ -1,0 +1,193 @@
+"""The errors: one root, each also its builtin, each surviving ``pickle`` with its message
+and attributes, so that a worker's error reaches the parent of a process pool intact."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pickle
+import pkgutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stagetimer
+from stagetimer import Recorder, StageTimerError
+from stagetimer import _errors as errors
+
+
+def _every_module_imported() -> None:
+    """An error class defined anywhere in the package is a subclass only once imported."""
+    for module in pkgutil.walk_packages(stagetimer.__path__, "stagetimer."):
+        if module.name != "stagetimer.__main__":
+            importlib.import_module(module.name)
+
+
+def _descendants(cls: type[BaseException]) -> list[type[BaseException]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_descendants(sub)]
+    return found
+
+
+_every_module_imported()
+ERRORS = sorted(set(_descendants(StageTimerError)), key=lambda c: c.__name__)
+
+#: a value for each constructor parameter an error class may have, by its name
+SAMPLES: dict[str, Any] = {
+    "message": "run_idx -5 is not valid: expected an int >= 0",
+    "value": {"run_idx": -5, "nested": [1.5, None]},
+    "path": "/exports/pursuit/classic_3/ippo/timings.json",
+    "problem": "does not parse as JSON (Expecting value: line 1 column 1)",
+    "found": 9,
+    "supported": 1,
+    "timeout": 0.25,
+}
+
+#: the builtin each error also is, so that code that knows only Python catches it
+BUILTINS = {
+    "InvalidRecordError": ValueError,
+    "InvalidSettingError": ValueError,
+    "InvalidTypeError": TypeError,
+    "TemplateError": ValueError,
+    "SidecarCorruptError": ValueError,
+    "SchemaVersionError": ValueError,
+    "NoActiveRecorderError": RuntimeError,
+    "LockTimeoutError": TimeoutError,
+    "PlotUnavailableError": ImportError,
+}
+
+
+def _example(cls: type[BaseException]) -> BaseException:
+    own = next((c for c in cls.__mro__ if "__init__" in vars(c)), BaseException)
+    if not issubclass(own, StageTimerError):  # a builtin's __init__: the message alone
+        return cls(SAMPLES["message"])
+    params = list(inspect.signature(own.__init__).parameters)[1:]  # after self
+    unknown = [p for p in params if p not in SAMPLES]
+    assert not unknown, f"{cls.__name__}: add a sample for {unknown} to SAMPLES"
+    return cls(*(SAMPLES[p] for p in params))
+
+
+def test_every_error_is_found_by_the_walk() -> None:
+    assert set(BUILTINS) == {cls.__name__ for cls in ERRORS}
+
+
+@pytest.mark.parametrize("cls", ERRORS, ids=lambda c: c.__name__)
+def test_each_error_derives_from_its_builtin(cls: type[BaseException]) -> None:
+    assert (True, True) == (issubclass(cls, StageTimerError), issubclass(cls, BUILTINS[cls.__name__]))
+
+
+@pytest.mark.parametrize("cls", ERRORS, ids=lambda c: c.__name__)
+def test_each_error_survives_pickle_with_its_message_and_attributes(
+    cls: type[BaseException],
+) -> None:
+    error = _example(cls)
+
+    back = pickle.loads(pickle.dumps(error))
+
+    assert (type(error), str(error), error.args, vars(error)) == (
+        type(back), str(back), back.args, vars(back)
+    )
+
+
+def test_each_error_class_is_drawn_in_the_module_docstring() -> None:
+    doc = errors.__doc__ or ""
+    assert [] == [cls.__name__ for cls in ERRORS if f"── {cls.__name__} " not in doc]
+
+
+def test_an_attribute_that_does_not_pickle_travels_as_its_repr() -> None:
+    lock = threading.Lock()
+    error = errors.InvalidRecordError("seconds <unlocked lock> is not valid", lock)
+
+    back = pickle.loads(pickle.dumps(error))
+
+    assert (str(error), repr(lock)[:30]) == (str(back), back.value[:30])
+
+
+def test_bad_recorder_settings_are_a_stagetimer_value_error(tmp_path: Path) -> None:
+    with pytest.raises(errors.InvalidSettingError, match="policy 'fastest'") as caught:
+        Recorder(tmp_path, policy="fastest")
+
+    assert (True, "fastest") == (isinstance(caught.value, ValueError), caught.value.value)
+
+
+def test_recover_of_a_non_path_is_a_stagetimer_type_error() -> None:
+    with pytest.raises(errors.InvalidTypeError, match="expected a str or os.PathLike"):
+        stagetimer.recover(42)  # type: ignore[arg-type]
+
+
+def test_a_bad_migrate_template_is_a_stagetimer_value_error(tmp_path: Path) -> None:
+    from stagetimer._store.migrate import migrate
+
+    with pytest.raises(errors.TemplateError, match="relative to --root"):
+        migrate(str(tmp_path), "/abs/{algo}", "new/{algo}")
+
+
+def test_plotting_without_matplotlib_is_a_stagetimer_import_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stagetimer._render.report_plot import load_pyplot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib: ImportError
+
+    with pytest.raises(ImportError, match="pip install 'stagetimer\\[plot\\]'") as caught:
+        load_pyplot()
+
+    assert isinstance(caught.value, errors.PlotUnavailableError)
+
+
+def _run_script(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """``source`` as a script file (spawned workers import its functions by path)."""
+    script = tmp_path / "pool_script.py"
+    script.write_text(textwrap.dedent(source))
+    return subprocess.run([sys.executable, str(script), str(tmp_path / "art")],
+                          capture_output=True, text=True, timeout=90)
+
+
+def test_a_process_pool_worker_lock_timeout_reaches_the_parent(tmp_path: Path) -> None:
+    done = _run_script(tmp_path, """
+        import concurrent.futures, fcntl, os, sys
+        from stagetimer import LockTimeoutError, Recorder, record_timing
+
+        def save(directory):
+            rec = Recorder(directory, lock_timeout=0.2, strict=True)
+            record_timing("ippo_train", 1.0, run_idx=0, recorder=rec)
+
+        if __name__ == "__main__":
+            directory = sys.argv[1]
+            os.makedirs(directory)
+            held = os.open(os.path.join(directory, "timings.json.lock"), os.O_RDWR | os.O_CREAT)
+            fcntl.flock(held, fcntl.LOCK_EX)  # another writer holds the lock
+            with concurrent.futures.ProcessPoolExecutor(1) as pool:
+                try:
+                    pool.submit(save, directory).result(timeout=60)
+                except Exception as exc:
+                    print(type(exc).__name__, isinstance(exc, TimeoutError), exc.path)
+    """)
+
+    expected = f"LockTimeoutError True {tmp_path / 'art' / 'timings.json.lock'}"
+    assert expected == done.stdout.strip(), done.stderr
+
+
+def test_a_spawn_pool_worker_without_a_recorder_returns_the_error(tmp_path: Path) -> None:
+    done = _run_script(tmp_path, """
+        import multiprocessing
+        from stagetimer import NoActiveRecorderError, record_timing
+
+        def save(run_idx):
+            record_timing("ippo_train", 1.0, run_idx=run_idx)  # no recorder in this worker
+
+        if __name__ == "__main__":
+            with multiprocessing.get_context("spawn").Pool(2) as pool:
+                try:
+                    pool.map(save, range(4))
+                except NoActiveRecorderError as exc:
+                    print(type(exc).__name__, isinstance(exc, RuntimeError), "STAGETIMER_DIR" in str(exc))
+    """)
+
+    assert "NoActiveRecorderError True True" == done.stdout.strip(), done.stderr
