@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,10 +37,3 @@ def rec(art: Path) -> Recorder:
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
-
-def stagetimer_script() -> str:
-    """The installed ``stagetimer`` console script (beside this Python, else on PATH)."""
-    beside = Path(sys.executable).with_name("stagetimer")
-    found = str(beside) if beside.exists() else shutil.which("stagetimer")
-    assert found, "the stagetimer console script is not installed"
-    return found

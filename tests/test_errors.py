@@ -79,7 +79,8 @@ def test_every_error_is_found_by_the_walk() -> None:
 
 @pytest.mark.parametrize("cls", ERRORS, ids=lambda c: c.__name__)
 def test_each_error_derives_from_its_builtin(cls: type[BaseException]) -> None:
-    assert (True, True) == (issubclass(cls, StageTimerError), issubclass(cls, BUILTINS[cls.__name__]))
+    builtin = BUILTINS[cls.__name__]
+    assert (True, True) == (issubclass(cls, StageTimerError), issubclass(cls, builtin))
 
 
 @pytest.mark.parametrize("cls", ERRORS, ids=lambda c: c.__name__)
@@ -117,7 +118,7 @@ def test_bad_recorder_settings_are_a_stagetimer_value_error(tmp_path: Path) -> N
 
 
 def test_recover_of_a_non_path_is_a_stagetimer_type_error() -> None:
-    with pytest.raises(errors.InvalidTypeError, match="expected a str or os.PathLike"):
+    with pytest.raises(errors.InvalidTypeError, match=r"expected a str or os\.PathLike"):
         stagetimer.recover(42)  # type: ignore[arg-type]
 
 
@@ -187,7 +188,8 @@ def test_a_spawn_pool_worker_without_a_recorder_returns_the_error(tmp_path: Path
                 try:
                     pool.map(save, range(4))
                 except NoActiveRecorderError as exc:
-                    print(type(exc).__name__, isinstance(exc, RuntimeError), "STAGETIMER_DIR" in str(exc))
+                    said = "STAGETIMER_DIR" in str(exc)
+                    print(type(exc).__name__, isinstance(exc, RuntimeError), said)
     """)
 
     assert "NoActiveRecorderError True True" == done.stdout.strip(), done.stderr

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import stagetimer_script
+from helpers.cli import run_cli, run_process, stagetimer_script
 
 from stagetimer import load_hardware, load_timings
 
@@ -140,16 +140,12 @@ def test_resume_skips_the_runs_with_complete_checkpoints(tmp_path: Path) -> None
 
 
 def test_the_experiment_with_its_defaults_runs_and_reports(tmp_path: Path) -> None:
-    script = Path(sys.executable).with_name("stagetimer")
-    stagetimer = str(script) if script.exists() else shutil.which("stagetimer")
-    assert stagetimer
     exports = tmp_path / "stagetimer-demo"
     result = subprocess.run([sys.executable, str(EXAMPLE), "--exports", str(exports)],
                             capture_output=True, text=True, timeout=120)
     assert 0 == result.returncode, result.stderr
 
-    report = subprocess.run([stagetimer, "report", str(exports)],
-                            capture_output=True, text=True, timeout=60)
+    report = run_process("report", str(exports))  # the installed script, as the README says
 
     assert 0 == report.returncode, report.stderr
     assert sorted(str(exports / rel) for rel in DIRS) == sorted(
@@ -178,8 +174,7 @@ def test_directories_run_in_the_order_the_report_lists_them(tmp_path: Path) -> N
     assert 0 == result.returncode, result.stderr
     ran = [line.split(":")[0] for line in result.stdout.splitlines() if line.endswith("seed(s)")]
 
-    report = subprocess.run([stagetimer_script(), "report", str(tmp_path)],
-                            capture_output=True, text=True, timeout=60)
+    report = run_cli("report", str(tmp_path))
 
     assert 0 == report.returncode, report.stderr
     listed = [line for line in report.stdout.splitlines() if line.startswith(str(tmp_path))]

@@ -20,12 +20,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.cli import run_cli
 from helpers.slurm_cluster import (
     ClusterUnavailable,
     DaemonDied,
@@ -273,13 +273,7 @@ def test_a_task_with_a_smaller_memory_limit_draws_a_warning_naming_the_field(
 
 def _hardware_warnings(artifacts: Path) -> list[str]:
     """The lines of ``stagetimer report`` that warn of runs measured on differing hardware."""
-    result = subprocess.run(
-        [sys.executable, "-m", "stagetimer", "report", str(artifacts)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_cli("report", str(artifacts))
     assert 0 == result.returncode, result.stderr
     return [
         line.strip()

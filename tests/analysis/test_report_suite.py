@@ -8,21 +8,18 @@ import csv
 import io
 import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stagetimer_script
+from helpers.cli import Ran, run_cli
 
 from stagetimer import Recorder, record_timing
 from stagetimer._render.report_text import progress_line
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [stagetimer_script(), *args], capture_output=True, text=True, timeout=120, cwd=cwd
-    )
+def run(*args: str, cwd: Path | None = None) -> Ran:
+    return run_cli(*args, cwd=cwd)
 
 
 def record(directory: Path, stage: str, seconds: list[float], **metadata: Any) -> None:

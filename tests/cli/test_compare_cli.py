@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import attrs
 import pytest
+from helpers.cli import Ran, run_cli
 from test_compare import GIB, MACHINE, write_artifact
 
 from stagetimer.hardware import GpuInfo, MemoryInfo
@@ -17,14 +16,8 @@ BASE = {"ippo_train": [10.0, 10.2, 9.9, 10.1, 10.0], "save": [1.0, 1.3, 0.8, 1.1
 NEW = {"ippo_train": [8.0, 8.1, 7.9, 8.0, 8.2], "save": [1.1, 0.8, 1.2, 0.9, 1.0]}
 
 
-def stagetimer(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stagetimer", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def stagetimer(*args: str) -> Ran:
+    return run_cli(*args)
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ import json
 import math
 import os
 import statistics
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
-from conftest import stagetimer_script
+from helpers.cli import Ran, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,10 +32,8 @@ from stagetimer.hardware import (
 from stagetimer.hardware._show import summary_line
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [stagetimer_script(), *args], capture_output=True, text=True, cwd=cwd, timeout=60
-    )
+def run(*args: str, cwd: Path | None = None) -> Ran:
+    return run_cli(*args, cwd=cwd)
 
 
 def record(directory: Path, stage_name: str, seconds: list[float]) -> None:

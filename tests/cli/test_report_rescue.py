@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.cli import Ran, run_cli
 
 from stagetimer import Recorder, StageTimerWarning, load_timings, stage
 
 
-def _report(*paths: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stagetimer", "report", *map(str, paths)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
+def _report(*paths: Path) -> Ran:
+    return run_cli("report", *paths)
 
 
 def _rescue_while_the_lock_is_held(art: Path) -> None:
@@ -50,10 +46,7 @@ def test_after_recover_the_report_no_longer_mentions_rescue_files(
     art: Path, tmp_path: Path
 ) -> None:
     _rescue_while_the_lock_is_held(art)
-    recovered = subprocess.run(
-        [sys.executable, "-m", "stagetimer", "recover", str(art)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
+    recovered = run_cli("recover", art)
     assert 0 == recovered.returncode, recovered.stderr
     assert [0] == [run.run_idx for run in load_timings(art).stages["ippo_train"].runs]
     done = _report(tmp_path)

@@ -391,16 +391,9 @@ def test_first_edition_and_new_descriptions_of_one_machine_have_no_differences()
 
 
 def test_the_report_reads_a_first_edition_directory_with_a_job_id() -> None:
-    import subprocess
-    import sys
+    from helpers.cli import run_cli
 
-    result = subprocess.run(
-        [sys.executable, "-m", "stagetimer", "report", str(FIRST_EDITION)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_cli("report", str(FIRST_EDITION))
 
     assert (0, "", True) == (
         result.returncode,

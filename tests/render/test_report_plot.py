@@ -4,19 +4,16 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import stagetimer_script
+from helpers.cli import Ran, run_cli, run_process
 
 from stagetimer import Recorder, record_timing
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [stagetimer_script(), *args], capture_output=True, text=True, env=env, timeout=120
-    )
+def run(*args: str) -> Ran:
+    return run_cli(*args)
 
 
 @pytest.fixture
@@ -79,7 +76,7 @@ def test_without_matplotlib_one_line_says_how_to_install_it(exports: Path, tmp_p
     env = {**os.environ, "PYTHONPATH": str(blocker.parent)}
     out = tmp_path / "stages.png"
 
-    result = run("report", str(exports), "--plot", str(out), env=env)
+    result = run_process("report", str(exports), "--plot", str(out), env=env)  # no matplotlib
 
     assert 1 == result.returncode
     [line] = result.stderr.splitlines()

@@ -6,19 +6,16 @@ from __future__ import annotations
 import csv
 import io
 import statistics
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import stagetimer_script
+from helpers.cli import Ran, run_cli
 
 from stagetimer import Recorder, record_timing
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [stagetimer_script(), *args], capture_output=True, text=True, timeout=60
-    )
+def run(*args: str) -> Ran:
+    return run_cli(*args)
 
 
 def record(directory: Path, stage: str, seconds: list[float]) -> None:

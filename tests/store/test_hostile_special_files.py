@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import stagetimer_script
+from helpers.cli import run_process
 
 TIMEOUT = 60
 
@@ -115,10 +115,7 @@ def test_loader_refuses_a_special_file_at_once(art: Path, kind: str, name: str) 
 def test_report_refuses_a_special_timings_file_with_one_line(art: Path, kind: str) -> None:
     path = place(art, "timings.json", kind)
 
-    result = subprocess.run(
-        [stagetimer_script(), "report", str(art)], capture_output=True, text=True,
-        timeout=TIMEOUT,
-    )
+    result = run_process("report", str(art), timeout=TIMEOUT)  # a hang fails, not sticks
 
     lines = result.stderr.splitlines()
     assert (1, 1) == (result.returncode, len(lines)), result.stderr

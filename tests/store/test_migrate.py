@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import stagetimer_script
+from helpers.cli import Ran, run_cli
 
 from stagetimer import Recorder, load_hardware, load_timings, record_timing
 from stagetimer._store.migrate import migrate as run_migrate
@@ -19,12 +18,9 @@ NEW = "pursuit/{scenario}/{algo}"
 
 
 def migrate(root: Path, *extra: str, source: str = OLD, destination: str = NEW
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [stagetimer_script(), "migrate", "--root", str(root), "--from", source,
-         "--to", destination, *extra],
-        capture_output=True, text=True, timeout=60,
-    )
+            ) -> Ran:
+    return run_cli("migrate", "--root", str(root), "--from", source, "--to", destination,
+                   *extra)
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes | None, int]]:

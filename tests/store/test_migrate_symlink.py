@@ -7,11 +7,10 @@ or change that path.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import stagetimer_script
+from helpers.cli import Ran, run_cli
 
 from stagetimer import Recorder, record_timing
 
@@ -20,11 +19,8 @@ NEW = "pursuit/{scenario}/{algo}"
 LOCKS = ("timings.json.lock", "timings_hardware.json.lock")
 
 
-def migrate(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [stagetimer_script(), "migrate", "--root", str(root), "--from", OLD, "--to", NEW],
-        capture_output=True, text=True, timeout=60,
-    )
+def migrate(root: Path) -> Ran:
+    return run_cli("migrate", "--root", str(root), "--from", OLD, "--to", NEW)
 
 
 def snapshot(directory: Path) -> dict[str, tuple[bytes | None, int]]:
