@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.cli import stagetimer_script
+from helpers.cli import LAUNCHERS, stagetimer_script
 
 from stagetimer import Recorder, record_timing
 
@@ -46,12 +46,11 @@ CLOSED = "stagetimer: standard output is closed; nothing done"
 
 def _into_dev_full(argv: list[str]) -> subprocess.CompletedProcess[str]:
     with open("/dev/full", "w") as full:
-        return subprocess.run([stagetimer_script(), *argv], stdout=full,
-                              stderr=subprocess.PIPE, text=True, timeout=60)
+        return subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
 
 
 def _closed(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", 'exec "$@" >&-', "bash", stagetimer_script(), *argv],
+    return subprocess.run(["bash", "-c", 'exec "$@" >&-', "bash", *argv],
                           stderr=subprocess.PIPE, text=True, timeout=60)
 
 
@@ -61,8 +60,8 @@ def _reader_left(argv: list[str]) -> subprocess.CompletedProcess[str]:
     read, write = os.pipe()
     os.close(read)
     try:
-        return subprocess.run([stagetimer_script(), *argv], stdout=write,
-                              stderr=subprocess.PIPE, text=True, timeout=60)
+        return subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
     finally:
         os.close(write)
 
@@ -81,7 +80,16 @@ def test_unwritable_standard_output_is_one_line_and_status_1(
 ) -> None:
     start, line = OUTPUTS[output]
 
-    result = start(COMMANDS[command](tmp_path))
+    result = start([stagetimer_script(), *COMMANDS[command](tmp_path)])
+
+    assert (1, [line]) == (result.returncode, result.stderr.splitlines())
+
+
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_python_m_stagetimer_says_so_in_one_line_too(tmp_path: Path, output: str) -> None:
+    start, line = OUTPUTS[output]
+
+    result = start([*LAUNCHERS["python -m"](), *COMMANDS["report"](tmp_path)])
 
     assert (1, [line]) == (result.returncode, result.stderr.splitlines())
 
@@ -90,6 +98,6 @@ def test_closed_standard_output_changes_nothing_on_disk(tmp_path: Path) -> None:
     root = _migratable(tmp_path / "root")
     before = sorted(p.relative_to(root) for p in root.rglob("*"))
 
-    _closed(COMMANDS["migrate"](tmp_path))
+    _closed([stagetimer_script(), *COMMANDS["migrate"](tmp_path)])
 
     assert before == sorted(p.relative_to(root) for p in root.rglob("*"))
