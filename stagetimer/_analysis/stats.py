@@ -209,11 +209,6 @@ class Summary:
     q1: float | None
     q3: float | None
 
-    @property
-    def iqr(self) -> float | None:
-        """The interquartile range, q3 - q1."""
-        return None if self.q1 is None or self.q3 is None else self.q3 - self.q1
-
 
 def median(ordered: Sequence[float]) -> float:
     """The median of ``ordered`` (sorted, not empty): the mean of the middle two for an
