@@ -154,27 +154,19 @@ def _union(checks: list[_Check], words: str) -> _Check:
     return check
 
 
-def _items(item: _Check) -> _Check:
+def _each(item: _Check, container: type) -> _Check:
+    """Every element of an array (``container`` list) or value of an object (dict) checked
+    by ``item``; the first problem is named by its index or key."""
+    words = "an array" if container is list else "an object"
+
     def check(value: object) -> str | None:
-        if type(value) is not list:
-            return f"is {json_type(value)}, expected an array"
-        for i, element in enumerate(value):
+        if type(value) is not container:
+            return f"is {json_type(value)}, expected {words}"
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)  # type: ignore[arg-type]
+        for key, element in pairs:
             problem = item(element)
             if problem is not None:
-                return _at(f"[{i}]", problem)
-        return None
-
-    return check
-
-
-def _values(item: _Check) -> _Check:
-    def check(value: object) -> str | None:
-        if type(value) is not dict:
-            return f"is {json_type(value)}, expected an object"
-        for key, element in value.items():
-            problem = item(element)
-            if problem is not None:
-                return _at(f"[{short_repr(key)}]", problem)
+                return _at(f"[{key if type(key) is int else short_repr(key)}]", problem)
         return None
 
     return check
@@ -217,9 +209,9 @@ def _checker(hint: Any) -> _Check:
     if hint is str:
         return _expect((str,), "a string")
     if origin in (tuple, list):
-        return _items(_checker(typing.get_args(hint)[0]))
+        return _each(_checker(typing.get_args(hint)[0]), list)
     if origin is dict:
-        return _values(_checker(typing.get_args(hint)[1]))
+        return _each(_checker(typing.get_args(hint)[1]), dict)
     if hint is Any:
         return lambda value: None
     return _fields(hint)  # an attrs class
