@@ -1,6 +1,6 @@
 """The report: every artifact directory under some paths, each stage summarised, as JSON or text.
 
-Everything here only reads (the walk is ``_tree.scan_tree``). Problems (a missing
+Everything here only reads (the walk is ``tree.scan_tree``). Problems (a missing
 path, a sidecar that does not parse) are returned as ``Problem`` values beside the
 directories that could be read, so one bad directory never hides the others.
 Values a writer could not have stored (a negative or non-finite ``seconds``, a
