@@ -12,8 +12,15 @@ import attrs
 import pytest
 from helpers.fake_hardware import GIB, FakeNvml, FakeRoot, a100, cpuinfo_block, l4
 
-from stagetimer.hardware import Hardware, _capture, capture_hardware, description, hardware_id
-from stagetimer.hardware import format_bytes, summary_line
+from stagetimer.hardware import (
+    Hardware,
+    _capture,
+    capture_hardware,
+    description,
+    format_bytes,
+    hardware_id,
+    summary_line,
+)
 
 
 def field_paths(hw: Hardware) -> set[str]:
