@@ -239,7 +239,10 @@ def test_summary_line_without_limit_names_node_ram(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(512, "512 B"), (1536, "1.5 KiB"), (GIB, "1 GiB"), (5 * 1024**4, "5 TiB"), (25 * 10**9, "23.3 GiB")],
+    [
+        (512, "512 B"), (1536, "1.5 KiB"), (GIB, "1 GiB"), (5 * 1024**4, "5 TiB"),
+        (25 * 10**9, "23.3 GiB"),
+    ],
 )
 def test_format_bytes(value: int, text: str) -> None:
     assert text == format_bytes(value)
