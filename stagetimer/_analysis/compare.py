@@ -31,9 +31,10 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.fast_read import raw_seconds, raw_stages
-from stagetimer._analysis.stats import mean_and_variance, welch_from_moments
-from stagetimer._analysis.tree import Artifact, collector_paused, load_tree
+from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.stats import mean_and_variance, moments, welch_from_moments
+from stagetimer._analysis.tree import Artifact, load_tree
+from stagetimer._store.rules import is_valid_seconds, valid_durations
 from stagetimer.hardware import Difference, Hardware, hardware_differences
 
 __all__ = [
@@ -214,11 +215,8 @@ def _side(values: Sequence[float]) -> tuple[SideStats, float]:
     n = len(values)
     if n == 0:
         return SideStats(0, None, None, None), math.inf
-    ordered = sorted(values)
-    half = n // 2
-    median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
-    mean, variance = mean_and_variance(values)
-    return SideStats(n, median, mean, math.sqrt(variance) if n > 1 else None), ordered[0]
+    mean, median, stdev, ordered = moments(values, sum(values, 0.0))
+    return SideStats(n, median, mean, stdev), ordered[0]
 
 
 def _logs(values: Sequence[float], smallest: float) -> list[float]:
@@ -284,14 +282,11 @@ def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[Any]]:
     """A raw stage's valid durations, and the ``hardware_id`` of each of those runs."""
     seconds = raw_seconds(stage)
     runs = stage["runs"]
-    if seconds and sum(seconds, 0.0) < math.inf and min(seconds) >= 0.0:
-        # Every duration valid (the usual stage): a NaN or an infinity makes the sum fail.
-        return seconds, list(map(_get, runs, _HARDWARE_ID))
-    valid = [s for s in seconds if 0.0 <= s < math.inf]
-    if len(valid) == len(seconds):
+    valid = valid_durations(seconds)
+    if len(valid) == len(seconds):  # the usual stage
         return valid, list(map(_get, runs, _HARDWARE_ID))
     pairs = zip(runs, seconds, strict=True)
-    ids = [run.get("hardware_id") for run, s in pairs if 0.0 <= s < math.inf]
+    ids = [run.get("hardware_id") for run, s in pairs if is_valid_seconds(s)]
     return valid, ids
 
 
@@ -387,10 +382,7 @@ def compare(
     [('ippo_train', 'faster'), ('save', 'no significant difference')]
     """
     threshold = _check_threshold(threshold)
-    # Two trees read into objects are hundreds of thousands of small acyclic containers:
-    # the collector's passes over them would cost as much as the reading.
-    with collector_paused():
-        return _compare(load_tree(base), load_tree(new), threshold)
+    return _compare(load_tree(base), load_tree(new), threshold)
 
 
 def _compare(

@@ -1,6 +1,6 @@
 """The report: every artifact directory under some paths, each stage summarised, as JSON or text.
 
-Everything here only reads (the walk is ``_tree.scan_tree``). Problems (a missing
+Everything here only reads (the walk is ``tree.scan_tree``). Problems (a missing
 path, a sidecar that does not parse) are returned as ``Problem`` values beside the
 directories that could be read, so one bad directory never hides the others.
 Values a writer could not have stored (a negative or non-finite ``seconds``, a
@@ -19,15 +19,15 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.fast_read import raw_seconds, raw_stages
-from stagetimer._analysis.summary import moments
-from stagetimer._analysis.tree import Artifact, Problem, collector_paused, scan_tree
+from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.stats import moments
+from stagetimer._analysis.tree import Artifact, Problem, scan_tree
 from stagetimer._errors import short_repr
 from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX, RUN_FIELDS
 from stagetimer._store.load import as_float
 from stagetimer._store.records import RunTiming
-from stagetimer.hardware import Hardware
-from stagetimer.hardware._show import format_bytes
+from stagetimer._store.rules import is_stage, is_valid_seconds, valid_durations
+from stagetimer.hardware import Hardware, format_bytes
 
 __all__ = [
     "ArtifactReport",
@@ -38,9 +38,6 @@ __all__ = [
     "report_from",
 ]
 
-#: a duration in the text report; kept under its old name for the plot
-
-_INF = math.inf
 _RUN_FIELD_SET = frozenset(RUN_FIELDS)
 _NOT_METADATA = _RUN_FIELD_SET | frozenset(LEGACY_KEYS)
 _get: Callable[[dict[str, Any], str], Any] = dict.get
@@ -121,17 +118,12 @@ def _flags(
     name: str, stage: dict[str, Any], seconds: list[float], indices: list[Any]
 ) -> tuple[list[str], list[float], float]:
     """Warnings for the values no writer could have stored, the seconds kept and their sum."""
-    total = sum(seconds, 0.0)
-    if total < _INF and (not seconds or min(seconds) >= 0.0):  # NaN fails the first test
-        kept = seconds  # the common case: two passes in C
-        kept_total = total
-    else:
-        kept = [s for s in seconds if 0.0 <= s < _INF]
-        kept_total = sum(kept, 0.0)
+    kept = valid_durations(seconds)
+    kept_total = sum(kept, 0.0)
     flags: list[str] = []
     if len(kept) != len(seconds):
         for position, value in enumerate(seconds):
-            if not 0.0 <= value < _INF:
+            if not is_valid_seconds(value):
                 why = "negative" if value < 0 else "not a finite number"
                 flags.append(
                     f"{_where(name, indices[position], position)}: seconds {value:.17g} is "
@@ -146,7 +138,7 @@ def _flags(
         )
     stored = stage.get("total_seconds")
     if not flags and stored is not None:
-        summed = total
+        summed = kept_total
         if not math.isclose(as_float(stored), summed, rel_tol=1e-9, abs_tol=1e-9):
             shown = f"{stored:.17g}" if type(stored) is float else short_repr(stored)
             flags.append(
@@ -268,41 +260,15 @@ def _distinct(ids: list[str | None]) -> tuple[str, ...]:
 
 def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str]]:
     # Ten thousand stages in a suite: each field is gathered in C (map over dict.get), and
-    # the statistics are summarise's arithmetic without its Summary object.
+    # the statistics are moments' (summarise's arithmetic without its Summary object).
     runs = stage["runs"]
     seconds = raw_seconds(stage)
     indices = list(map(_get, runs, _RUN_IDX))
-    n = len(seconds)
-    total = sum(seconds, 0.0)
-    ordered = sorted(seconds)
-    stored = stage.get("total_seconds")
-    if (
-        n and total < _INF and ordered[0] >= 0.0  # NaN fails the second test
-        and None not in indices and min(indices) >= 0
-        and (stored is None or math.isclose(as_float(stored), total, rel_tol=1e-9, abs_tol=1e-9))
-    ):
-        # The common stage, nothing to flag (what _flags finds then): its statistics
-        # straight from the one sort (moments' arithmetic).
-        flags: list[str] = []
-        kept = seconds
-        average = total / n
-        half = n // 2
-        median: float | None = (
-            ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
-        )
-        stdev: float | None = (
-            math.sqrt(sum([(x - average) * (x - average) for x in seconds]) / (n - 1))
-            if n > 1 else None
-        )
-        mean: float | None = average
-        low: float | None = ordered[0]
-        high: float | None = ordered[-1]
-    else:
-        flags, kept, total = _flags(name, stage, seconds, indices)
-        mean = median = stdev = low = high = None
-        if kept:
-            mean, median, stdev, ordered = moments(kept, total)
-            low, high = ordered[0], ordered[-1]
+    flags, kept, total = _flags(name, stage, seconds, indices)
+    mean = median = stdev = low = high = None
+    if kept:
+        mean, median, stdev, ordered = moments(kept, total)
+        low, high = ordered[0], ordered[-1]
     ids = list(map(_get, runs, _HARDWARE_ID))
     starts = list(map(_get, runs, _STARTED_AT))
     if None in starts:
@@ -365,7 +331,7 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
         hardware=hardware,
         warnings=tuple(warnings),
         legacy_top_level={
-            k: v for k, v in data.items() if k in LEGACY_KEYS and not _is_stage(v)
+            k: v for k, v in data.items() if k in LEGACY_KEYS and not is_stage(v)
         },
         legacy_runs=tuple(legacy_runs),
         root=artifact.root,
@@ -374,14 +340,9 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
     )
 
 
-def _is_stage(value: Any) -> bool:
-    return type(value) is dict and type(value.get("runs")) is list
-
-
 def report_from(artifacts: Iterable[Artifact]) -> list[ArtifactReport]:
     """The report of artifacts already read (``scan_tree`` / ``load_tree``)."""
-    with collector_paused():
-        return [_analyse(a) for a in artifacts]
+    return [_analyse(a) for a in artifacts]
 
 
 def build_report(

@@ -1,5 +1,12 @@
-"""The statistics ``compare`` needs, from the standard library alone.
+"""Every statistic stagetimer shows, from the standard library alone, defined once here.
 
+- :class:`Summary` and :func:`summarise`: the numbers a stage's runs are summed up by
+  (mean, median, sample standard deviation, quartiles); :func:`moments` is their
+  arithmetic without the object, for a caller that summarises ten thousand stages.
+  The quartiles interpolate linearly between order statistics, as numpy's and pandas'
+  defaults do (``statistics.quantiles(..., method="inclusive")``), so a notebook
+  reproduces the table. Only durations a writer could have stored enter them
+  (``stagetimer._store.rules.valid_durations``).
 - :func:`betainc`: the regularized incomplete beta function I_x(a, b), by the
   continued fraction of Numerical Recipes (3rd ed., section 6.4, modified Lentz).
 - :func:`t_sf` and :func:`t_ppf`: Student's t upper tail and quantile; the tail
@@ -18,9 +25,15 @@ import math
 import statistics
 from collections.abc import Sequence
 
+import attrs
+
 __all__ = [
+    "Summary",
     "betainc",
     "mean_and_variance",
+    "median",
+    "moments",
+    "summarise",
     "t_ppf",
     "t_sf",
     "welch_from_moments",
@@ -176,6 +189,79 @@ def t_ppf(p: float, df: float) -> float:
     return t  # pragma: no cover - Newton converges in a handful of steps
 
 
+# --- summaries ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Summary:
+    """What ``summarise`` says about some durations; None where there are none (or, for the
+    standard deviation, fewer than two)."""
+
+    runs: int
+    total: float
+    mean: float | None
+    median: float | None
+    #: sample standard deviation (n - 1)
+    stdev: float | None
+    minimum: float | None
+    maximum: float | None
+    #: first and third quartiles
+    q1: float | None
+    q3: float | None
+
+
+def median(ordered: Sequence[float]) -> float:
+    """The median of ``ordered`` (sorted, not empty): the mean of the middle two for an
+    even count."""
+    n = len(ordered)
+    half = n // 2
+    return ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
+def _variance(values: Sequence[float], mean: float) -> float:
+    """The sample variance (n - 1) of ``values`` (two or more) about ``mean``, summed exactly."""
+    return math.fsum([(v - mean) * (v - mean) for v in values]) / (len(values) - 1)
+
+
+def _quantile(ordered: Sequence[float], fraction: float) -> float:
+    position = (len(ordered) - 1) * fraction
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def moments(
+    seconds: Sequence[float], total: float
+) -> tuple[float, float, float | None, list[float]]:
+    """``(mean, median, stdev, ordered)`` of ``seconds`` (not empty), ``total`` their sum
+    (left to right from 0.0, as the writer sums ``total_seconds``)."""
+    n = len(seconds)
+    mean = total / n
+    ordered = sorted(seconds)
+    stdev = math.sqrt(_variance(seconds, mean)) if n > 1 else None
+    return mean, median(ordered), stdev, ordered
+
+
+def summarise(seconds: Sequence[float], *, quartiles: bool = True) -> Summary:
+    """The summary of ``seconds`` (already valid: see ``valid_durations``).
+
+    The total is summed left to right, as the writer sums ``total_seconds``. Without
+    ``quartiles``, ``q1`` and ``q3`` are None (the text report does not show them).
+    """
+    n = len(seconds)
+    if n == 0:
+        return Summary(0, 0.0, None, None, None, None, None, None, None)
+    total = sum(seconds, 0.0)
+    mean, middle, stdev, ordered = moments(seconds, total)
+    q1 = q3 = None
+    if quartiles:
+        if n > 1:
+            q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
+        else:
+            q1 = q3 = ordered[0]
+    return Summary(n, total, mean, middle, stdev, ordered[0], ordered[-1], q1, q3)
+
+
 def mean_and_variance(values: Sequence[float]) -> tuple[float, float]:
     """Mean and sample variance (n - 1; NaN for one value), two passes with exact sums."""
     n = len(values)
@@ -184,7 +270,7 @@ def mean_and_variance(values: Sequence[float]) -> tuple[float, float]:
     mean = math.fsum(values) / n
     if n < 2:
         return mean, math.nan
-    return mean, math.fsum([(v - mean) ** 2 for v in values]) / (n - 1)
+    return mean, _variance(values, mean)
 
 
 def welch_from_moments(

@@ -6,7 +6,7 @@ environment | scenario | algorithm), and levels equal in every row are left out.
 There is a column per stage, in the order stages were first seen, each cell the
 mean ± sample standard deviation and the number of runs (``--median``: the median
 and the quartiles), in one unit per column; and a total per row. Only durations a
-writer could have stored enter (see ``_summary``).
+writer could have stored enter (see ``valid_durations``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from stagetimer._analysis.fast_read import raw_seconds, raw_stages
-from stagetimer._analysis.summary import Summary, summarise, valid_seconds
-from stagetimer._analysis.tree import Artifact, collector_paused, relative_paths
+from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.stats import Summary, summarise
+from stagetimer._analysis.tree import Artifact, relative_paths
 from stagetimer._format import TRAINING_SUFFIX
+from stagetimer._store.rules import valid_durations
 
 __all__ = ["SuiteTable", "build_table"]
 
@@ -57,8 +58,7 @@ def _labels(artifacts: Sequence[Artifact]) -> tuple[tuple[str, ...], list[tuple[
 
 def build_table(artifacts: Iterable[Artifact], *, median: bool = False) -> SuiteTable:
     """The table of ``artifacts`` (from ``load_tree``)."""
-    with collector_paused():
-        return _build(list(artifacts), median)
+    return _build(list(artifacts), median)
 
 
 def _build(shown: list[Artifact], median: bool) -> SuiteTable:
@@ -69,7 +69,7 @@ def _build(shown: list[Artifact], median: bool) -> SuiteTable:
         row = {}
         for name, stage in raw_stages(artifact.data):
             stages.setdefault(name)
-            row[name] = summarise(valid_seconds(raw_seconds(stage)))
+            row[name] = summarise(valid_durations(raw_seconds(stage)))
         cells.append(row)
         totals.append(sum(s.total for s in row.values()))
     names, labels = _labels(shown) if shown else (("directory",), [])

@@ -14,23 +14,22 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gc
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from stagetimer._analysis.fast_read import HardwareCache, read_data, structure
+from stagetimer._analysis.raw import HardwareCache, read_data
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._escape import escape_text
 from stagetimer._format import HARDWARE_FILE, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
+from stagetimer._store.load import structure_timings
 from stagetimer._store.records import HardwareSidecar, Timings
 
 __all__ = [
     "Artifact",
     "Problem",
-    "collector_paused",
     "find_artifact_dirs",
     "load_tree",
     "relative_paths",
@@ -63,7 +62,7 @@ class Artifact:
     def timings(self) -> Timings:
         """``timings.json`` as ``load_timings`` returns it (``Timings``)."""
         if not self._structured:
-            self._structured.append(structure(self.path, self.data))
+            self._structured.append(structure_timings(self.data))
         return self._structured[0]
 
 
@@ -218,33 +217,6 @@ def _read_problem(
     return _os_problem(exc, fallback)
 
 
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a suite is read.
-
-    Reading a suite builds hundreds of thousands of small objects (a dict per run) and
-    none of them is part of a cycle; every collection the allocations trigger walks all
-    of them again for nothing: a third of the time of reading 100,000 runs, and as much
-    again while they are summarised.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            # What was built while paused would otherwise all sit in the youngest
-            # generation, and the first allocation after ``enable`` would walk it (a
-            # million objects: 20 ms, once per pause). Freezing and unfreezing at once
-            # moves every tracked object to the oldest generation instead: still
-            # collected, by the next full collection, like any long-lived object. Not
-            # when the program froze objects itself (a pre-fork server): those stay frozen.
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
-
-
 def scan_tree(
     paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
 ) -> tuple[list[Artifact], list[Problem]]:
@@ -258,8 +230,7 @@ def scan_tree(
     directories, problems = find_artifact_dirs(paths, rescued)
     artifacts: list[Artifact] = []
     hardware_cache = HardwareCache()
-    with collector_paused():
-        _read_all(directories, artifacts, problems, hardware_cache)
+    _read_all(directories, artifacts, problems, hardware_cache)
     return artifacts, problems
 
 

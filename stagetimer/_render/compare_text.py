@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from stagetimer._analysis.compare import (
@@ -149,41 +148,9 @@ def format_comparison(comparison: Comparison) -> str:
 _COMPACT_LEVEL = 4
 
 
-def _one_line_encoder() -> Callable[[Any], str]:
-    """``json.dumps(value, ensure_ascii=False, allow_nan=False)`` with its C encoder built once.
-
-    ``JSONEncoder.encode`` builds the C encoder anew for every value (most of the cost of
-    a one-line stage, ten thousand of them in a suite). The encoder it would build is
-    made here once with the same arguments and kept only if it writes what ``encode``
-    writes; otherwise (another Python, no C speedups) ``encode`` it is.
-    """
-    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython has it
-        return encoder.encode
-    try:
-        # No circular-reference markers: a value that fails part-way (a NaN) would leave
-        # its marker behind in a shared dict, and a later value at the same address would
-        # be taken for a cycle. What to_dict returns is a tree of fresh dicts and lists.
-        built = make(
-            None, encoder.default, json.encoder.encode_basestring, None, encoder.key_separator,
-            encoder.item_separator, False, False, False,
-        )
-        probe = {"a": [1.5, None, "\u00e9\u2028\"", 2, -0.0], "b": {"c": True}, "d": 1e300}
-
-        def one_line(value: Any) -> str:
-            if isinstance(value, str):
-                return encoder.encode(value)
-            return "".join(built(value, 0))
-
-        if one_line(probe) == encoder.encode(probe):
-            return one_line
-    except Exception:  # pragma: no cover - a Python whose C encoder takes other arguments
-        pass
-    return encoder.encode  # pragma: no cover
-
-
-_ONE_LINE = _one_line_encoder()
+#: one value on one line, strict JSON: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``
+#: with its encoder built once
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 def _layout(value: Any, level: int) -> str:

@@ -7,9 +7,9 @@ compare at a glance.
 
 from __future__ import annotations
 
-import math
-
 import attrs
+
+from stagetimer._store.rules import is_valid_seconds, valid_durations
 
 __all__ = ["UNITS", "Unit", "format_duration", "unit_for"]
 
@@ -36,7 +36,7 @@ def format_duration(seconds: float | None) -> str:
     """
     if seconds is None:
         return "-"
-    if not 0.0 <= seconds < math.inf:
+    if not is_valid_seconds(seconds):
         return f"{seconds:g} s"
     if seconds < 59.95:
         if seconds >= 0.9995:
@@ -84,8 +84,7 @@ UNITS = (
 
 def unit_for(values: list[float]) -> Unit:
     """The unit in which the largest of ``values`` reads best (seconds when there are none)."""
-    finite = [v for v in values if 0.0 <= v < math.inf]
-    top = max(finite, default=1.0)
+    top = max(valid_durations(values), default=1.0)
     if top >= 2 * 3600:
         return UNITS[4]
     if top >= 120:

@@ -15,7 +15,6 @@ optional extra (``stagetimer[plot]``), imported only here, with the Agg backend.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.stats import summarise
 from stagetimer._analysis.tree import relative_paths
 from stagetimer._errors import PlotUnavailableError
 from stagetimer._escape import escape_text
 from stagetimer._format import AUTO_RESUME_SUFFIX
 from stagetimer._render.duration import Unit, unit_for
+from stagetimer._store.rules import is_valid_seconds
 from stagetimer.stages import is_training
 
 if TYPE_CHECKING:
@@ -110,9 +111,7 @@ class _Row:
 def _valid(report: ArtifactReport, stats: StageStats | None) -> list[tuple[int | None, float]]:
     if stats is None:
         return []
-    return [
-        (r.run_idx, r.seconds) for r in report.runs(stats.name) if 0.0 <= r.seconds < math.inf
-    ]
+    return [(r.run_idx, r.seconds) for r in report.runs(stats.name) if is_valid_seconds(r.seconds)]
 
 
 def _bar(
@@ -125,13 +124,10 @@ def _bar(
     for run_idx, seconds in _valid(report, resume):
         extra[run_idx] = extra.get(run_idx, 0.0) + seconds
     seeds = tuple(s + (extra.pop(i, 0.0) if i is not None else 0.0) for i, s in runs)
-    n = len(runs)
-    base = sum(s for _, s in runs) / n
-    total = sum(seeds) / n
-    stdev = None
-    if n > 1:
-        stdev = math.sqrt(sum((s - total) ** 2 for s in seeds) / (n - 1))
-    return _Bar(base, total - base, seeds, stdev)
+    base = sum(s for _, s in runs) / len(runs)
+    per_seed = summarise(seeds, quartiles=False)
+    assert per_seed.mean is not None  # runs is not empty
+    return _Bar(base, per_seed.mean - base, seeds, per_seed.stdev)
 
 
 def _family(name: str) -> str | None:

@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from stagetimer._analysis.report import ArtifactReport, StageStats
-from stagetimer._analysis.summary import is_valid_seconds
-from stagetimer._analysis.tree import collector_paused
 from stagetimer._escape import escape_text
 from stagetimer._format import HARDWARE_FILE
 from stagetimer._render.duration import format_duration
 from stagetimer._store.records import RunTiming
+from stagetimer._store.rules import is_valid_seconds
 
 __all__ = ["progress_line", "render_text", "suite_line"]
 
@@ -173,7 +172,6 @@ def render_text(reports: Sequence[ArtifactReport], *, runs: bool = False) -> str
     the suite's line at the end (``runs``: each run listed too)."""
     if not reports:
         return ""
-    with collector_paused():
-        blocks = ["\n".join(map(escape_text, _render_artifact(r, runs))) for r in reports]
+    blocks = ["\n".join(map(escape_text, _render_artifact(r, runs))) for r in reports]
     blocks.append(escape_text(suite_line(reports)))
     return "\n\n".join(blocks) + "\n"

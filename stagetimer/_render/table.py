@@ -10,7 +10,7 @@ import csv
 import io
 from collections.abc import Sequence
 
-from stagetimer._analysis.summary import Summary
+from stagetimer._analysis.stats import Summary
 from stagetimer._analysis.table import SuiteTable
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import Unit, unit_for

@@ -32,6 +32,8 @@ from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, SCHEMA_VERSION
 from stagetimer._store.shape import check_hardware_shape, check_timings_shape, json_type
 
 __all__ = [
+    "DuplicateKey",
+    "decode_unique",
     "open_sidecar",
     "parse_hardware",
     "parse_timings",
@@ -179,7 +181,9 @@ def _nesting_exceeds(raw: bytes, limit: int) -> bool:
 # -- parsing ------------------------------------------------------------------------
 
 
-class _DuplicateKey(Exception):
+class DuplicateKey(Exception):
+    """A JSON object holds ``key`` twice (``decode_unique``); the caller says where."""
+
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
@@ -191,14 +195,15 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(key)
+                raise DuplicateKey(key)
             seen.add(key)
     return result
 
 
-#: json.loads(text, object_pairs_hook=_no_duplicates), the decoder built once (as json.loads
-#: keeps one for calls without options)
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode
+#: ``json.loads(text)`` that raises ``DuplicateKey`` for a key twice in one object (the
+#: plain decoder keeps the last one silently): a sidecar's or a metadata value's. Built
+#: once, as ``json.loads`` keeps one for calls without options.
+decode_unique = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode
 
 _BOM = b"\xef\xbb\xbf"
 # A \uD800-\uDFFF escape: a surrogate; a lone one has no UTF-8 form and no writer made it.
@@ -249,10 +254,10 @@ def _loads(path: str, raw: bytes) -> Any:
         if text.startswith("\ufeff"):  # a second mark: json.loads says what is wrong
             data = json.loads(text, object_pairs_hook=_no_duplicates)
         else:
-            data = _DECODER(text)
+            data = decode_unique(text)
     except json.JSONDecodeError as exc:
         raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         raise SidecarCorruptError(
             path,
             f"holds the key {_short(exc.key)} twice in one object (a file stagetimer "

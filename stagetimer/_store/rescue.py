@@ -21,7 +21,14 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import InvalidRecordError, InvalidTypeError, SidecarCorruptError
-from stagetimer._format import HARDWARE_FILE, POLICIES, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
+from stagetimer._format import (
+    HARDWARE_FILE,
+    POLICIES,
+    RESCUE_PREFIX,
+    RESCUE_SUFFIX,
+    RUN_FIELDS,
+    TIMINGS_FILE,
+)
 from stagetimer._store.rules import apply_run, is_stage
 from stagetimer._store.sidecar import (
     Attempt,
@@ -54,17 +61,8 @@ def build_run(
     metadata: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """One run as ``timings.json`` stores it, keys in the file's order."""
-    run: dict[str, Any] = {"seconds": seconds}
-    if hardware_id is not None:
-        run["hardware_id"] = hardware_id
-    if run_idx is not None:
-        run["run_idx"] = run_idx
-    if label is not None:
-        run["label"] = label
-    if started_at is not None:
-        run["started_at"] = started_at
-    if job is not None:
-        run["job"] = job
+    values = (seconds, hardware_id, run_idx, label, started_at, job)
+    run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
     if metadata:
         run.update(metadata)
     return run

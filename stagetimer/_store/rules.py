@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import Any, TypeGuard
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._format import AUTO_RESUME_SUFFIX
@@ -17,7 +17,9 @@ __all__ = [
     "add_seconds",
     "apply_run",
     "is_stage",
+    "is_valid_seconds",
     "keep_completed_prefix",
+    "valid_durations",
     "valid_seconds",
 ]
 
@@ -33,17 +35,36 @@ def _run_idx(run: object) -> object:
     return run.get("run_idx") if isinstance(run, dict) else None
 
 
-def valid_seconds(run: object) -> float | None:
-    """The run's ``seconds`` as a float when a writer could have written it, else None.
+def is_valid_seconds(value: object) -> TypeGuard[int | float]:
+    """Whether ``value`` is a duration a writer could have written: a number (not a bool)
+    from 0 to the largest float.
 
-    A writer writes a finite number >= 0 that fits a float. A stored value outside
-    that (negative, NaN, an infinity, ``1e999``, an int of 400 digits, not a number) is
-    kept verbatim in the file but counts for nothing.
+    A stored value outside that (negative, NaN, an infinity, ``1e999``, an int of 400
+    digits, not a number) is kept verbatim in the file but counts for nothing; a
+    recorder refuses it. Comparisons of an int with a float are exact in Python: no
+    ``OverflowError``, and NaN fails both.
     """
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and 0 <= value <= _FLOAT_MAX
+    )
+
+
+def valid_seconds(run: object) -> float | None:
+    """The run's ``seconds`` as a float when a writer could have written it, else None."""
     seconds = run.get("seconds") if type(run) is dict else None
-    if (type(seconds) is float or type(seconds) is int) and 0 <= seconds <= _FLOAT_MAX:
-        return float(seconds)  # exact comparisons above: no OverflowError, NaN fails
-    return None
+    return float(seconds) if is_valid_seconds(seconds) else None
+
+
+def valid_durations(values: list[float]) -> list[float]:
+    """``values`` (durations as read, floats) without those no writer could have written,
+    in their order; ``values`` itself when all are valid (the usual stage)."""
+    # A NaN or an infinity makes the sum fail the test, a negative the minimum: two
+    # passes in C instead of a call per value.
+    if not values or (sum(values, 0.0) <= _FLOAT_MAX and min(values) >= 0.0):
+        return values
+    return [v for v in values if is_valid_seconds(v)]
 
 
 def add_seconds(total: float, runs: list[Any]) -> float:
@@ -102,7 +123,7 @@ def apply_run(
     append = policy == "sequential" and run_idx not in (None, 0) and existing is not None
     if append:
         # In place, and the total continued rather than recomputed: for a file of many
-        # runs the encoder then reuses the text of the earlier runs (see _sidecar).
+        # runs the encoder then reuses the text of the earlier runs (see sidecar.py).
         assert existing is not None
         start = existing["total_seconds"] if trusted_total else add_seconds(0.0, old_runs)
         total = add_seconds(start, [run])

@@ -13,6 +13,7 @@ import typing
 from typing import Any
 
 from stagetimer._errors import SidecarCorruptError, short_repr
+from stagetimer._format import RUN_FIELDS
 
 __all__ = ["check_hardware_shape", "check_timings_shape", "json_type"]
 
@@ -39,33 +40,75 @@ def _is_number(value: object) -> bool:
 
 
 _NONE = type(None)
-_GET: typing.Callable[[dict[str, Any], str], Any] = dict.get  # no bound method per run
-
-# Known fields of a run and the JSON type each must have (null counts as absent); the
-# loop of check_timings_shape tests the same inline.
-_RUN_TYPES: tuple[tuple[str, type, str], ...] = (
-    ("hardware_id", str, "a string"),
-    ("run_idx", int, "an integer"),
-    ("label", str, "a string"),
-    ("started_at", str, "a string"),
-    ("job", dict, "an object"),
+#: The JSON type each run field must have, and its name; every field but ``seconds`` may
+#: be null (absent).
+_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "seconds": ((float, int), "a number"),
+    "hardware_id": ((str, _NONE), "a string"),
+    "run_idx": ((int, _NONE), "an integer"),
+    "label": ((str, _NONE), "a string"),
+    "started_at": ((str, _NONE), "a string"),
+    "job": ((dict, _NONE), "an object"),
+}
+#: ``(field, allowed types, words)`` in the format's order of the run fields
+_RUN_TYPES = tuple(
+    (key, frozenset(_FIELD_TYPES[key][0]), _FIELD_TYPES[key][1]) for key in RUN_FIELDS
 )
+_GET: typing.Callable[[dict[str, Any], str], Any] = dict.get  # no bound method per run
 
 
 def _check_run(path: str, name: str, i: int, run: object) -> None:
     where = f"stage {_short(name)} run {i}"
     if type(run) is not dict:
         raise SidecarCorruptError(path, f"{where} is {json_type(run)}, expected an object")
-    seconds = run.get("seconds")
-    if not _is_number(seconds):
-        what = "has no 'seconds'" if "seconds" not in run else f"has 'seconds' {json_type(seconds)}"
-        raise SidecarCorruptError(path, f"{where} {what}, expected a number")
-    for key, kind, words in _RUN_TYPES:
+    if "seconds" not in run:
+        raise SidecarCorruptError(path, f"{where} has no 'seconds', expected a number")
+    for key, kinds, words in _RUN_TYPES:
         value = run.get(key)
-        if value is not None and type(value) is not kind:
+        if type(value) not in kinds:
             raise SidecarCorruptError(
                 path, f"{where} has {key!r} {json_type(value)}, expected {words}"
             )
+
+
+def _runs_fit(runs: list[Any]) -> bool:
+    """Whether every run is an object whose fields have their types (the usual file).
+
+    A suite holds a hundred thousand runs: this loop only tests, and ``_check_run``
+    repeats the test run by run to say what is wrong.
+    """
+    get = _GET
+    for run in runs:
+        if type(run) is not dict:
+            return False
+        for key, kinds, _ in _RUN_TYPES:
+            if type(get(run, key)) not in kinds:
+                return False
+    return True
+
+
+def _check_stage(path: str, name: str, stage: dict[str, Any]) -> None:
+    runs = stage["runs"]
+    if type(runs) is not list:
+        raise SidecarCorruptError(
+            path, f"stage {_short(name)} has 'runs' {json_type(runs)}, expected an array"
+        )
+    total = stage.get("total_seconds")
+    if "total_seconds" in stage and not _is_number(total):
+        raise SidecarCorruptError(
+            path,
+            f"stage {_short(name)} has 'total_seconds' {json_type(total)}, expected a number",
+        )
+    expected = stage.get("expected_runs")
+    if expected is not None and type(expected) is not int:
+        raise SidecarCorruptError(
+            path,
+            f"stage {_short(name)} has 'expected_runs' {json_type(expected)}, "
+            "expected an integer",
+        )
+    if not _runs_fit(runs):
+        for i, run in enumerate(runs):
+            _check_run(path, name, i, run)
 
 
 def check_timings_shape(path: str, data: dict[str, Any]) -> None:
@@ -76,55 +119,9 @@ def check_timings_shape(path: str, data: dict[str, Any]) -> None:
     ``label`` and ``started_at``, an integer ``run_idx`` and an object ``job``; the
     stage's ``total_seconds`` is a number and ``expected_runs`` an integer.
     """
-    get, none = _GET, _NONE  # locals: the loop below runs once per run of the file
     for name, stage in data.items():
-        if type(stage) is not dict or "runs" not in stage:
-            continue
-        runs = stage["runs"]
-        if type(runs) is not list:
-            raise SidecarCorruptError(
-                path, f"stage {_short(name)} has 'runs' {json_type(runs)}, expected an array"
-            )
-        total = stage.get("total_seconds")
-        if "total_seconds" in stage and not _is_number(total):
-            raise SidecarCorruptError(
-                path,
-                f"stage {_short(name)} has 'total_seconds' {json_type(total)}, expected a number",
-            )
-        expected = stage.get("expected_runs")
-        if expected is not None and type(expected) is not int:
-            raise SidecarCorruptError(
-                path,
-                f"stage {_short(name)} has 'expected_runs' {json_type(expected)}, "
-                "expected an integer",
-            )
-        # A hundred thousand runs in a suite: each known field's type tested inline (the
-        # same tests as _RUN_TYPES, which _check_run repeats to say what is wrong).
-        for run in runs:
-            if type(run) is not dict:
-                break
-            kind = type(get(run, "seconds"))
-            if kind is not float and kind is not int:
-                break
-            kind = type(get(run, "hardware_id"))
-            if kind is not str and kind is not none:
-                break
-            kind = type(get(run, "run_idx"))
-            if kind is not int and kind is not none:
-                break
-            kind = type(get(run, "label"))
-            if kind is not str and kind is not none:
-                break
-            kind = type(get(run, "started_at"))
-            if kind is not str and kind is not none:
-                break
-            kind = type(get(run, "job"))
-            if kind is not dict and kind is not none:
-                break
-        else:
-            continue
-        for i, run in enumerate(runs):
-            _check_run(path, name, i, run)
+        if type(stage) is dict and "runs" in stage:
+            _check_stage(path, name, stage)
 
 
 # -- timings_hardware.json --------------------------------------------------------------
@@ -157,27 +154,19 @@ def _union(checks: list[_Check], words: str) -> _Check:
     return check
 
 
-def _items(item: _Check) -> _Check:
+def _each(item: _Check, container: type) -> _Check:
+    """Every element of an array (``container`` list) or value of an object (dict) checked
+    by ``item``; the first problem is named by its index or key."""
+    words = "an array" if container is list else "an object"
+
     def check(value: object) -> str | None:
-        if type(value) is not list:
-            return f"is {json_type(value)}, expected an array"
-        for i, element in enumerate(value):
+        if type(value) is not container:
+            return f"is {json_type(value)}, expected {words}"
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)  # type: ignore[arg-type]
+        for key, element in pairs:
             problem = item(element)
             if problem is not None:
-                return _at(f"[{i}]", problem)
-        return None
-
-    return check
-
-
-def _values(item: _Check) -> _Check:
-    def check(value: object) -> str | None:
-        if type(value) is not dict:
-            return f"is {json_type(value)}, expected an object"
-        for key, element in value.items():
-            problem = item(element)
-            if problem is not None:
-                return _at(f"[{short_repr(key)}]", problem)
+                return _at(f"[{key if type(key) is int else short_repr(key)}]", problem)
         return None
 
     return check
@@ -220,9 +209,9 @@ def _checker(hint: Any) -> _Check:
     if hint is str:
         return _expect((str,), "a string")
     if origin in (tuple, list):
-        return _items(_checker(typing.get_args(hint)[0]))
+        return _each(_checker(typing.get_args(hint)[0]), list)
     if origin is dict:
-        return _values(_checker(typing.get_args(hint)[1]))
+        return _each(_checker(typing.get_args(hint)[1]), dict)
     if hint is Any:
         return lambda value: None
     return _fields(hint)  # an attrs class

@@ -14,11 +14,12 @@ from typing import Any
 
 from stagetimer._errors import InvalidRecordError, short_repr
 from stagetimer._format import MAX_DEPTH, MAX_RUN_IDX, RESERVED_KEYS
+from stagetimer._store.parse import DuplicateKey, decode_unique
+from stagetimer._store.rules import is_valid_seconds
 
 __all__ = [
     "MAX_DEPTH",
     "check_label",
-    "check_metadata",
     "check_name",
     "check_record",
     "check_run_idx",
@@ -56,13 +57,7 @@ def check_seconds(seconds: object) -> float:
 
     NaN, infinities and ints beyond a float (``10**400``) are refused.
     """
-    # Comparisons of an int with a float are exact in Python: no OverflowError, and NaN
-    # fails both.
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, (int, float))
-        or not 0 <= seconds <= _FLOAT_MAX
-    ):
+    if not is_valid_seconds(seconds):
         raise InvalidRecordError(
             f"seconds {short_repr(seconds)} is not valid: expected a finite number >= 0 "
             "that fits a float",
@@ -127,21 +122,6 @@ def _deeper_than(value: object, limit: int) -> bool:
     return True
 
 
-class _DuplicateKey(Exception):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return result
-
-
 def _copy_value(key: str, value: Any) -> Any:
     """A JSON-ready deep copy of one metadata value, or ``InvalidRecordError``."""
     if type(value) in _SCALARS:
@@ -167,11 +147,11 @@ def _copy_value(key: str, value: Any) -> Any:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
         text.encode("utf-8")
         # Non-string keys become strings: {1: "a", "1": "b"} would write one key twice.
-        return json.loads(text, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey as exc:
+        return decode_unique(text)
+    except DuplicateKey as exc:
         raise InvalidRecordError(
             f"metadata {key}={short_repr(value)} has two keys that are both "
-            f"{short_repr(exc.args[0])} in JSON",
+            f"{short_repr(exc.key)} in JSON",
             value,
         ) from None
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
@@ -202,15 +182,11 @@ def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
     Tuples become lists and non-string keys of nested dicts strings, as in the file;
     what the caller changes in ``metadata`` afterwards is not in the copy. Raises
-    ``InvalidRecordError`` for what ``check_metadata`` refuses.
+    ``InvalidRecordError`` when a value is not JSON-serialisable (NaN, an infinity), is
+    nested deeper than ``MAX_DEPTH`` levels, has keys that collide in JSON, or when a
+    key is reserved.
     """
     return {_check_key(key): _copy_value(key, value) for key, value in metadata.items()}
-
-
-def check_metadata(metadata: Mapping[str, Any]) -> None:
-    """Metadata is JSON-serialisable (no NaN, no infinity), nested at most ``MAX_DEPTH``
-    levels, without keys that collide in JSON, and reuses no reserved key."""
-    copy_metadata(metadata)
 
 
 def check_record(
@@ -221,4 +197,4 @@ def check_record(
     check_run_idx(run_idx)
     check_label(label)
     if metadata:
-        check_metadata(metadata)
+        copy_metadata(metadata)

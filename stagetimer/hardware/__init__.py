@@ -19,6 +19,7 @@ from stagetimer.hardware._model import (
 )
 from stagetimer.hardware._scheduler import job_identity
 from stagetimer.hardware._show import format_hardware, summary_line
+from stagetimer.hardware._units import format_bytes
 
 __all__ = [
     "CpuInfo",
@@ -29,6 +30,7 @@ __all__ = [
     "SchedulerInfo",
     "capture_hardware",
     "description",
+    "format_bytes",
     "format_differences",
     "format_hardware",
     "hardware_differences",

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from stagetimer.hardware._model import Hardware, description
+from stagetimer.hardware._units import format_bytes, format_rate, significant
 
 __all__ = ["Difference", "format_differences", "format_value", "hardware_differences"]
 
@@ -170,29 +171,6 @@ def hardware_differences(
     return found
 
 
-def _significant(value: float) -> str:
-    """Three significant digits, no trailing zeros: 16.0 → "16", 1.953 → "1.95"."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    digits = max(0, 2 - math.floor(math.log10(abs(value))))
-    text = f"{value:.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _scaled(value: float, unit: str, base: float, prefixes: tuple[str, ...]) -> str:
-    """``value`` in the largest prefix it reaches: ``_scaled(2**34, "B", 1024, _BINARY)``
-    is ``"16 GiB"``."""
-    for prefix in prefixes[:-1]:
-        if abs(value) < base:
-            return f"{_significant(value)} {prefix}{unit}"
-        value /= base
-    return f"{_significant(value)} {prefixes[-1]}{unit}"
-
-
-_BINARY = ("", "Ki", "Mi", "Gi", "Ti", "Pi")
-_DECIMAL = ("", "k", "M", "G", "T", "P")
-
-
 #: what None means for a field: no limit, or not known
 _NONE_MEANS = {
     "cpu.quota_cpus": "no quota",
@@ -209,13 +187,13 @@ def format_value(field: str, value: Any) -> str:
     if number is None or not math.isfinite(number):
         return str(value)
     if field.endswith("_bytes_per_s"):
-        return _scaled(number, "B/s", 1000, _DECIMAL)
+        return format_rate(number)
     if field.endswith("_bytes"):
-        return _scaled(number, "B", 1024, _BINARY)
+        return format_bytes(number)
     if field.endswith("_mhz"):
-        return f"{_significant(number)} MHz"
+        return f"{significant(number)} MHz"
     if field == "cpu.quota_cpus":
-        return f"{_significant(number)} CPUs"
+        return f"{significant(number)} CPUs"
     return str(value)
 
 

@@ -13,26 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from stagetimer.hardware._model import Hardware, description, hardware_id
+from stagetimer.hardware._units import format_bytes, format_rate
 
-__all__ = ["WIDTH", "format_bytes", "format_hardware", "plain_words", "summary_line"]
-
-
-def format_bytes(value: int) -> str:
-    """Binary units, one decimal: ``1073741824`` → ``"1.0 GiB"``."""
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if size < 1024 or unit == "PiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")  # pragma: no cover
+__all__ = ["WIDTH", "format_hardware", "plain_words", "summary_line"]
 
 
 def _mhz(value: Any) -> str:
     return f"{value:g} MHz"
-
-
-def _bandwidth(value: Any) -> str:
-    return f"{value / 1e9:.1f} GB/s"
 
 
 def _cpus(value: Any) -> str:
@@ -49,7 +36,7 @@ _FORMATS: dict[str, Callable[[Any], str]] = {
     "cpu.clock_min_mhz": _mhz,
     "cpu.clock_max_mhz": _mhz,
     "max_memory_clock_mhz": _mhz,
-    "peak_memory_bandwidth_bytes_per_s": _bandwidth,
+    "peak_memory_bandwidth_bytes_per_s": format_rate,
     "cpu.affinity": _cpus,
     "memory_bus_width_bits": lambda v: f"{v} bits",
     "cpu.quota_cpus": lambda v: f"{v:g} CPUs",
@@ -214,7 +201,7 @@ def format_hardware(hw: Hardware) -> str:
 
 
 def summary_line(hw: Hardware) -> str:
-    """One line for a report, e.g. ``AMD EPYC x2 (2 cores), 1.0 GiB limit (cgroup_v1), no GPU``.
+    """One line for a report, e.g. ``AMD EPYC x2 (2 cores), 1 GiB limit (cgroup_v1), no GPU``.
 
     The ``x`` before the logical CPU count is printed as a multiplication sign.
     """

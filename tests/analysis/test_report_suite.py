@@ -140,11 +140,7 @@ def test_progress_line_for_a_stats_object_without_expected_runs_is_none(tmp_path
 
 
 def test_expected_runs_from_the_recorder_drive_the_progress_line(tmp_path: Path) -> None:
-    import inspect
-
-    if "expected_runs" not in inspect.signature(Recorder).parameters:
-        pytest.skip("this Recorder has no expected_runs yet")
-    rec = Recorder(tmp_path, expected_runs=4)  # type: ignore[call-arg, unused-ignore]
+    rec = Recorder(tmp_path, expected_runs=4)
     record_timing("ippo_train", 10.0, run_idx=0, recorder=rec)
 
     assert "  progress: ippo_train 1 of 4 seeds, about 30.0 s to go at the median so far" in (

@@ -194,7 +194,7 @@ def test_allocation_smaller_than_the_node_is_flagged(tmp_path: Path) -> None:
 
     assert (
         f"  warning: {other}: the allocation was smaller than the node: ran on 8 of 192 "
-        "CPUs, a CPU quota of 2 of the 8 CPUs it may run on, 1.0 GiB of the node's 16.0 GiB "
+        "CPUs, a CPU quota of 2 of the 8 CPUs it may run on, 1 GiB of the node's 16 GiB "
         "memory"
     ) in result.stdout.splitlines()
 

@@ -12,8 +12,15 @@ import attrs
 import pytest
 from helpers.fake_hardware import GIB, FakeNvml, FakeRoot, a100, cpuinfo_block, l4
 
-from stagetimer.hardware import Hardware, _capture, capture_hardware, description, hardware_id
-from stagetimer.hardware._show import format_bytes, summary_line
+from stagetimer.hardware import (
+    Hardware,
+    _capture,
+    capture_hardware,
+    description,
+    format_bytes,
+    hardware_id,
+    summary_line,
+)
 
 
 def field_paths(hw: Hardware) -> set[str]:
@@ -205,10 +212,10 @@ def test_concurrent_first_captures_probe_once(monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.parametrize(
     ("gpus", "expected"),
     [
-        ([], "AMD EPYC \u00d72 (2 cores), 1.0 GiB limit (cgroup_v1), no GPU"),
+        ([], "AMD EPYC \u00d72 (2 cores), 1 GiB limit (cgroup_v1), no GPU"),
         (
             [a100(), a100("GPU-1"), l4()],
-            "AMD EPYC \u00d72 (2 cores), 1.0 GiB limit (cgroup_v1), "
+            "AMD EPYC \u00d72 (2 cores), 1 GiB limit (cgroup_v1), "
             "2\u00d7 NVIDIA A100-SXM4-40GB + 1\u00d7 NVIDIA L4",
         ),
     ],
@@ -232,7 +239,10 @@ def test_summary_line_without_limit_names_node_ram(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(512, "512 B"), (1536, "1.5 KiB"), (GIB, "1.0 GiB"), (5 * 1024**4, "5.0 TiB")],
+    [
+        (512, "512 B"), (1536, "1.5 KiB"), (GIB, "1 GiB"), (5 * 1024**4, "5 TiB"),
+        (25 * 10**9, "23.3 GiB"),
+    ],
 )
 def test_format_bytes(value: int, text: str) -> None:
     assert text == format_bytes(value)
