@@ -34,20 +34,17 @@ def appended_again(name: str, run_idx: int) -> str:
     )
 
 
-def find_duplicate(
-    data: dict[str, Any], name: str, run: dict[str, Any], found: list[tuple[str, int]]
-) -> None:
-    """Note ``(name, k)`` when the stage on disk already holds a run ``k > 0``.
+def find_duplicate(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
+    """Whether stage ``name`` on disk already holds a run ``k > 0`` of ``run``'s index ``k``.
 
     Sequential appends keep the runs in order, so only a stage whose last run_idx is
     not below ``k`` is searched: the common save costs one look at the last run.
     """
     k = run.get("run_idx")
     if not isinstance(k, int) or k <= 0 or not is_stage(data.get(name)):
-        return
+        return False
     runs = data[name]["runs"]
     last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
     if isinstance(last, int) and last < k:
-        return
-    if any(isinstance(r, dict) and r.get("run_idx") == k for r in runs):
-        found.append((name, k))
+        return False
+    return any(isinstance(r, dict) and r.get("run_idx") == k for r in runs)

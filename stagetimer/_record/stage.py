@@ -12,7 +12,8 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 from stagetimer._errors import InvalidRecordError
 from stagetimer._format import AUTO_RESUME_SUFFIX
 from stagetimer._format import MAX_RUN_IDX as _MAX
-from stagetimer._record.recorder import Recorder, recording_disabled, resolve_recorder
+from stagetimer._record.disabled import recording_disabled
+from stagetimer._record.recorder import Recorder, resolve_recorder
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
 
 __all__ = ["BoundTimedFunction", "TimedFunction", "record_timing", "stage", "timed_stage"]
@@ -83,9 +84,7 @@ def record_timing(
     check_seconds(seconds)
     if recording_disabled():
         return
-    resolve_recorder(recorder).record(
-        name, float(seconds), run_idx=run_idx, label=label, metadata=copied
-    )
+    resolve_recorder(recorder)._record_checked(name, float(seconds), run_idx, label, None, copied)
 
 
 def stage(
@@ -163,13 +162,8 @@ class Stage:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.seconds = seconds = perf_counter() - self._t0
         if exc_type is None and self._target is not None:
-            self._target.record(
-                self.name,
-                seconds,
-                run_idx=self.run_idx,
-                label=self.label,
-                started_at=self._wall0,
-                metadata=self.metadata,
+            self._target._record_checked(
+                self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata
             )
 
     async def __aenter__(self) -> Stage:
