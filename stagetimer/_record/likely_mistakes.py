@@ -6,11 +6,43 @@ stored by the rules as they stand (docs/format.md, "Replacement rules").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import attrs
 
 from stagetimer._store.rules import is_stage
 
-__all__ = ["appended_again", "find_duplicate", "unindexed_again"]
+__all__ = ["LikelyMistakes", "appended_again", "find_duplicate", "unindexed_again"]
+
+
+@attrs.define(eq=False)
+class LikelyMistakes:
+    """One recorder's likely mistakes, each said once per stage through ``warn``."""
+
+    policy: str
+    warn: Callable[[str], None]
+    # Stages (with their label under upsert) recorded without run_idx, and the
+    # (stage, kind) pairs already said.
+    _unindexed: set[tuple[str, str | None]] = attrs.field(factory=set, init=False)
+    _said: set[tuple[str, str]] = attrs.field(factory=set, init=False)
+
+    def recorded_unindexed(self, name: str, label: str | None) -> None:
+        """A record without run_idx; said when it replaces one this recorder recorded."""
+        key = (name, label if self.policy == "upsert" else None)
+        if key not in self._unindexed:
+            self._unindexed.add(key)
+            return
+        self._say(name, "unindexed", unindexed_again(name))
+
+    def appended_again(self, name: str, run_idx: int) -> None:
+        """Under ``sequential``: a run k > 0 appended beside a run k already on disk."""
+        self._say(name, "duplicate", appended_again(name, run_idx))
+
+    def _say(self, name: str, kind: str, message: str) -> None:
+        if (name, kind) not in self._said:
+            self._said.add((name, kind))
+            self.warn(message)
 
 
 def unindexed_again(name: str) -> str:

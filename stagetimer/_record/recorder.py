@@ -31,11 +31,10 @@ import attrs
 from stagetimer._errors import InvalidRecordError, NoActiveRecorderError, StageTimerWarning
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
-from stagetimer._record.likely_mistakes import appended_again, unindexed_again
+from stagetimer._record.likely_mistakes import LikelyMistakes
 from stagetimer._record.pending import Finished, Pending, utc_iso
 from stagetimer._record.reentry import defer, reentered, section
 from stagetimer._record.saver import (
-    AppendedAgain,
     HandedBack,
     KeptPending,
     Outcome,
@@ -125,10 +124,7 @@ class Recorder:
         default=None, kw_only=True, validator=check_expected_runs
     )
     _saver: Saver = attrs.field(init=False, repr=False)
-    # Stages (with their label under upsert) this recorder recorded without run_idx, and
-    # the stages it has warned about: each likely mistake is said once per stage.
-    _unindexed: set[tuple[str, str | None]] = attrs.field(factory=set, init=False, repr=False)
-    _warned: set[tuple[str, str]] = attrs.field(factory=set, init=False, repr=False)
+    _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
@@ -139,6 +135,7 @@ class Recorder:
         if not self.resume_partial_runs and self.completed_runs is not None:
             raise ValueError("completed_runs is only meaningful with resume_partial_runs=True")
         self._saver = self._new_saver()
+        self._mistakes = LikelyMistakes(self.policy, self._warn)
         _instances.add(self)
 
     def _new_saver(self) -> Saver:
@@ -221,7 +218,7 @@ class Recorder:
     ) -> None:
         """``record`` for arguments its caller checked (``stage``, ``record_timing``)."""
         if run_idx is None:
-            self._note_unindexed(name, label)
+            self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else utc_iso(started_at)
         pending = Pending(Finished(name, seconds, run_idx, label, iso, metadata))
         # Registered first (two atomic operations): from here on an interrupt cannot
@@ -299,10 +296,12 @@ class Recorder:
             if outcome.rescued is None:
                 raise outcome.error
         elif not isinstance(outcome, HandedBack):
-            self._warn_appended_again(outcome.appended_again)
+            for again in outcome.appended_again:
+                self._mistakes.appended_again(again.stage, again.run_idx)
 
     def _report_refused(self, outcome: Refused) -> None:
-        self._warn_appended_again(outcome.appended_again)
+        for again in outcome.appended_again:
+            self._mistakes.appended_again(again.stage, again.run_idx)
         if outcome.rescued is not None:
             self._warn(f"{outcome.error}; {outcome.rescued}")
 
@@ -321,26 +320,6 @@ class Recorder:
     def _reset_in_child(self) -> None:
         """After fork: the parent's pending records, rescue file and locks are not ours."""
         self._saver = self._new_saver()
-
-    # -- likely mistakes -------------------------------------------------------
-
-    def _note_unindexed(self, name: str, label: str | None) -> None:
-        """Warn once when this recorder replaces an un-indexed stage it recorded itself."""
-        key = (name, label if self.policy == "upsert" else None)
-        if key not in self._unindexed:
-            self._unindexed.add(key)
-            return
-        if (name, "unindexed") not in self._warned:
-            self._warned.add((name, "unindexed"))
-            self._warn(unindexed_again(name))
-
-    def _warn_appended_again(self, found: tuple[AppendedAgain, ...]) -> None:
-        """Under ``sequential``: a run k > 0 appended beside a run k already on disk."""
-        for again in found:
-            if (again.stage, "duplicate") in self._warned:
-                continue
-            self._warned.add((again.stage, "duplicate"))
-            self._warn(appended_again(again.stage, again.run_idx))
 
     def _warn(self, message: str) -> None:
         """One ``StageTimerWarning``, attributed to the first caller outside stagetimer."""

@@ -183,13 +183,7 @@ class Saver:
         try:
             written = self._write()
         except Exception as exc:
-            self._settle()
-            if self.settings.strict and waiting is not None:
-                self.pending = [p for p in self.pending if p is not waiting]
-                self._rescue.write(self.pending, [])
-                return HandedBack(exc)
-            where = self._rescue.write(self.pending, [])
-            return KeptPending(exc, newest, len(self.pending), where)
+            return self._failed(exc, waiting, newest)
         except BaseException:
             self.make_safe()
             raise
@@ -200,6 +194,17 @@ class Saver:
             return Saved(written.appended_again)
         rescued = where if keep else None
         return Refused(rejections[0].error, rescued, written.appended_again)
+
+    def _failed(
+        self, exc: Exception, waiting: Pending | None, newest: Finished
+    ) -> HandedBack | KeptPending:
+        self._settle()
+        if self.settings.strict and waiting is not None:
+            self.pending = [p for p in self.pending if p is not waiting]
+            self._rescue.write(self.pending, [])
+            return HandedBack(exc)
+        where = self._rescue.write(self.pending, [])
+        return KeptPending(exc, newest, len(self.pending), where)
 
     def give_up(self) -> None:
         """Stop saving what is pending: it lives on in the rescue file, no longer rewritten."""
