@@ -24,24 +24,14 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from stagetimer._errors import InvalidRecordError, NoActiveRecorderError, StageTimerWarning
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
-from stagetimer._record.likely_mistakes import LikelyMistakes
-from stagetimer._record.pending import Finished, Pending, utc_iso
 from stagetimer._record.reentry import defer, reentered, section
-from stagetimer._record.saver import (
-    HandedBack,
-    KeptPending,
-    Outcome,
-    Refused,
-    Saver,
-    SaverSettings,
-)
 from stagetimer._record.settings import (
     as_path,
     check_completed_runs,
@@ -51,6 +41,16 @@ from stagetimer._record.settings import (
     check_timeout,
 )
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
+
+if TYPE_CHECKING:
+    from stagetimer._record.likely_mistakes import LikelyMistakes
+    from stagetimer._record.pending import Pending
+    from stagetimer._record.saver import Outcome, Refused, Saver
+
+# The save path (saver.py and the modules it needs: pending, likely_mistakes,
+# rescue_file, the sidecar readers and writers) is imported by the first recorder, not by
+# ``import stagetimer``: its classes cost milliseconds to build (benchmarks/run.py,
+# "import stagetimer"). Hence the imports inside the methods below.
 
 __all__ = ["Recorder", "resolve_recorder"]
 
@@ -134,11 +134,15 @@ class Recorder:
             )
         if not self.resume_partial_runs and self.completed_runs is not None:
             raise ValueError("completed_runs is only meaningful with resume_partial_runs=True")
+        from stagetimer._record.likely_mistakes import LikelyMistakes
+
         self._saver = self._new_saver()
         self._mistakes = LikelyMistakes(self.policy, self._warn)
         _instances.add(self)
 
     def _new_saver(self) -> Saver:
+        from stagetimer._record.saver import Saver, SaverSettings
+
         return Saver(
             SaverSettings(
                 self.directory, self.policy, self.strict, self.lock_timeout,
@@ -217,6 +221,8 @@ class Recorder:
         metadata: dict[str, Any] | None,
     ) -> None:
         """``record`` for arguments its caller checked (``stage``, ``record_timing``)."""
+        from stagetimer._record.pending import Finished, Pending, utc_iso
+
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else utc_iso(started_at)
@@ -245,6 +251,8 @@ class Recorder:
 
     def _save_now(self, pending: Pending) -> None:
         """A stage's own save: its caller gets a refusal (and, if strict, a failure)."""
+        from stagetimer._record.saver import HandedBack, Refused
+
         saver = self._saver
         with saver.lock:
             outcome = saver.save(waiting=pending)
@@ -265,6 +273,8 @@ class Recorder:
                 self._track()
 
     def _close_now(self) -> None:
+        from stagetimer._record.saver import KeptPending
+
         saver = self._saver
         with saver.lock:
             if not saver.pending:
@@ -284,6 +294,8 @@ class Recorder:
 
     def _report(self, outcome: Outcome) -> None:
         """Warn about an outcome nobody waits for; a strict recorder raises a refusal."""
+        from stagetimer._record.saver import HandedBack, KeptPending, Refused
+
         if isinstance(outcome, KeptPending):
             finished = outcome.newest
             self._warn(
