@@ -22,7 +22,8 @@ from stagetimer._errors import (
     StageTimerWarning,
 )
 from stagetimer._record.recorder import Recorder
-from stagetimer._record.stage import TimedFunction, record_timing, stage, timed_stage
+from stagetimer._record.stage import record_timing, stage
+from stagetimer._record.timed import TimedFunction, timed_stage
 
 if TYPE_CHECKING:
     from stagetimer._analysis.compare import Comparison, compare

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "AUTO_RESUME_SUFFIX",
+    "CONTINUED_STAGES",
     "HARDWARE_FILE",
     "LEGACY_KEYS",
     "MAX_BYTES",
@@ -22,6 +23,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "TIMINGS_FILE",
     "TRAINING_SUFFIX",
+    "can_continue",
+    "continued_stage",
 ]
 
 #: The two sidecars of an artifact directory.
@@ -50,6 +53,27 @@ POLICIES = ("sequential", "upsert")
 #: A training stage's name ends so; a continuation's is its stage's name plus the other.
 TRAINING_SUFFIX = "_train"
 AUTO_RESUME_SUFFIX = "_auto_resume"
+#: The stages besides training stages that a continuation (``<stage>_auto_resume``) repeats.
+CONTINUED_STAGES = ("checkpoint_save", "nashconv")
+
+
+def can_continue(name: str) -> bool:
+    """Whether stage ``name`` may have a continuation, ``<name>_auto_resume``: a training
+    stage (a name ending in ``_train``, ``_train`` alone naming no algorithm),
+    ``checkpoint_save`` or ``nashconv``. The one rule for writers and readers alike."""
+    return (name.endswith(TRAINING_SUFFIX) and name != TRAINING_SUFFIX) or (
+        name in CONTINUED_STAGES
+    )
+
+
+def continued_stage(name: str) -> str | None:
+    """The stage ``name`` continues (``x`` for ``x_auto_resume`` when ``x`` may have a
+    continuation, see ``can_continue``), else None: ``evaluate_auto_resume`` is a stage
+    of its own."""
+    if not name.endswith(AUTO_RESUME_SUFFIX):
+        return None
+    base = name[: -len(AUTO_RESUME_SUFFIX)]
+    return base if can_continue(base) else None
 
 #: The largest run index: JSON readers in other languages read integers as int64.
 MAX_RUN_IDX = 2**63 - 1

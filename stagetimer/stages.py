@@ -3,7 +3,9 @@
 A training stage is a name of :data:`TRAINING_STAGES` or any valid stage name ending
 in ``_train`` (your own algorithm's ``cfr_train``). A training stage,
 ``checkpoint_save`` and ``nashconv`` have an auto-resume companion, the stage a
-NashConv-triggered continuation records:
+NashConv-triggered continuation records; no other stage has one. The same rule holds
+for ``@timed_stage``'s ``.auto_resume`` and for every reader (``to_records``, the
+report's picture): ``evaluate_auto_resume`` is a stage of its own, not a continuation.
 
 >>> from stagetimer import stages
 >>> stages.auto_resume("ippo_train")
@@ -14,7 +16,13 @@ NashConv-triggered continuation records:
 
 from __future__ import annotations
 
-from stagetimer._format import AUTO_RESUME_SUFFIX, TRAINING_SUFFIX
+from stagetimer._errors import InvalidRecordError
+from stagetimer._format import (
+    AUTO_RESUME_SUFFIX,
+    CONTINUED_STAGES,
+    TRAINING_SUFFIX,
+    can_continue,
+)
 from stagetimer._store.validate import check_name
 
 __all__ = [
@@ -47,7 +55,7 @@ TRAINING_STAGES: tuple[str, ...] = (
 )
 OTHER_STAGES: tuple[str, ...] = ("checkpoint_save", "nashconv", "satisfaction", "alpharank")
 #: The catalogue's stages a NashConv-triggered continuation repeats (any training stage does).
-AUTO_RESUMABLE_STAGES: frozenset[str] = frozenset((*TRAINING_STAGES, "checkpoint_save", "nashconv"))
+AUTO_RESUMABLE_STAGES: frozenset[str] = frozenset((*TRAINING_STAGES, *CONTINUED_STAGES))
 
 
 def is_training(name: str) -> bool:
@@ -55,10 +63,12 @@ def is_training(name: str) -> bool:
     ``_train`` (``cfr_train``; ``_train`` alone names no algorithm)."""
     if name in TRAINING_STAGES:
         return True
-    if not isinstance(name, str) or not name.endswith(TRAINING_SUFFIX):
+    if not isinstance(name, str) or not name.endswith(TRAINING_SUFFIX) or name == TRAINING_SUFFIX:
         return False
-    if name == TRAINING_SUFFIX:
-        return False
+    return _is_valid(name)
+
+
+def _is_valid(name: object) -> bool:
     try:
         check_name(name)
     except ValueError:
@@ -69,13 +79,16 @@ def is_training(name: str) -> bool:
 def auto_resume(name: str) -> str:
     """``<name>_auto_resume`` for a training stage, ``checkpoint_save`` or ``nashconv``.
 
-    Any other name (``alpharank``, ``satisfaction``, a companion itself) raises ``ValueError``.
+    Any other name (``alpharank``, ``satisfaction``, a companion itself) raises
+    ``InvalidRecordError`` (a ``ValueError``), as ``.auto_resume`` of a function decorated
+    with ``@timed_stage`` for such a stage does.
     """
-    if name not in AUTO_RESUMABLE_STAGES and not is_training(name):
-        raise ValueError(
+    if not isinstance(name, str) or not can_continue(name) or not _is_valid(name):
+        raise InvalidRecordError(
             f"{name!r} has no auto-resume companion: expected a training stage (one of "
             f"stages.TRAINING_STAGES, or any valid name ending in {TRAINING_SUFFIX!r}), "
-            "'checkpoint_save' or 'nashconv'"
+            "'checkpoint_save' or 'nashconv'",
+            name,
         )
     return name + AUTO_RESUME_SUFFIX
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._escape import escape_text
-from stagetimer._format import AUTO_RESUME_SUFFIX
+from stagetimer._format import continued_stage
 from stagetimer._store.records import RunTiming
 from stagetimer.hardware import Hardware
 
@@ -90,8 +90,9 @@ def records_from(artifacts: Iterable[Artifact]) -> list[dict[str, Any]]:
         described = artifact.hardware.hardware
         summaries: dict[str | None, tuple[Any, ...]] = {}
         for name, stage in artifact.timings.stages.items():
-            resumed = name.endswith(AUTO_RESUME_SUFFIX)
-            base = name.removesuffix(AUTO_RESUME_SUFFIX)
+            continued = continued_stage(name)  # evaluate_auto_resume continues nothing
+            resumed = continued is not None
+            base = name if continued is None else continued
             for run in stage.runs:
                 hw = summaries.get(run.hardware_id)
                 if hw is None:
@@ -116,8 +117,10 @@ def records_from(artifacts: Iterable[Artifact]) -> list[dict[str, Any]]:
 def to_records(*paths: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """One dict per run of every artifact directory at or under ``paths``.
 
-    Keys: ``artifact`` (the directory), ``stage``, ``base_stage`` (without
-    ``_auto_resume``), ``auto_resume``, ``run_idx``, ``label``, ``seconds``,
+    Keys: ``artifact`` (the directory), ``stage``, ``base_stage`` (the stage a
+    continuation ``<stage>_auto_resume`` continues, else ``stage``), ``auto_resume``
+    (whether it is such a continuation: only of a training stage, ``checkpoint_save`` or
+    ``nashconv``), ``run_idx``, ``label``, ``seconds``,
     ``started_at``, ``hardware_id``, ``job_id``, the hardware summary (``cpu_model``,
     ``logical_cpus``, ``physical_cores``, ``memory_limit_bytes``, ``gpu_count``,
     ``gpu_name`` — distinct names joined by `` + `` —, ``gpu_peak_bandwidth_bytes_per_s``

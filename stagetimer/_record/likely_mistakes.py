@@ -6,11 +6,43 @@ stored by the rules as they stand (docs/format.md, "Replacement rules").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import attrs
 
 from stagetimer._store.rules import is_stage
 
-__all__ = ["appended_again", "find_duplicate", "unindexed_again"]
+__all__ = ["LikelyMistakes", "appended_again", "find_duplicate", "unindexed_again"]
+
+
+@attrs.define(eq=False)
+class LikelyMistakes:
+    """One recorder's likely mistakes, each said once per stage through ``warn``."""
+
+    policy: str
+    warn: Callable[[str], None]
+    # Stages (with their label under upsert) recorded without run_idx, and the
+    # (stage, kind) pairs already said.
+    _unindexed: set[tuple[str, str | None]] = attrs.field(factory=set, init=False)
+    _said: set[tuple[str, str]] = attrs.field(factory=set, init=False)
+
+    def recorded_unindexed(self, name: str, label: str | None) -> None:
+        """A record without run_idx; said when it replaces one this recorder recorded."""
+        key = (name, label if self.policy == "upsert" else None)
+        if key not in self._unindexed:
+            self._unindexed.add(key)
+            return
+        self._say(name, "unindexed", unindexed_again(name))
+
+    def appended_again(self, name: str, run_idx: int) -> None:
+        """Under ``sequential``: a run k > 0 appended beside a run k already on disk."""
+        self._say(name, "duplicate", appended_again(name, run_idx))
+
+    def _say(self, name: str, kind: str, message: str) -> None:
+        if (name, kind) not in self._said:
+            self._said.add((name, kind))
+            self.warn(message)
 
 
 def unindexed_again(name: str) -> str:
@@ -34,20 +66,17 @@ def appended_again(name: str, run_idx: int) -> str:
     )
 
 
-def find_duplicate(
-    data: dict[str, Any], name: str, run: dict[str, Any], found: list[tuple[str, int]]
-) -> None:
-    """Note ``(name, k)`` when the stage on disk already holds a run ``k > 0``.
+def find_duplicate(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
+    """Whether stage ``name`` on disk already holds a run ``k > 0`` of ``run``'s index ``k``.
 
     Sequential appends keep the runs in order, so only a stage whose last run_idx is
     not below ``k`` is searched: the common save costs one look at the last run.
     """
     k = run.get("run_idx")
     if not isinstance(k, int) or k <= 0 or not is_stage(data.get(name)):
-        return
+        return False
     runs = data[name]["runs"]
     last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
     if isinstance(last, int) and last < k:
-        return
-    if any(isinstance(r, dict) and r.get("run_idx") == k for r in runs):
-        found.append((name, k))
+        return False
+    return any(isinstance(r, dict) and r.get("run_idx") == k for r in runs)

@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import time
 from typing import Any
 
-from stagetimer._store.rescue import build_run
+import attrs
 
-__all__ = ["Pending", "reset_after_fork", "this_hardware", "utc_iso"]
+from stagetimer._format import RUN_FIELDS
 
-_live_hardware: tuple[str, dict[str, Any]] | None = None
+__all__ = ["Finished", "LiveHardware", "Pending", "build_run", "this_hardware", "utc_iso"]
 
 
-def this_hardware() -> tuple[str, dict[str, Any]]:
-    """This process's (hardware_id, description), captured once (per forked child too)."""
+@attrs.frozen
+class LiveHardware:
+    """This process's hardware: its ``hardware_id`` and the description stored under it."""
+
+    id: str
+    description: dict[str, Any]
+
+
+_live_hardware: LiveHardware | None = None
+
+
+def this_hardware() -> LiveHardware:
+    """This process's hardware, captured once (per forked child too)."""
     global _live_hardware
     if _live_hardware is None:
         from stagetimer.hardware import capture_hardware, description, hardware_id
 
         hw = capture_hardware()
-        _live_hardware = (hardware_id(hw), description(hw))
+        _live_hardware = LiveHardware(hardware_id(hw), description(hw))
     return _live_hardware
 
 
@@ -30,33 +44,78 @@ def utc_iso(timestamp: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
 
 
+def build_run(
+    finished: Finished, hardware_id: str | None, job: dict[str, str] | None
+) -> dict[str, Any]:
+    """One run as ``timings.json`` stores it, keys in the file's order (``RUN_FIELDS``)."""
+    values = (
+        finished.seconds, hardware_id, finished.run_idx, finished.label, finished.started_at, job
+    )
+    run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
+    if finished.metadata:
+        run.update(finished.metadata)
+    return run
+
+
+@attrs.frozen
+class Finished:
+    """What a finished stage recorded, checked: its name, duration and the run's fields."""
+
+    name: str
+    seconds: float
+    run_idx: int | None
+    label: str | None
+    started_at: str | None  # UTC, ``utc_iso``
+    metadata: dict[str, Any] | None
+
+
+@attrs.define(eq=False)
 class Pending:
-    """One finished run waiting to be saved; its hardware is filled in by the first save."""
+    """One finished run waiting to be saved; its hardware is filled in by the first save.
 
-    __slots__ = ("attempted", "fields", "hardware", "hardware_id", "name", "run")
+    ``attempted``: it went through a write whose outcome may be unknown (an interrupt),
+    so a save first looks whether the file already holds it.
+    """
 
-    def __init__(self, name: str, fields: tuple[Any, ...]) -> None:
-        self.name = name
-        self.fields = fields  # (seconds, run_idx, label, started_at, metadata)
-        self.run: dict[str, Any] | None = None
-        self.hardware_id: str | None = None
-        self.hardware: dict[str, Any] | None = None
-        self.attempted = False  # went through a write whose outcome may be unknown
+    finished: Finished
+    run: dict[str, Any] | None = None
+    hardware: LiveHardware | None = None
+    attempted: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.finished.name
 
     def resolve(self) -> dict[str, Any]:
+        """The run as stored, with this process's hardware and job (captured once)."""
         if self.run is None:
-            hw_id, hw = this_hardware()
-            seconds, run_idx, label, started_at, metadata = self.fields
+            hardware = this_hardware()
             from stagetimer.hardware import job_identity
 
-            self.hardware_id, self.hardware = hw_id, hw
-            self.run = build_run(
-                seconds, hw_id, run_idx, label, started_at, job_identity(), metadata
-            )
+            self.hardware = hardware
+            self.run = build_run(self.finished, hardware.id, job_identity())
         return self.run
 
+    def run_or_bare(self) -> dict[str, Any]:
+        """The run as stored; without hardware or job when capturing them fails."""
+        try:
+            return self.resolve()
+        except Exception:  # the hardware capture itself failed: keep the run without it
+            return build_run(self.finished, None, None)
 
-def reset_after_fork() -> None:
+
+def _reset_after_fork() -> None:
     """In a forked child: capture again (the child may have set its own affinity)."""
     global _live_hardware
     _live_hardware = None
+    if "stagetimer.hardware._capture" in sys.modules:
+        from stagetimer.hardware import _capture
+
+        # The capture's own cache too. Its lock may have been copied held by a thread the
+        # child does not have. (This belongs in hardware/_capture.py's own at-fork hook.)
+        _capture._live_lock = threading.Lock()
+        _capture.clear_cache()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

@@ -1,15 +1,16 @@
 """Recorder: owns one artifact directory and saves each finished stage into its sidecars.
 
+The recorder is the facade: its settings, ``with rec:``, ``record``, ``close``,
+``pending`` and pickling. Saving is its ``Saver``'s (``saver.py``), whose every attempt
+ends in one named outcome; the recorder turns an outcome into a warning or an error.
 How a process's life is handled (see docs/guarantees.md):
 
 - A record whose save failed stays pending and is, before the stage returns, in the
-  recorder's rescue file (``_rescue``), which each later save rewrites or removes.
-- A save runs as this thread's section (``_section``): a stage recorded from a signal
+  recorder's rescue file (``rescue_file.py``), which each later save rewrites or removes.
+- A save runs as this thread's section (``reentry.py``): a stage recorded from a signal
   handler inside a save is queued, never waits, and is saved before that save returns.
-- Whether an interrupted write reached the disk is read back from its ``Attempt``;
-  records that went through a write are never applied twice (an identical run already
-  in the stage is taken as theirs).
-- ``fork()``: the child drops the parent's pending records, locks and caches.
+- ``fork()``: the child's recorders drop the parent's pending records; each module resets
+  its own state (locks, caches) with its own ``os.register_at_fork`` hook.
 """
 
 from __future__ import annotations
@@ -20,20 +21,16 @@ import functools
 import os
 import sys
 import threading
-import time
 import warnings
 import weakref
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from stagetimer._errors import InvalidRecordError, NoActiveRecorderError, StageTimerWarning
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._record import pending as _pending_module
-from stagetimer._record import reentry as _section
-from stagetimer._record.likely_mistakes import appended_again, find_duplicate, unindexed_again
-from stagetimer._record.pending import Pending, utc_iso
+from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.reentry import defer, reentered, section
 from stagetimer._record.settings import (
     as_path,
@@ -43,20 +40,19 @@ from stagetimer._record.settings import (
     check_policy,
     check_timeout,
 )
-from stagetimer._store.lock import reset_after_fork
-from stagetimer._store.parse import parse_hardware, parse_timings
-from stagetimer._store.rescue import Rescue, run_is_stored
-from stagetimer._store.rules import apply_run, keep_completed_prefix
-from stagetimer._store.sidecar import (
-    Attempt,
-    TimingsCache,
-    add_hardware,
-    dumps_hardware,
-    timings_bytes,
-    update_file,
-)
+from stagetimer._store.validate import check_record, check_seconds, copy_metadata
 
-__all__ = ["Recorder", "active_recorder", "recording_disabled", "resolve_recorder"]
+if TYPE_CHECKING:
+    from stagetimer._record.likely_mistakes import LikelyMistakes
+    from stagetimer._record.pending import Pending
+    from stagetimer._record.saver import Outcome, Refused, Saver
+
+# The save path (saver.py and the modules it needs: pending, likely_mistakes,
+# rescue_file, the sidecar readers and writers) is imported by the first recorder, not by
+# ``import stagetimer``: its classes cost milliseconds to build (benchmarks/run.py,
+# "import stagetimer"). Hence the imports inside the methods below.
+
+__all__ = ["Recorder", "resolve_recorder"]
 
 _stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
     "stagetimer_recorders", default=()
@@ -70,32 +66,6 @@ _with_pending: set[Recorder] = set()
 # Every recorder of this process, for the reset in a forked child.
 _instances: weakref.WeakSet[Recorder] = weakref.WeakSet()
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-_DISABLE = "STAGETIMER_DISABLE"
-# os.environ.get encodes the key and decodes the value on every call (~0.8 µs, half a
-# disabled stage); os.environ keeps the encoded mapping it updates in ``_data``
-# (CPython's os.py), which is read here directly when present.
-_environ_data: Any = getattr(os.environ, "_data", None)
-_disable_key: Any = None
-_ONE: Any = None
-if _environ_data is not None:
-    _disable_key = os.environ.encodekey(_DISABLE)
-    _ONE = os.environ.encodevalue("1")
-
-
-def recording_disabled() -> bool:
-    """``STAGETIMER_DISABLE=1`` (or true/yes/on) turns recording off."""
-    if _environ_data is not None:
-        raw = _environ_data.get(_disable_key)
-        if raw is None:
-            return False
-        if raw == _ONE:
-            return True
-        value: str | None = os.environ.decodevalue(raw)
-    else:
-        value = os.environ.get(_DISABLE)
-    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
 
 
 def _restore(settings: dict[str, Any]) -> Recorder:
@@ -153,22 +123,8 @@ class Recorder:
     expected_runs: int | None = attrs.field(
         default=None, kw_only=True, validator=check_expected_runs
     )
-    _pending: list[Pending] = attrs.field(factory=list, init=False, repr=False)
-    _resume_done: bool = attrs.field(default=False, init=False, repr=False)
-    _hardware_stat: tuple[int, int, int] | None = attrs.field(default=None, init=False, repr=False)
-    _hardware_known: set[str] = attrs.field(factory=set, init=False, repr=False)
-    _mutex: threading.RLock = attrs.field(factory=threading.RLock, init=False, repr=False)
-    _cache: TimingsCache = attrs.field(factory=TimingsCache, init=False, repr=False)
-    # (the write, the records it holds, whether it truncated): until settled
-    _inflight: tuple[Attempt, list[Pending], bool] | None = attrs.field(
-        default=None, init=False, repr=False
-    )
-    _rescue: Rescue = attrs.field(init=False, repr=False)
-    _swept: set[str] = attrs.field(factory=set, init=False, repr=False)  # files it cleared
-    # Stages (with their label under upsert) this recorder recorded without run_idx, and
-    # the stages it has warned about: each likely mistake is said once per stage.
-    _unindexed: set[tuple[str, str | None]] = attrs.field(factory=set, init=False, repr=False)
-    _warned: set[tuple[str, str]] = attrs.field(factory=set, init=False, repr=False)
+    _saver: Saver = attrs.field(init=False, repr=False)
+    _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
@@ -178,8 +134,21 @@ class Recorder:
             )
         if not self.resume_partial_runs and self.completed_runs is not None:
             raise ValueError("completed_runs is only meaningful with resume_partial_runs=True")
-        self._rescue = Rescue(self.directory, self.policy, self.expected_runs)
+        from stagetimer._record.likely_mistakes import LikelyMistakes
+
+        self._saver = self._new_saver()
+        self._mistakes = LikelyMistakes(self.policy, self._warn)
         _instances.add(self)
+
+    def _new_saver(self) -> Saver:
+        from stagetimer._record.saver import Saver, SaverSettings
+
+        return Saver(
+            SaverSettings(
+                self.directory, self.policy, self.strict, self.lock_timeout,
+                self.expected_runs, self.completed_runs,
+            )
+        )
 
     def __reduce__(self) -> tuple[Callable[[dict[str, Any]], Recorder], tuple[dict[str, Any]]]:
         settings = {
@@ -193,17 +162,6 @@ class Recorder:
         }
         return _restore, (settings,)
 
-    def _reset_in_child(self) -> None:
-        """After fork: the parent's pending records, rescue file and locks are not ours."""
-        self._pending = []
-        self._inflight = None
-        self._mutex = threading.RLock()
-        self._cache = TimingsCache()
-        self._hardware_stat = None
-        self._hardware_known = set()
-        self._swept = set()
-        self._rescue = Rescue(self.directory, self.policy, self.expected_runs)
-
     @property
     def timings_path(self) -> str:
         return os.path.join(self.directory, TIMINGS_FILE)
@@ -215,7 +173,7 @@ class Recorder:
     @property
     def pending(self) -> int:
         """How many finished records are waiting to be saved."""
-        return len(self._pending)
+        return len(self._saver.pending)
 
     def __enter__(self) -> Recorder:
         _stack.set((*_stack.get(), self))
@@ -230,8 +188,6 @@ class Recorder:
         _stack.set(tuple(stack))
         self.close()
 
-    # -- saving ------------------------------------------------------------
-
     def record(
         self,
         name: str,
@@ -240,59 +196,50 @@ class Recorder:
         run_idx: int | None = None,
         label: str | None = None,
         started_at: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Save one validated run now (arguments must already be checked).
+        """Save one run of stage ``name`` now, applying the replacement rules.
 
+        The arguments are checked as ``record_timing`` checks them (``InvalidRecordError``,
+        nothing written); ``started_at`` is None or a Unix time (``time.time()``).
         Called while this thread is already saving (from a signal handler), the run is
         queued and saved before that save returns.
         """
+        check_record(name, run_idx, label, {})
+        copied = None if metadata is None else copy_metadata(check_metadata_mapping(metadata))
+        seconds = check_seconds(seconds)
+        check_started_at(started_at)
+        self._record_checked(name, seconds, run_idx, label, started_at, copied)
+
+    def _record_checked(
+        self,
+        name: str,
+        seconds: float,
+        run_idx: int | None,
+        label: str | None,
+        started_at: float | None,
+        metadata: dict[str, Any] | None,
+    ) -> None:
+        """``record`` for arguments its caller checked (``stage``, ``record_timing``)."""
+        from stagetimer._record.pending import Finished, Pending, utc_iso
+
         if run_idx is None:
-            self._note_unindexed(name, label)
+            self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else utc_iso(started_at)
-        pending = Pending(name, (seconds, run_idx, label, iso, metadata))
+        pending = Pending(Finished(name, seconds, run_idx, label, iso, metadata))
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
-        self._pending.append(pending)
+        self._saver.pending.append(pending)
         _with_pending.add(self)
         try:
             if reentered():
                 defer(self)
                 return
-            section(functools.partial(self._record_one, pending))
+            section(functools.partial(self._save_now, pending))
         except BaseException as exc:
             if not isinstance(exc, Exception):
                 self._make_safe()
             raise
-
-    def _note_unindexed(self, name: str, label: str | None) -> None:
-        """Warn once when this recorder replaces an un-indexed stage it recorded itself."""
-        key = (name, label if self.policy == "upsert" else None)
-        if key not in self._unindexed:
-            self._unindexed.add(key)
-            return
-        if (name, "unindexed") not in self._warned:
-            self._warned.add((name, "unindexed"))
-            self._warn(unindexed_again(name))
-
-    def _warn_duplicates(self, duplicates: list[tuple[str, int]]) -> None:
-        """Under ``sequential``: a run k > 0 appended beside a run k already on disk."""
-        for name, run_idx in duplicates:
-            if (name, "duplicate") in self._warned:
-                continue
-            self._warned.add((name, "duplicate"))
-            self._warn(appended_again(name, run_idx))
-
-    def _record_one(self, pending: Pending) -> None:
-        with self._mutex:
-            if self._pending:  # else another thread's save stored it meanwhile
-                self._attempt(pending, raising=True)
-
-    def _flush(self) -> None:
-        """Save what signal handlers queued; a failure warns and rescues, never raises."""
-        with self._mutex:
-            if self._pending:
-                self._attempt(self._pending[-1], raising=False, lenient=True)
 
     def close(self) -> None:
         """Save pending records; what still fails stays in the rescue file, for ``recover``."""
@@ -300,175 +247,91 @@ class Recorder:
             return  # a signal handler inside a save: that save stores everything pending
         section(self._close_now)
 
+    # -- from an attempt's outcome to a warning or an error ------------------
+
+    def _save_now(self, pending: Pending) -> None:
+        """A stage's own save: its caller gets a refusal (and, if strict, a failure)."""
+        from stagetimer._record.saver import HandedBack, Refused
+
+        saver = self._saver
+        with saver.lock:
+            outcome = saver.save(waiting=pending)
+            self._track()
+            if isinstance(outcome, HandedBack):
+                raise outcome.error
+            if isinstance(outcome, Refused):
+                self._report_refused(outcome)
+                raise outcome.error
+            self._report(outcome)
+
+    def _flush(self) -> None:
+        """Save what signal handlers queued; a failure warns and rescues, never raises."""
+        saver = self._saver
+        with saver.lock:
+            if saver.pending:
+                self._report(saver.save())
+                self._track()
+
     def _close_now(self) -> None:
-        with self._mutex:
-            if not self._pending:
+        from stagetimer._record.saver import KeptPending
+
+        saver = self._saver
+        with saver.lock:
+            if not saver.pending:
                 return
-            try:
-                rejected = self._save()
-            except Exception as exc:
-                self._settle()
-                where = self._rescue.write(self._pending, [])
-                count = len(self._pending)
+            outcome = saver.save()
+            if isinstance(outcome, KeptPending):
                 # Given up: the records live on in the rescue file, which this recorder
                 # no longer rewrites.
-                self._pending = []
-                self._rescue = Rescue(self.directory, self.policy, self.expected_runs)
-                _with_pending.discard(self)
-                self._warn(f"{count} record(s) could not be saved at close: {exc}; {where}")
-                return
-            except BaseException:
-                self._make_safe()
-                raise
-            self._after_save(rejected, raising=False)
+                saver.give_up()
+                self._warn(
+                    f"{outcome.count} record(s) could not be saved at close: "
+                    f"{outcome.error}; {outcome.where}"
+                )
+            else:
+                self._report(outcome)
+            self._track()
 
-    def _attempt(self, newest: Pending, *, raising: bool, lenient: bool = False) -> None:
-        """One save of everything pending; a failure warns once and updates the rescue file."""
-        try:
-            rejected = self._save()
-        except Exception as exc:
-            self._settle()
-            if self.strict and not lenient:
-                self._forget(newest)
-                raise
-            _with_pending.add(self)
-            where = self._rescue.write(self._pending, [])
-            seconds = newest.fields[0]
+    def _report(self, outcome: Outcome) -> None:
+        """Warn about an outcome nobody waits for; a strict recorder raises a refusal."""
+        from stagetimer._record.saver import HandedBack, KeptPending, Refused
+
+        if isinstance(outcome, KeptPending):
+            finished = outcome.newest
             self._warn(
-                f"stage {newest.name!r} finished ({seconds:.3f} s) but could not be saved: "
-                f"{exc}; {len(self._pending)} record(s) kept pending, retried at the next "
-                f"save and at exit; {where}"
+                f"stage {finished.name!r} finished ({finished.seconds:.3f} s) but could not be "
+                f"saved: {outcome.error}; {outcome.count} record(s) kept pending, retried at "
+                f"the next save and at exit; {outcome.where}"
             )
-            return
-        except BaseException:
-            self._make_safe()
-            raise
-        self._after_save(rejected, raising=raising)
+        elif isinstance(outcome, Refused):
+            self._report_refused(outcome)
+            if outcome.rescued is None:
+                raise outcome.error
+        elif not isinstance(outcome, HandedBack):
+            for again in outcome.appended_again:
+                self._mistakes.appended_again(again.stage, again.run_idx)
 
-    def _forget(self, pending: Pending) -> None:
-        self._pending = [p for p in self._pending if p is not pending]
-        self._rescue.write(self._pending, [])
+    def _report_refused(self, outcome: Refused) -> None:
+        for again in outcome.appended_again:
+            self._mistakes.appended_again(again.stage, again.run_idx)
+        if outcome.rescued is not None:
+            self._warn(f"{outcome.error}; {outcome.rescued}")
+
+    def _track(self) -> None:
+        """Kept alive for the save at exit exactly while records are pending."""
+        if self._saver.pending:
+            _with_pending.add(self)
+        else:
+            _with_pending.discard(self)
 
     def _make_safe(self) -> None:
         """After an interrupt: settle the write it cut short, rescue what is still pending."""
-        self._settle()
-        if self._pending:
-            _with_pending.add(self)
-            self._rescue.write(self._pending, [])
+        self._saver.make_safe()
+        self._track()
 
-    def _after_save(
-        self, rejected: list[tuple[Pending, InvalidRecordError]], *, raising: bool
-    ) -> None:
-        """Records the file refuses (their name holds other data) are bad input: raised.
-
-        Lenient recorders first put them in the rescue file, so nothing is lost; at close
-        they are only rescued.
-        """
-        if not self._pending:
-            _with_pending.discard(self)
-        refused = [] if self.strict else [p for p, _ in rejected]
-        where = self._rescue.write(self._pending, refused)
-        if refused:
-            self._warn(f"{rejected[0][1]}; {where}")
-        if rejected and (raising or self.strict):
-            raise rejected[0][1]
-
-    def _settle(self) -> None:
-        """Learn whether the last write reached the disk; drop the records it stored."""
-        inflight = self._inflight
-        if inflight is None:
-            return
-        attempt, records, truncated = inflight
-        if attempt.replaced():
-            stored = {id(p) for p in records}
-            self._pending = [p for p in self._pending if id(p) not in stored]
-            if truncated:
-                self._resume_done = True
-        self._inflight = None
-
-    def _save(self) -> list[tuple[Pending, InvalidRecordError]]:
-        """Save every pending record (hardware first); return those the file refused.
-
-        The first lock taken creates the directory when it is missing.
-        """
-        self._settle()
-        deadline = time.monotonic() + self.lock_timeout  # one budget for the whole save
-        records = list(self._pending)
-        for pending in records:
-            pending.resolve()
-        self._save_hardware({p.hardware_id: p.hardware for p in records})  # type: ignore[misc]
-        rejected: list[tuple[Pending, InvalidRecordError]] = []
-        duplicates: list[tuple[str, int]] = []
-        sequential = self.policy == "sequential"
-        truncate = self.resume_partial_runs and not self._resume_done
-        expected = self.expected_runs
-
-        def change(data: dict[str, Any]) -> bytes | None:
-            rejected.clear()
-            duplicates.clear()
-            if truncate:
-                assert self.completed_runs is not None
-                keep_completed_prefix(data, self.completed_runs)
-            trusted = self._cache.trusted_totals
-            changed = truncate
-            for pending in records:
-                run = pending.run
-                assert run is not None
-                if pending.attempted and run_is_stored(data, pending.name, run):
-                    continue  # an interrupted write of this process stored it already
-                pending.attempted = True
-                if sequential:
-                    find_duplicate(data, pending.name, run, duplicates)
-                try:
-                    apply_run(
-                        data, pending.name, run, self.policy,
-                        trusted_total=pending.name in trusted,
-                    )
-                except InvalidRecordError as exc:
-                    rejected.append((pending, exc))
-                    continue
-                trusted.add(pending.name)
-                changed = True
-                if expected is not None and run.get("run_idx") is not None:
-                    data[pending.name]["expected_runs"] = expected
-            return timings_bytes(data, self._cache) if changed else None
-
-        attempt = Attempt()
-        self._inflight = (attempt, records, truncate)
-        remaining = max(0.0, deadline - time.monotonic())
-        path = self.timings_path
-        update_file(
-            path, parse_timings, change, remaining, self._cache, attempt, path not in self._swept
-        )
-        self._swept.add(path)
-        # Written, or nothing needed writing (every record refused or already stored).
-        attempt.done = True
-        self._settle()
-        if duplicates:
-            self._warn_duplicates(duplicates)
-        return rejected
-
-    def _save_hardware(self, needed: dict[str, dict[str, Any]]) -> None:
-        path = self.hardware_path
-        if needed.keys() <= self._hardware_known:
-            # Entries are never removed: an unchanged file still holds what we confirmed.
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                st = None
-            if st is not None and (st.st_ino, st.st_size, st.st_mtime_ns) == self._hardware_stat:
-                return
-
-        def change(data: dict[str, Any]) -> str | None:
-            return dumps_hardware(data) if add_hardware(data, needed) else None
-
-        update_file(
-            path, parse_hardware, change, self.lock_timeout, sweep=path not in self._swept
-        )
-        self._swept.add(path)
-        st = os.stat(path)
-        self._hardware_stat = (st.st_ino, st.st_size, st.st_mtime_ns)
-        self._hardware_known = set(needed)
+    def _reset_in_child(self) -> None:
+        """After fork: the parent's pending records, rescue file and locks are not ours."""
+        self._saver = self._new_saver()
 
     def _warn(self, message: str) -> None:
         """One ``StageTimerWarning``, attributed to the first caller outside stagetimer."""
@@ -476,12 +339,6 @@ class Recorder:
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
             level, frame = level + 1, frame.f_back  # type: ignore[assignment]
         warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
-
-
-def active_recorder() -> Recorder | None:
-    """The recorder made active by the innermost ``with rec:`` of this context."""
-    stack = _stack.get()
-    return stack[-1] if stack else None
 
 
 def resolve_recorder(recorder: Recorder | None) -> Recorder:
@@ -519,25 +376,12 @@ def _close_all() -> None:
 
 
 def _after_fork_in_child() -> None:
-    """A forked child starts with no lock held and none of the parent's pending records."""
+    """A forked child: no recorder lock is held, none of the parent's records is pending."""
     global _env_guard
     _env_guard = threading.Lock()
     _with_pending.clear()
-    _pending_module.reset_after_fork()
-    _section.reset_after_fork()
-    reset_after_fork()
-    from stagetimer._store import sidecar as _sidecar
-
-    _sidecar.reset_after_fork()
     for rec in list(_instances):
         rec._reset_in_child()
-    if "stagetimer.hardware._capture" in sys.modules:
-        from stagetimer.hardware import _capture
-
-        # The child may run elsewhere (it may set its own affinity): capture again. The
-        # cache's lock may have been copied held by a thread the child does not have.
-        _capture._live_lock = threading.Lock()
-        _capture.clear_cache()
 
 
 if hasattr(os, "register_at_fork"):

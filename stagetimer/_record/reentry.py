@@ -8,6 +8,7 @@ queued on its recorder, never waits, and is saved before the outer section retur
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -16,10 +17,12 @@ from typing import Protocol
 
 from stagetimer._store.lock import release_mine
 
-__all__ = ["defer", "reentered", "reset_after_fork", "section"]
+__all__ = ["Deferrable", "defer", "reentered", "section"]
 
 
-class Saver(Protocol):
+class Deferrable(Protocol):
+    """What a section saves for a record queued while it runs (a ``Recorder``)."""
+
     def _flush(self) -> None: ...  # save what was queued; warns, never raises
 
     def _make_safe(self) -> None: ...  # after an interrupt: rescue what is pending
@@ -47,7 +50,7 @@ def reentered(depth: int = 2) -> bool:
     return False
 
 
-def defer(saver: Saver) -> None:
+def defer(saver: Deferrable) -> None:
     """Have the running section save ``saver``'s queued records before it returns."""
     _local.deferred.append(saver)
 
@@ -61,7 +64,7 @@ def section(work: Callable[[], None]) -> None:
     """
     failure: BaseException | None = None
     while True:
-        deferred: list[Saver] = []
+        deferred: list[Deferrable] = []
         _local.deferred = deferred
         _local.frame = sys._getframe()
         try:
@@ -83,12 +86,16 @@ def section(work: Callable[[], None]) -> None:
         work = functools.partial(_flush_all, list(dict.fromkeys(deferred)))
 
 
-def _flush_all(savers: list[Saver]) -> None:
+def _flush_all(savers: list[Deferrable]) -> None:
     for saver in savers:
         saver._flush()
 
 
-def reset_after_fork() -> None:
+def _reset_after_fork() -> None:
     """In a forked child: no section is running."""
     global _local
     _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

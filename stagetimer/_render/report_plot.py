@@ -26,7 +26,7 @@ from stagetimer._analysis.stats import summarise
 from stagetimer._analysis.tree import relative_paths
 from stagetimer._errors import PlotUnavailableError
 from stagetimer._escape import escape_text
-from stagetimer._format import AUTO_RESUME_SUFFIX
+from stagetimer._format import AUTO_RESUME_SUFFIX, continued_stage
 from stagetimer._render.duration import Unit, unit_for
 from stagetimer._store.rules import is_valid_seconds
 from stagetimer.stages import is_training
@@ -144,10 +144,8 @@ def _rows(reports: Sequence[ArtifactReport]) -> list[_Row]:
         bars: dict[str, _Bar] = {}
         others: dict[str, float] = {}
         for s in report.stages:
-            if s.name.endswith(AUTO_RESUME_SUFFIX):
-                base_name = s.name.removesuffix(AUTO_RESUME_SUFFIX)
-                if base_name in by_name and _family(base_name) is not None:
-                    continue  # drawn as the hatched end of its stage
+            if continued_stage(s.name) in by_name:
+                continue  # a continuation: drawn as the hatched end of its stage
             family = _family(s.name)
             if family is None or family in bars:
                 if s.mean_seconds is not None:

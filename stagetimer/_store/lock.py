@@ -214,3 +214,7 @@ def reset_after_fork() -> None:
                 os.close(gate.fd)
     _gates = {}
     _gates_guard = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=reset_after_fork)

@@ -14,8 +14,6 @@ import contextlib
 import json
 import os
 import stat
-import sys
-import time
 from typing import Any
 
 import attrs
@@ -26,46 +24,19 @@ from stagetimer._format import (
     POLICIES,
     RESCUE_PREFIX,
     RESCUE_SUFFIX,
-    RUN_FIELDS,
     TIMINGS_FILE,
 )
 from stagetimer._store.rules import apply_run, is_stage
-from stagetimer._store.sidecar import (
-    Attempt,
-    add_hardware,
-    dumps_hardware,
-    timings_bytes,
-    update_file,
-    write_atomic,
-)
+from stagetimer._store.sidecar import add_hardware, dumps_hardware, timings_bytes, update_file
 
 __all__ = [
     "Recovered",
-    "Rescue",
-    "build_run",
     "recover",
     "rescue_files",
     "run_is_stored",
 ]
 
 _MAX_BYTES = 256 * 1024 * 1024
-
-
-def build_run(
-    seconds: float,
-    hardware_id: str | None,
-    run_idx: int | None,
-    label: str | None,
-    started_at: str | None,
-    job: dict[str, str] | None,
-    metadata: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """One run as ``timings.json`` stores it, keys in the file's order."""
-    values = (seconds, hardware_id, run_idx, label, started_at, job)
-    run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
-    if metadata:
-        run.update(metadata)
-    return run
 
 
 def run_is_stored(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
@@ -75,94 +46,6 @@ def run_is_stored(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
         return False
     runs: list[Any] = stage["runs"]
     return any(r == run for r in runs)
-
-
-class Rescue:
-    """One recorder's rescue file in this process: its records not yet saved."""
-
-    def __init__(self, directory: str, policy: str, expected_runs: int | None) -> None:
-        self.directory = directory
-        self.policy = policy
-        self.expected_runs = expected_runs
-        self.path: str | None = None
-        self.attempt: Attempt | None = None  # the last write, to clear what an interrupt left
-        self.refused: list[Any] = []  # records the file refuses: kept here for the user
-        self.printed: set[int] = set()  # ids of records already printed to stderr
-
-    def _advice(self) -> str:
-        return (
-            f"fold it back into {TIMINGS_FILE} with: stagetimer recover "
-            f"{os.path.abspath(self.directory)}"
-        )
-
-    def write(self, pending: list[Any], refused: list[Any]) -> str:
-        """Make the rescue file hold ``pending`` and the refused records; say where it is.
-
-        Records are ``_Pending`` objects of the recorder. No record left: the file is
-        removed. Where no file can be written, the records not printed before go to
-        standard error as one JSON line.
-        """
-        self.refused.extend(refused)
-        records = [*pending, *self.refused]
-        if self.attempt is not None:
-            self.attempt.replaced()  # removes a temporary file an interrupt left behind
-        if not records:
-            if self.path is not None:
-                try:
-                    os.unlink(self.path)
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    return ""  # kept; recover skips records already stored
-                self.path = None
-            return ""
-        entries = []
-        hardware: dict[str, Any] = {}
-        for p in records:
-            try:
-                run = p.resolve()
-            except Exception:  # the hardware capture itself failed: keep the run without it
-                seconds, run_idx, label, started_at, metadata = p.fields
-                run = build_run(seconds, None, run_idx, label, started_at, None, metadata)
-            if p.hardware_id is not None:
-                hardware[p.hardware_id] = p.hardware
-            entries.append({"stage": p.name, "run": run})
-        payload: dict[str, Any] = {
-            "directory": os.path.abspath(self.directory),
-            "policy": self.policy,
-            "hardware": hardware,
-            "records": entries,
-        }
-        if self.expected_runs is not None:
-            payload["expected_runs"] = self.expected_runs
-        text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
-        path = self.path
-        if path is None:
-            now = time.time()
-            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
-            name = f"{RESCUE_PREFIX}{stamp}{int(now % 1 * 1e6):06d}Z-{os.getpid()}{RESCUE_SUFFIX}"
-            # Chosen once: a write an interrupt cut short is redone under the same name.
-            path = self.path = os.path.join(self.directory, name)
-        self.attempt = attempt = Attempt()
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-            write_atomic(path, text.encode("utf-8"), None, attempt)
-        except OSError as exc:
-            fresh = [e for p, e in zip(records, entries, strict=True) if id(p) not in self.printed]
-            if fresh:
-                line = json.dumps({**payload, "records": fresh}, ensure_ascii=False)
-                sys.stderr.write(
-                    f"stagetimer: could not save {len(fresh)} record(s) for "
-                    f"{payload['directory']} nor write a rescue file ({exc}); here they are "
-                    f"as JSON: {line}\n"
-                )
-                sys.stderr.flush()
-                self.printed.update(id(p) for p in records)
-            return (
-                f"no rescue file could be written ({exc}): the records were printed to "
-                "standard error as JSON"
-            )
-        return f"they are in the rescue file {path} ({self._advice()})"
 
 
 @attrs.frozen

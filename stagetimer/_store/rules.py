@@ -11,7 +11,7 @@ import sys
 from typing import Any, TypeGuard
 
 from stagetimer._errors import InvalidRecordError
-from stagetimer._format import AUTO_RESUME_SUFFIX
+from stagetimer._format import AUTO_RESUME_SUFFIX, can_continue
 
 __all__ = [
     "add_seconds",
@@ -147,8 +147,10 @@ def apply_run(
             f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
         )
     # Refusals are over: from here on ``data`` changes.
-    if policy == "sequential" and run_idx == 0 and is_stage(data.get(name + AUTO_RESUME_SUFFIX)):
-        del data[name + AUTO_RESUME_SUFFIX]
+    if policy == "sequential" and run_idx == 0 and can_continue(name):
+        continuation = name + AUTO_RESUME_SUFFIX
+        if is_stage(data.get(continuation)):
+            del data[continuation]
     if append:
         old_runs.append(run)
     if existing is None:

@@ -431,3 +431,7 @@ def update_file(
         write_atomic(path, encoded, mode, attempt)
         if cache is not None:
             cache.raw, cache.data = encoded, data
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=reset_after_fork)

@@ -72,7 +72,7 @@ for i in range(1, n + 1):
     signal.setitimer(signal.ITIMER_REAL, 0)
 
 temps = sorted(p for p in os.listdir(directory) if ".tmp" in p)
-pending = [p.fields[1] for p in rec._pending]  # their run_idx
+pending = [p.finished.run_idx for p in rec._saver.pending]  # their run_idx
 # This process and another one each save at once: no lock is left held.
 t0 = time.monotonic()
 record_timing("after_same", 1.0, recorder=Recorder(directory, lock_timeout=1, strict=True))

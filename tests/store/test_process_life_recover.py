@@ -82,7 +82,7 @@ def test_recover_folds_the_rescue_file_back_and_removes_it(art: Path) -> None:
         record_timing("train", 2.0, run_idx=1, recorder=rec)
     with pytest.warns(StageTimerWarning):
         record_timing("alpharank", 9.0, recorder=rec)
-    rec._pending.clear()  # the process died: only the rescue file is left
+    rec._saver.pending.clear()  # the process died: only the rescue file is left
     _restore(art, good)
 
     (done,) = recover(art)
@@ -100,7 +100,7 @@ def test_recover_twice_changes_nothing(art: Path) -> None:
     good = _fail_saves(art)
     with pytest.warns(StageTimerWarning):
         record_timing("train", 2.0, run_idx=1, recorder=rec)
-    rec._pending.clear()
+    rec._saver.pending.clear()
     _restore(art, good)
     recover(art)
     before = (art / "timings.json").read_bytes()
@@ -136,7 +136,7 @@ def test_the_recover_command_prints_one_line_per_rescue_file(
     good = _fail_saves(art)
     with pytest.warns(StageTimerWarning):
         record_timing("train", 2.0, run_idx=1, recorder=rec)
-    rec._pending.clear()
+    rec._saver.pending.clear()
     _restore(art, good)
 
     assert 0 == main(["recover", str(art)])
@@ -189,7 +189,7 @@ def test_any_exception_from_a_save_keeps_the_record(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug in a dependency")
 
-    monkeypatch.setattr("stagetimer._record.recorder.update_file", broken)
+    monkeypatch.setattr("stagetimer._record.saver.update_file", broken)
     with pytest.warns(StageTimerWarning, match="a bug in a dependency"):
         record_timing("train", 2.0, run_idx=1, recorder=rec)
     monkeypatch.undo()

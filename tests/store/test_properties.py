@@ -264,7 +264,12 @@ def test_recording_into_a_name_that_holds_other_data_leaves_the_file_unchanged(
 
 # -- the replacement rules against a model -------------------------------------------
 
-STAGE_NAMES = ["train", "train_auto_resume", "save", "save_auto_resume", "alpharank"]
+STAGE_NAMES = [
+    "ippo_train", "ippo_train_auto_resume", "evaluate", "evaluate_auto_resume", "alpharank"
+]
+# A training stage has a continuation <stage>_auto_resume; evaluate does not (docs/format.md):
+# evaluate_auto_resume is a stage of its own, which a reset of evaluate leaves alone.
+HAS_CONTINUATION = {"ippo_train"}
 
 json_values = st.recursive(
     st.none()
@@ -335,7 +340,8 @@ class Model:
                 self.stages[op.name] = [new]
             elif op.run_idx == 0:
                 self.stages[op.name] = [new]
-                self.stages.pop(op.name + "_auto_resume", None)
+                if op.name in HAS_CONTINUATION:
+                    self.stages.pop(op.name + "_auto_resume", None)
             else:
                 self.stages[op.name] = [*runs, new]
         else:
@@ -380,12 +386,12 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scenario=(
         NewRecorder("sequential", None),
         [
-            Rec("train", 1.0, 0, None, {}),
-            Rec("train_auto_resume", 2.0, 1, None, {}),
+            Rec("ippo_train", 1.0, 0, None, {}),
+            Rec("ippo_train_auto_resume", 2.0, 1, None, {}),
             Rec("alpharank", 3.0, None, None, {}),
-            Rec("train", 4.0, 1, None, {}),
-            Rec("train", 5.0, 0, None, {}),
-            Rec("train_auto_resume", 6.0, 1, None, {}),
+            Rec("ippo_train", 4.0, 1, None, {}),
+            Rec("ippo_train", 5.0, 0, None, {}),
+            Rec("ippo_train_auto_resume", 6.0, 1, None, {}),
         ],
     )
 )
@@ -393,13 +399,13 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scenario=(
         NewRecorder("sequential", None),
         [
-            Rec("train", 1.0, 0, None, {}),
-            Rec("train", 1.5, 1, None, {}),
-            Rec("train", 1.7, 2, None, {}),
-            Rec("save", 0.5, 2, None, {}),
+            Rec("ippo_train", 1.0, 0, None, {}),
+            Rec("ippo_train", 1.5, 1, None, {}),
+            Rec("ippo_train", 1.7, 2, None, {}),
+            Rec("evaluate", 0.5, 2, None, {}),
             Rec("alpharank", 3.0, None, None, {}),
             NewRecorder("sequential", 1),
-            Rec("train", 2.0, 1, None, {}),
+            Rec("ippo_train", 2.0, 1, None, {}),
         ],
     )
 )
@@ -407,11 +413,11 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scenario=(
         NewRecorder("upsert", None),
         [
-            Rec("train", 1.0, 3, "x", {}),
-            Rec("train", 2.0, 1, None, {}),
-            Rec("train", 3.0, None, None, {}),
-            Rec("train", 4.0, 3, "y", {}),
-            Rec("train", 5.0, 3, "x", {}),
+            Rec("ippo_train", 1.0, 3, "x", {}),
+            Rec("ippo_train", 2.0, 1, None, {}),
+            Rec("ippo_train", 3.0, None, None, {}),
+            Rec("ippo_train", 4.0, 3, "y", {}),
+            Rec("ippo_train", 5.0, 3, "x", {}),
         ],
     )
 )

@@ -1,0 +1,314 @@
+"""The save path: one attempt to store a recorder's pending records, and its outcome.
+
+Every attempt (``Saver.save``) ends in exactly one named outcome:
+
+``Saved``
+    Every pending record is in ``timings.json`` (hardware first, in
+    ``timings_hardware.json``); the rescue file is removed.
+``Refused``
+    The file can never hold a record (its stage name holds other data). The records
+    stored meanwhile are saved; the refused ones are kept in the rescue file for the
+    user (``rescued`` says where), or, for a strict recorder, only reported.
+``KeptPending``
+    The save failed (lock timeout, full disk...): every record stays pending, retried at
+    the next save and at exit, and is in the rescue file before the attempt returns.
+``HandedBack``
+    A strict recorder's save failed: the record its caller waits for is dropped and the
+    error given back to that caller; the other records are kept as for ``KeptPending``.
+
+An interrupt (``BaseException``) is no outcome: the write it cut short is settled, what
+is still pending is rescued and the interrupt propagates.
+
+Whether an interrupted write reached the disk is read back from its ``Attempt``;
+records that went through a write are never applied twice (an identical run already in
+the stage is taken as theirs).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import attrs
+
+from stagetimer._errors import InvalidRecordError
+from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
+from stagetimer._record.likely_mistakes import find_duplicate
+from stagetimer._record.pending import Finished, Pending
+from stagetimer._record.rescue_file import RescueFile
+from stagetimer._store.parse import parse_hardware, parse_timings
+from stagetimer._store.rescue import run_is_stored
+from stagetimer._store.rules import apply_run, keep_completed_prefix
+from stagetimer._store.sidecar import (
+    Attempt,
+    TimingsCache,
+    add_hardware,
+    dumps_hardware,
+    timings_bytes,
+    update_file,
+)
+
+__all__ = [
+    "AppendedAgain",
+    "HandedBack",
+    "KeptPending",
+    "Outcome",
+    "Refused",
+    "Saved",
+    "Saver",
+    "SaverSettings",
+]
+
+
+@attrs.frozen
+class AppendedAgain:
+    """Under ``sequential``: run ``run_idx > 0`` of ``stage`` appended beside one on disk."""
+
+    stage: str
+    run_idx: int
+
+
+@attrs.frozen
+class Saved:
+    """Every pending record is stored."""
+
+    appended_again: tuple[AppendedAgain, ...] = ()
+
+
+@attrs.frozen
+class Refused:
+    """The file refuses a record (``error``, the first refusal); the others are stored.
+
+    ``rescued``: where the refused records are kept, None when they are not (strict).
+    """
+
+    error: InvalidRecordError
+    rescued: str | None
+    appended_again: tuple[AppendedAgain, ...] = ()
+
+
+@attrs.frozen
+class KeptPending:
+    """The save failed; ``count`` records stay pending and are rescued at ``where``.
+
+    ``newest``: the record the attempt was made for (the last one queued).
+    """
+
+    error: Exception
+    newest: Finished
+    count: int
+    where: str
+
+
+@attrs.frozen
+class HandedBack:
+    """A strict save failed: the waiting caller's record is dropped, ``error`` is theirs."""
+
+    error: Exception
+
+
+Outcome = Saved | Refused | KeptPending | HandedBack
+
+
+@attrs.frozen
+class SaverSettings:
+    """The recorder's settings the save path needs."""
+
+    directory: str
+    policy: str
+    strict: bool
+    lock_timeout: float
+    expected_runs: int | None
+    completed_runs: int | None  # set: the first save keeps only runs below it (resume)
+
+
+@attrs.frozen
+class _Rejection:
+    pending: Pending
+    error: InvalidRecordError
+
+
+@attrs.frozen
+class _Written:
+    """What one write of ``timings.json`` refused and which appends repeat a run on disk."""
+
+    rejections: tuple[_Rejection, ...]
+    appended_again: tuple[AppendedAgain, ...]
+
+
+@attrs.define(eq=False)
+class _InFlight:
+    """A write not yet known to have reached the disk, and the records it holds."""
+
+    attempt: Attempt
+    records: list[Pending]
+    truncates: bool  # it applies the resume truncation
+
+
+@attrs.define(eq=False)
+class Saver:
+    """One recorder's records waiting to be saved, and everything needed to save them.
+
+    ``lock`` (re-entrant) guards all of it; ``pending`` is only appended to outside it.
+    """
+
+    settings: SaverSettings
+    pending: list[Pending] = attrs.field(factory=list, init=False)
+    lock: threading.RLock = attrs.field(factory=threading.RLock, init=False)
+    _resume_done: bool = attrs.field(default=False, init=False)
+    _hardware_stat: tuple[int, int, int] | None = attrs.field(default=None, init=False)
+    _hardware_known: set[str] = attrs.field(factory=set, init=False)
+    _cache: TimingsCache = attrs.field(factory=TimingsCache, init=False)
+    _inflight: _InFlight | None = attrs.field(default=None, init=False)
+    _rescue: RescueFile = attrs.field(init=False)
+    _swept: set[str] = attrs.field(factory=set, init=False)  # files it cleared
+
+    def __attrs_post_init__(self) -> None:
+        self._rescue = self._new_rescue()
+
+    def _new_rescue(self) -> RescueFile:
+        s = self.settings
+        return RescueFile(s.directory, s.policy, s.expected_runs)
+
+    def save(self, waiting: Pending | None = None) -> Outcome:
+        """Save everything pending; ``waiting``: the record whose caller awaits the outcome.
+
+        Call with ``lock`` held.
+        """
+        if not self.pending:  # another thread's save stored them meanwhile
+            return Saved()
+        newest = (waiting or self.pending[-1]).finished
+        try:
+            written = self._write()
+        except Exception as exc:
+            return self._failed(exc, waiting, newest)
+        except BaseException:
+            self.make_safe()
+            raise
+        rejections = written.rejections
+        keep = [] if self.settings.strict else [r.pending for r in rejections]
+        where = self._rescue.write(self.pending, keep)
+        if not rejections:
+            return Saved(written.appended_again)
+        rescued = where if keep else None
+        return Refused(rejections[0].error, rescued, written.appended_again)
+
+    def _failed(
+        self, exc: Exception, waiting: Pending | None, newest: Finished
+    ) -> HandedBack | KeptPending:
+        self._settle()
+        if self.settings.strict and waiting is not None:
+            self.pending = [p for p in self.pending if p is not waiting]
+            self._rescue.write(self.pending, [])
+            return HandedBack(exc)
+        where = self._rescue.write(self.pending, [])
+        return KeptPending(exc, newest, len(self.pending), where)
+
+    def give_up(self) -> None:
+        """Stop saving what is pending: it lives on in the rescue file, no longer rewritten."""
+        self.pending = []
+        self._rescue = self._new_rescue()
+
+    def make_safe(self) -> None:
+        """After an interrupt: settle the write it cut short, rescue what is still pending."""
+        self._settle()
+        if self.pending:
+            self._rescue.write(self.pending, [])
+
+    def _settle(self) -> None:
+        """Learn whether the last write reached the disk; drop the records it stored."""
+        inflight = self._inflight
+        if inflight is None:
+            return
+        if inflight.attempt.replaced():
+            stored = {id(p) for p in inflight.records}
+            self.pending = [p for p in self.pending if id(p) not in stored]
+            if inflight.truncates:
+                self._resume_done = True
+        self._inflight = None
+
+    def _write(self) -> _Written:
+        """Save every pending record (hardware first); the first lock taken creates the
+        directory when it is missing."""
+        self._settle()
+        s = self.settings
+        deadline = time.monotonic() + s.lock_timeout  # one budget for the whole save
+        records = list(self.pending)
+        for pending in records:
+            pending.resolve()
+        self._save_hardware(
+            {p.hardware.id: p.hardware.description for p in records if p.hardware is not None}
+        )
+        rejections: list[_Rejection] = []
+        again: list[AppendedAgain] = []
+        truncate = s.completed_runs is not None and not self._resume_done
+
+        def change(data: dict[str, Any]) -> bytes | None:
+            rejections.clear()
+            again.clear()
+            if truncate:
+                assert s.completed_runs is not None
+                keep_completed_prefix(data, s.completed_runs)
+            changed = truncate
+            for pending in records:
+                try:
+                    changed = self._apply(data, pending, again) or changed
+                except InvalidRecordError as exc:
+                    rejections.append(_Rejection(pending, exc))
+            return timings_bytes(data, self._cache) if changed else None
+
+        attempt = Attempt()
+        self._inflight = _InFlight(attempt, records, truncate)
+        remaining = max(0.0, deadline - time.monotonic())
+        path = os.path.join(s.directory, TIMINGS_FILE)
+        update_file(
+            path, parse_timings, change, remaining, self._cache, attempt, path not in self._swept
+        )
+        self._swept.add(path)
+        # Written, or nothing needed writing (every record refused or already stored).
+        attempt.done = True
+        self._settle()
+        return _Written(tuple(rejections), tuple(again))
+
+    def _apply(self, data: dict[str, Any], pending: Pending, again: list[AppendedAgain]) -> bool:
+        """Apply one record to the parsed file; whether it changed it. Refusals raise."""
+        run = pending.run
+        assert run is not None
+        name = pending.name
+        if pending.attempted and run_is_stored(data, name, run):
+            return False  # an interrupted write of this process stored it already
+        pending.attempted = True
+        s = self.settings
+        if s.policy == "sequential" and find_duplicate(data, name, run):
+            again.append(AppendedAgain(name, run["run_idx"]))
+        trusted = self._cache.trusted_totals
+        apply_run(data, name, run, s.policy, trusted_total=name in trusted)
+        trusted.add(name)
+        if s.expected_runs is not None and run.get("run_idx") is not None:
+            data[name]["expected_runs"] = s.expected_runs
+        return True
+
+    def _save_hardware(self, needed: dict[str, dict[str, Any]]) -> None:
+        path = os.path.join(self.settings.directory, HARDWARE_FILE)
+        if needed.keys() <= self._hardware_known:
+            # Entries are never removed: an unchanged file still holds what we confirmed.
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                st = None
+            if st is not None and (st.st_ino, st.st_size, st.st_mtime_ns) == self._hardware_stat:
+                return
+
+        def change(data: dict[str, Any]) -> str | None:
+            return dumps_hardware(data) if add_hardware(data, needed) else None
+
+        update_file(
+            path, parse_hardware, change, self.settings.lock_timeout,
+            sweep=path not in self._swept,
+        )
+        self._swept.add(path)
+        st = os.stat(path)
+        self._hardware_stat = (st.st_ino, st.st_size, st.st_mtime_ns)
+        self._hardware_known = set(needed)
