@@ -20,7 +20,6 @@ import contextvars
 import functools
 import os
 import sys
-import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
@@ -58,7 +57,6 @@ _stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
     "stagetimer_recorders", default=()
 )
 _env_recorders: dict[str, Recorder] = {}
-_env_guard = threading.Lock()
 # Recorders holding pending records, kept alive (strong references) until those are saved
 # or given up at exit: a recorder dropped by its user must not take its records with it.
 # Only added to, discarded from and copied: each one atomic operation, no lock.
@@ -338,7 +336,14 @@ class Recorder:
         level, frame = 1, sys._getframe()
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
             level, frame = level + 1, frame.f_back  # type: ignore[assignment]
-        warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
+        try:
+            warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
+        except (ValueError, OSError) as exc:
+            if isinstance(exc, Warning):
+                raise  # the user's filter turned the warning into an error
+            # warnings writes to a closed sys.stderr (ValueError) or one whose reader
+            # left; the record itself is in its rescue file: a lost warning must not fail
+            # the stage.
 
 
 def resolve_recorder(recorder: Recorder | None) -> Recorder:
@@ -356,11 +361,14 @@ def resolve_recorder(recorder: Recorder | None) -> Recorder:
     if not directory:
         raise NoActiveRecorderError()
     key = os.path.abspath(directory)
-    with _env_guard:
-        rec = _env_recorders.get(key)
-        if rec is None:
-            rec = _env_recorders[key] = Recorder(directory)
-        return rec
+    rec = _env_recorders.get(key)
+    if rec is None:
+        # No lock: a signal handler or finaliser that records while this thread builds
+        # the recorder (the first stage() imports the save path) would wait forever for
+        # a lock its own thread holds. Built outside any lock and published with one
+        # atomic setdefault: of two built at once, both callers get the first published.
+        rec = _env_recorders.setdefault(key, Recorder(directory))
+    return rec
 
 
 @atexit.register
@@ -377,8 +385,6 @@ def _close_all() -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child: no recorder lock is held, none of the parent's records is pending."""
-    global _env_guard
-    _env_guard = threading.Lock()
     _with_pending.clear()
     for rec in list(_instances):
         rec._reset_in_child()

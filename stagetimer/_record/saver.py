@@ -26,6 +26,7 @@ the stage is taken as theirs).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -110,6 +111,18 @@ class HandedBack:
 
 
 Outcome = Saved | Refused | KeptPending | HandedBack
+
+
+def _discard(pending: list[Pending], records: list[Pending]) -> None:
+    """Remove ``records`` from ``pending`` in place, one atomic ``list.remove`` each.
+
+    Never a new list: a signal handler may append to ``pending`` between any two
+    bytecodes, and a record appended to a list about to be replaced would be lost (not
+    saved, not rescued, not printed). ``Pending`` compares by identity.
+    """
+    for record in records:
+        with contextlib.suppress(ValueError):  # already gone
+            pending.remove(record)
 
 
 @attrs.frozen
@@ -200,15 +213,19 @@ class Saver:
     ) -> HandedBack | KeptPending:
         self._settle()
         if self.settings.strict and waiting is not None:
-            self.pending = [p for p in self.pending if p is not waiting]
+            _discard(self.pending, [waiting])
             self._rescue.write(self.pending, [])
             return HandedBack(exc)
         where = self._rescue.write(self.pending, [])
         return KeptPending(exc, newest, len(self.pending), where)
 
     def give_up(self) -> None:
-        """Stop saving what is pending: it lives on in the rescue file, no longer rewritten."""
-        self.pending = []
+        """Stop saving what is pending: it lives on in the rescue file, no longer rewritten.
+
+        Only the records that file holds are dropped; one a signal handler queued
+        meanwhile stays pending, for the next rescue file.
+        """
+        _discard(self.pending, self._rescue.written)
         self._rescue = self._new_rescue()
 
     def make_safe(self) -> None:
@@ -223,8 +240,7 @@ class Saver:
         if inflight is None:
             return
         if inflight.attempt.replaced():
-            stored = {id(p) for p in inflight.records}
-            self.pending = [p for p in self.pending if id(p) not in stored]
+            _discard(self.pending, inflight.records)
             if inflight.truncates:
                 self._resume_done = True
         self._inflight = None

@@ -36,6 +36,7 @@ __all__ = [
     "decode_unique",
     "open_sidecar",
     "parse_hardware",
+    "parse_json",
     "parse_timings",
     "read_all",
     "read_bytes",
@@ -45,8 +46,16 @@ __all__ = [
 
 # Open flags: O_NONBLOCK so that opening a FIFO returns at once instead of waiting for
 # a writer (fifo(7)); it changes nothing for a regular file. O_CLOEXEC: a child started
-# while a save holds the descriptor does not inherit it.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+# while a save holds the descriptor does not inherit it. O_NOFOLLOW: a sidecar that is a
+# symbolic link fails with ELOOP (open(2)) instead of being read through the link: in a
+# shared directory another user could point it at a private file of the reader, whose
+# next save would publish that content as its own sidecar.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+)
 
 
 def _kind(mode: int) -> str:
@@ -73,7 +82,8 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
 
     Opening never blocks (a FIFO opens at once), and anything but a regular file
     (FIFO, device, directory, socket), or one larger than ``MAX_BYTES``, raises
-    ``SidecarCorruptError``. A symlink is followed. The caller closes the descriptor.
+    ``SidecarCorruptError``. A symbolic link is never followed: it is refused as not a
+    regular file (nothing is read through it). The caller closes the descriptor.
     """
     try:
         fd = os.open(path, _OPEN_FLAGS)
@@ -82,8 +92,11 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # open(2) of a UNIX socket
             raise SidecarCorruptError(path, "is a socket, not a regular file") from None
-        if exc.errno == errno.ELOOP:
-            raise SidecarCorruptError(path, "is a symlink loop, not a regular file") from None
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symbolic link
+            raise SidecarCorruptError(
+                path, "is a symbolic link, not a regular file (sidecars are never read "
+                "through links; replace it by the file itself)"
+            ) from None
         raise
     try:
         st = os.fstat(fd)
@@ -274,6 +287,12 @@ def _loads(path: str, raw: bytes) -> Any:
                 path, f"holds the string {_short(lone)} with a lone surrogate escape (not UTF-8)"
             )
     return data
+
+
+def parse_json(path: str, raw: bytes) -> Any:
+    """The JSON value of ``raw`` with a sidecar's structural checks (size, UTF-8, nesting,
+    keys twice, lone surrogates): for other files of the protocol (rescue files)."""
+    return _loads(path, raw)
 
 
 def parse_timings(path: str, raw: bytes | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from stagetimer._errors import SidecarCorruptError, short_repr
 from stagetimer._format import RUN_FIELDS
 
-__all__ = ["check_hardware_shape", "check_timings_shape", "json_type"]
+__all__ = ["check_hardware_shape", "check_run_shape", "check_timings_shape", "json_type"]
 
 _short = short_repr
 
@@ -69,6 +69,11 @@ def _check_run(path: str, name: str, i: int, run: object) -> None:
             raise SidecarCorruptError(
                 path, f"{where} has {key!r} {json_type(value)}, expected {words}"
             )
+
+
+def check_run_shape(path: str, name: str, run: object) -> None:
+    """Refuse one run whose known fields do not have the format's types (as in a stage)."""
+    _check_run(path, name, 0, run)
 
 
 def _runs_fit(runs: list[Any]) -> bool:

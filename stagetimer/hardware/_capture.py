@@ -25,11 +25,16 @@ from stagetimer.hardware._gpu import probe_gpus
 from stagetimer.hardware._memory import probe_memory
 from stagetimer.hardware._model import CpuInfo, Hardware
 from stagetimer.hardware._scheduler import probe_scheduler
+from stagetimer.hardware._text import json_text
 
 __all__ = ["capture_hardware", "clear_cache", "generalise_source"]
 
 _live: Hardware | None = None
-_live_lock = threading.Lock()
+# Guards only the publication of ``_live``, never a probe: a signal handler or finaliser
+# that captures while this thread is capturing computes its own description instead of
+# waiting for a lock its own thread holds. Re-entrant for the same reason: a handler may
+# land inside the publication itself.
+_live_lock = threading.RLock()
 
 
 def _probe_cpu(root: str, cgroups: Cgroups | str) -> tuple[CpuInfo, dict[str, str]]:
@@ -131,7 +136,7 @@ def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
         }
     )
     return Hardware(
-        host=socket.gethostname(),
+        host=json_text(socket.gethostname()),
         os=f"{platform.system()} {platform.release()}",
         python=f"{platform.python_implementation()} {platform.python_version()}",
         machine=platform.machine(),
@@ -169,10 +174,25 @@ def capture_hardware(
     cached = _live
     if cached is not None:
         return cached
+    # Probed with no lock held (see ``_live_lock``); two threads capturing at once both
+    # probe, and both return the description published first.
+    captured = _capture(root, os.environ, None)
     with _live_lock:
         if _live is None:
-            _live = _capture(root, os.environ, None)
+            _live = captured
         return _live
+
+
+def _reset_after_fork() -> None:
+    """In a forked child: capture again (it may have set its own affinity); the lock may
+    have been copied held by a thread the child does not have."""
+    global _live, _live_lock
+    _live_lock = threading.RLock()
+    _live = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def clear_cache() -> None:
