@@ -44,7 +44,7 @@ from stagetimer._store.validate import check_record, check_seconds, copy_metadat
 if TYPE_CHECKING:
     from stagetimer._record.likely_mistakes import LikelyMistakes
     from stagetimer._record.pending import Pending
-    from stagetimer._record.saver import Outcome, Refused, Saver
+    from stagetimer._record.saver import Noted, Outcome, Refused, Saver
 
 # The save path (saver.py and the modules it needs: pending, likely_mistakes,
 # rescue_file, the sidecar readers and writers) is imported by the first recorder, not by
@@ -306,12 +306,19 @@ class Recorder:
             if outcome.rescued is None:
                 raise outcome.error
         elif not isinstance(outcome, HandedBack):
-            for again in outcome.appended_again:
-                self._mistakes.appended_again(again.stage, again.run_idx)
+            self._noted(outcome.appended_again)
+
+    def _noted(self, noted: tuple[Noted, ...]) -> None:
+        from stagetimer._record.saver import AppendedAgain
+
+        for note in noted:
+            if isinstance(note, AppendedAgain):
+                self._mistakes.appended_again(note.stage, note.run_idx)
+            else:
+                self._mistakes.reset_dropped(note.stage, note.run_idxs)
 
     def _report_refused(self, outcome: Refused) -> None:
-        for again in outcome.appended_again:
-            self._mistakes.appended_again(again.stage, again.run_idx)
+        self._noted(outcome.appended_again)
         if outcome.rescued is not None:
             self._warn(f"{outcome.error}; {outcome.rescued}")
 

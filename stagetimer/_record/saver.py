@@ -36,7 +36,7 @@ import attrs
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._record.likely_mistakes import find_duplicate
+from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending
 from stagetimer._record.rescue_file import RescueFile
 from stagetimer._store.parse import parse_hardware, parse_timings
@@ -53,8 +53,10 @@ from stagetimer._store.sidecar import (
 
 __all__ = [
     "AppendedAgain",
+    "DroppedByReset",
     "HandedBack",
     "KeptPending",
+    "Noted",
     "Outcome",
     "Refused",
     "Saved",
@@ -72,10 +74,21 @@ class AppendedAgain:
 
 
 @attrs.frozen
+class DroppedByReset:
+    """Under ``sequential``: a ``run_idx=0`` of ``stage`` dropped runs that started after it."""
+
+    stage: str
+    run_idxs: tuple[int, ...]
+
+
+Noted = AppendedAgain | DroppedByReset
+
+
+@attrs.frozen
 class Saved:
     """Every pending record is stored."""
 
-    appended_again: tuple[AppendedAgain, ...] = ()
+    appended_again: tuple[Noted, ...] = ()
 
 
 @attrs.frozen
@@ -87,7 +100,7 @@ class Refused:
 
     error: InvalidRecordError
     rescued: str | None
-    appended_again: tuple[AppendedAgain, ...] = ()
+    appended_again: tuple[Noted, ...] = ()
 
 
 @attrs.frozen
@@ -148,7 +161,7 @@ class _Written:
     """What one write of ``timings.json`` refused and which appends repeat a run on disk."""
 
     rejections: tuple[_Rejection, ...]
-    appended_again: tuple[AppendedAgain, ...]
+    appended_again: tuple[Noted, ...]
 
 
 @attrs.define(eq=False)
@@ -258,7 +271,7 @@ class Saver:
             {p.hardware.id: p.hardware.description for p in records if p.hardware is not None}
         )
         rejections: list[_Rejection] = []
-        again: list[AppendedAgain] = []
+        again: list[Noted] = []
         truncate = s.completed_runs is not None and not self._resume_done
 
         def change(data: dict[str, Any]) -> bytes | None:
@@ -288,7 +301,7 @@ class Saver:
         self._settle()
         return _Written(tuple(rejections), tuple(again))
 
-    def _apply(self, data: dict[str, Any], pending: Pending, again: list[AppendedAgain]) -> bool:
+    def _apply(self, data: dict[str, Any], pending: Pending, again: list[Noted]) -> bool:
         """Apply one record to the parsed file; whether it changed it. Refusals raise."""
         run = pending.run
         assert run is not None
@@ -297,8 +310,12 @@ class Saver:
             return False  # an interrupted write of this process stored it already
         pending.attempted = True
         s = self.settings
-        if s.policy == "sequential" and find_duplicate(data, name, run):
-            again.append(AppendedAgain(name, run["run_idx"]))
+        if s.policy == "sequential":
+            if find_duplicate(data, name, run):
+                again.append(AppendedAgain(name, run["run_idx"]))
+            overtaken = find_overtaken(data, name, run)
+            if overtaken:
+                again.append(DroppedByReset(name, overtaken))
         trusted = self._cache.trusted_totals
         apply_run(data, name, run, s.policy, trusted_total=name in trusted)
         trusted.add(name)

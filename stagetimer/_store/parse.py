@@ -245,7 +245,7 @@ def _lone_surrogate(value: Any) -> str | None:
     return None
 
 
-def _loads(path: str, raw: bytes) -> Any:
+def _loads(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:
     """The JSON value of ``raw``, or ``SidecarCorruptError`` saying what is wrong."""
     if len(raw) > MAX_BYTES:
         raise _too_large(path, len(raw))
@@ -259,10 +259,8 @@ def _loads(path: str, raw: bytes) -> Any:
         raise SidecarCorruptError(
             path, f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
         ) from None
-    if _nesting_exceeds(raw, MAX_FILE_DEPTH):
-        raise SidecarCorruptError(
-            path, f"nests arrays and objects deeper than {MAX_FILE_DEPTH} levels"
-        )
+    if _nesting_exceeds(raw, depth):
+        raise SidecarCorruptError(path, f"nests arrays and objects deeper than {depth} levels")
     try:
         if text.startswith("\ufeff"):  # a second mark: json.loads says what is wrong
             data = json.loads(text, object_pairs_hook=_no_duplicates)
@@ -289,10 +287,11 @@ def _loads(path: str, raw: bytes) -> Any:
     return data
 
 
-def parse_json(path: str, raw: bytes) -> Any:
-    """The JSON value of ``raw`` with a sidecar's structural checks (size, UTF-8, nesting,
-    keys twice, lone surrogates): for other files of the protocol (rescue files)."""
-    return _loads(path, raw)
+def parse_json(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:
+    """The JSON value of ``raw`` with a sidecar's structural checks (size, UTF-8, nesting
+    deeper than ``depth``, keys twice, lone surrogates): for other files of the protocol
+    (rescue files, whose records are then checked one by one)."""
+    return _loads(path, raw, depth)
 
 
 def parse_timings(path: str, raw: bytes | None) -> dict[str, Any]:

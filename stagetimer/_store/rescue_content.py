@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
-from stagetimer._format import MAX_BYTES, POLICIES, SCHEMA_VERSION
+from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, POLICIES, SCHEMA_VERSION
 from stagetimer._store.parse import parse_json, read_all
 from stagetimer._store.shape import check_hardware_shape, json_type
 from stagetimer._store.validate import check_run
@@ -117,7 +117,9 @@ def read_rescue(path: str) -> RescueContent:
     cannot be read (not a regular file, not JSON, nested too deep, a key twice, a lone
     surrogate, wrong file-wide fields). A bad record is refused on its own."""
     raw, st = _read(path)
-    payload = parse_json(path, raw)
+    # Twice a sidecar's depth: a record nested too deep is refused on its own (by
+    # check_run) rather than with the whole file; past this, the file is refused.
+    payload = parse_json(path, raw, 2 * MAX_FILE_DEPTH)
     policy, expected, entries, hardware = _header(path, payload)
     good_hardware = _good_hardware(path, hardware)
     records: list[RescueRecord] = []

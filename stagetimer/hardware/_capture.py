@@ -30,11 +30,12 @@ from stagetimer.hardware._text import json_text
 __all__ = ["capture_hardware", "clear_cache", "generalise_source"]
 
 _live: Hardware | None = None
-# Guards only the publication of ``_live``, never a probe: a signal handler or finaliser
-# that captures while this thread is capturing computes its own description instead of
-# waiting for a lock its own thread holds. Re-entrant for the same reason: a handler may
-# land inside the publication itself.
+# Held while the first live capture probes, so that threads capturing at once probe once.
+# Re-entrant, and ``_in_capture`` marks the thread probing: a signal handler or finaliser
+# that captures while its own thread is inside the first capture computes a description
+# of its own without the cache, instead of waiting for a lock its own thread holds.
 _live_lock = threading.RLock()
+_in_capture = threading.local()
 
 
 def _probe_cpu(root: str, cgroups: Cgroups | str) -> tuple[CpuInfo, dict[str, str]]:
@@ -174,20 +175,23 @@ def capture_hardware(
     cached = _live
     if cached is not None:
         return cached
-    # Probed with no lock held (see ``_live_lock``); two threads capturing at once both
-    # probe, and both return the description published first.
-    captured = _capture(root, os.environ, None)
-    with _live_lock:
-        if _live is None:
-            _live = captured
-        return _live
-
+    if getattr(_in_capture, "active", False):
+        return _capture(root, os.environ, None)  # re-entered: see _live_lock
+    _in_capture.active = True
+    try:
+        with _live_lock:
+            if _live is None:
+                _live = _capture(root, os.environ, None)
+            return _live
+    finally:
+        _in_capture.active = False
 
 def _reset_after_fork() -> None:
     """In a forked child: capture again (it may have set its own affinity); the lock may
     have been copied held by a thread the child does not have."""
-    global _live, _live_lock
+    global _live, _live_lock, _in_capture
     _live_lock = threading.RLock()
+    _in_capture = threading.local()
     _live = None
 
 

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-__all__ = ["dead_pid", "orphan"]
+__all__ = ["dead_owner", "dead_pid", "orphan", "write_rescue"]
 
 
 def dead_pid() -> int:
@@ -27,3 +27,35 @@ def orphan(directory: Path) -> list[Path]:
         payload["owner"]["pid"] = pid
         path.write_text(json.dumps(payload), encoding="utf-8")
     return files
+
+
+def dead_owner() -> dict[str, object]:
+    """An ``owner`` record of this host naming a process that has ended."""
+    from stagetimer._store.owner import this_process
+
+    return {**this_process(), "pid": dead_pid(), "start_time": 1}
+
+
+def write_rescue(
+    directory: Path,
+    records: list[dict[str, object]],
+    *,
+    name: str = "timings.rescue-20261201T000000000000Z-1-00000000.json",
+    policy: str = "sequential",
+    hardware: dict[str, object] | None = None,
+    owner: dict[str, object] | None = None,
+    raw: str | None = None,
+) -> Path:
+    """A rescue file as a writer that has ended left it (``raw``: the exact text)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": 2,
+        "directory": str(directory),
+        "owner": owner if owner is not None else dead_owner(),
+        "policy": policy,
+        "hardware": hardware or {},
+        "records": records,
+    }
+    path = directory / name
+    path.write_text(raw if raw is not None else json.dumps(payload), encoding="utf-8")
+    return path
