@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import re
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -218,8 +219,6 @@ def _token() -> str:
     global _token_cache
     pid = os.getpid()
     if _token_cache is None or _token_cache[0] != pid:
-        import socket
-
         host = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:64] or "host"
         _token_cache = (pid, f"{host}-{pid}-{os.urandom(4).hex()}")
     return _token_cache[1]
