@@ -111,7 +111,7 @@ def find_overtaken(data: dict[str, Any], name: str, run: dict[str, Any]) -> tupl
     started = run.get("started_at")
     if run.get("run_idx") != 0 or type(started) is not str or not is_stage(data.get(name)):
         return ()
-    return tuple(
+    return tuple(sorted(
         r["run_idx"]
         for r in data[name]["runs"]
         if type(r) is dict
@@ -119,4 +119,4 @@ def find_overtaken(data: dict[str, Any], name: str, run: dict[str, Any]) -> tupl
         and r["run_idx"] > 0
         and type(r.get("started_at")) is str
         and r["started_at"] > started
-    )
+    ))

@@ -81,7 +81,7 @@ def test_a_disk_that_fills_up_puts_each_unsaved_record_on_stderr_exactly_once(
     count = 31
 
     writer = spawn_python(FULL_DISK_WRITER, art, count, pad)
-    out, err = writer.communicate(timeout=120)
+    _, err = writer.communicate(timeout=120)
 
     assert -signal.SIGKILL == writer.returncode, err
     printed = Counter(
