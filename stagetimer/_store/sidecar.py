@@ -19,6 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 from stagetimer._format import TIMINGS_FILE
+from stagetimer._store.claims import (
+    CLAIM_SUFFIX,
+    Claim,
+    breakable,
+    read_claim,
+    stale_after,
+    this_machine,
+)
 from stagetimer._store.lock import acquire, release
 from stagetimer._store.parse import (
     open_sidecar,
@@ -43,21 +51,27 @@ __all__ = [
 
 
 class locked:  # lower case: used like a function, ``with locked(path, timeout):``
-    """Hold the advisory lock ``path + ".lock"`` (see ``stagetimer._store.lock``).
+    """Hold the advisory lock ``path + ".lock"`` and the claim ``path + ".claim"``.
 
-    The artifact directory is created when it is missing. ``timeout`` may be infinite.
+    See ``stagetimer._store.lock`` and ``stagetimer._store.claims``: the flock excludes
+    the writers of one client, the claim those of every client. ``with`` gives the claim,
+    whose ``fence`` a writer calls right before it publishes. The artifact directory is
+    created when it is missing. ``timeout`` (one budget for both) may be infinite.
     A class, not a generator: an interrupt in its exit never lands in a generator's
     finaliser (where Python only prints it).
     """
 
-    __slots__ = ("lock_path", "timeout")
+    __slots__ = ("lock_path", "path", "timeout")
 
     def __init__(self, path: str, timeout: float) -> None:
+        self.path = path
         self.lock_path = path + ".lock"
         self.timeout = timeout
 
-    def __enter__(self) -> None:
-        acquire(self.lock_path, self.timeout)
+    def __enter__(self) -> Claim:
+        claim = acquire(self.lock_path, self.timeout, self.path)
+        assert claim is not None
+        return claim
 
     def __exit__(self, *exc_info: object) -> None:
         release(self.lock_path)
@@ -264,6 +278,12 @@ def _is_leftover(directory: str, name: str, prefix: str, locked: bool = True) ->
     return age > _FOREIGN_AGE
 
 
+def _claim_leftover(directory: str, name: str, me: dict[str, Any]) -> bool:
+    """Whether ``name``, a claim's own file or one moved aside, belongs to no live writer."""
+    info = read_claim(os.path.join(directory, name))
+    return info is not None and breakable(info, me, stale_after(), time.monotonic())
+
+
 def clear_leftovers(path: str) -> None:
     """Remove the temporary files killed or interrupted writers left beside ``path``.
 
@@ -272,12 +292,17 @@ def clear_leftovers(path: str) -> None:
     directory, base = os.path.split(path)
     directory = directory or "."
     prefix = f".{base}{_TMP_MARK}"
+    claim_prefix = f".{base}{CLAIM_SUFFIX}-"
     try:
         names = os.listdir(directory)
     except OSError:
         return
+    me: dict[str, Any] | None = None
     for name in names:
-        if name.startswith(prefix):
+        if name.startswith(claim_prefix):
+            me = me or this_machine()
+            gone = _claim_leftover(directory, name, me)
+        elif name.startswith(prefix):
             gone = _is_leftover(directory, name, prefix)
         elif base == TIMINGS_FILE and name.startswith(_RESCUE_TMP) and _TMP_MARK + "-" in name:
             # A rescue file's temporary file, left by a writer that was killed.
@@ -297,7 +322,11 @@ def reset_after_fork() -> None:
 
 
 def write_atomic(
-    path: str, content: bytes, mode: int | None, attempt: Attempt | None = None
+    path: str,
+    content: bytes,
+    mode: int | None,
+    attempt: Attempt | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> None:
     """Replace ``path`` by ``content`` atomically and durably.
 
@@ -305,7 +334,8 @@ def write_atomic(
     file (the umask decides). The temporary file is created new (``O_EXCL``, no link
     followed) under a name of its own in the same directory, so nothing planted there
     and no other writer's file is ever written through. ``attempt`` records the progress
-    (see ``Attempt``).
+    (see ``Attempt``). ``fence``, called right before ``os.replace``, raises when this
+    writer may no longer publish (its cross-client claim was broken).
     """
     if attempt is None:
         attempt = Attempt()
@@ -332,6 +362,8 @@ def write_atomic(
             os.fsync(fd)
         finally:
             os.close(fd)
+        if fence is not None:
+            fence()
         os.replace(tmp, path)
         attempt.done = True
     except BaseException:
@@ -416,7 +448,7 @@ def update_file(
     clear what killed writers left (a recorder does at its first save of each file, and
     after an interrupted save of this process).
     """
-    with locked(path, timeout):
+    with locked(path, timeout) as claim:
         if sweep or path in _unclean:
             clear_leftovers(path)
         data, mode = _read_locked(path, parse, cache)
@@ -428,6 +460,6 @@ def update_file(
         if content is None:
             return
         encoded = content.encode("utf-8") if isinstance(content, str) else content
-        write_atomic(path, encoded, mode, attempt)
+        write_atomic(path, encoded, mode, attempt, claim.fence)
         if cache is not None:
             cache.raw, cache.data = encoded, data
