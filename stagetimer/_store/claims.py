@@ -305,9 +305,14 @@ def _write_mine(path: str, token: str, me: dict[str, Any]) -> str:
     body = json.dumps({**me, "token": token, "at": time.time()}).encode("ascii")
     fd = os.open(mine, _CREATE, 0o644)
     try:
-        os.write(fd, body)
-    finally:
-        os.close(fd)
+        try:
+            if os.write(fd, body) != len(body):
+                raise OSError(errno.ENOSPC, "short write of a claim", mine)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _unlink(mine)  # a full disk: leave nothing behind
+        raise
     return mine
 
 
