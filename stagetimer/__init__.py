@@ -26,6 +26,7 @@ from stagetimer._record.stage import TimedFunction, record_timing, stage, timed_
 
 if TYPE_CHECKING:
     from stagetimer._analysis.compare import Comparison, compare
+    from stagetimer._analysis.doctor import DirectoryReport, doctor
     from stagetimer._analysis.rows import to_frame, to_records
     from stagetimer._analysis.tree import Artifact, load_tree
     from stagetimer._store.load import load_hardware, load_timings
@@ -60,6 +61,8 @@ _LAZY = {
     "to_records": "stagetimer._analysis.rows",
     "to_frame": "stagetimer._analysis.rows",
     "recover": "stagetimer._store.rescue",
+    "doctor": "stagetimer._analysis.doctor",
+    "DirectoryReport": "stagetimer._analysis.doctor",
 }
 
 
@@ -82,6 +85,7 @@ __all__ = [
     "Artifact",
     "Comparison",
     "Difference",
+    "DirectoryReport",
     "Hardware",
     "HardwareSidecar",
     "InvalidRecordError",
@@ -99,6 +103,7 @@ __all__ = [
     "__version__",
     "capture_hardware",
     "compare",
+    "doctor",
     "hardware_differences",
     "hardware_id",
     "load_hardware",

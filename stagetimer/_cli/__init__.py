@@ -351,6 +351,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     recover.add_argument("directories", nargs="+", metavar="DIR", help="an artifact directory")
     recover.set_defaults(run=_recover, parser=recover)
+
+    from stagetimer._cli.doctor import add_doctor
+
+    add_doctor(commands)
     return parser
 
 
