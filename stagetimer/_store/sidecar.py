@@ -31,6 +31,7 @@ from stagetimer._store.lock import acquire, release
 from stagetimer._store.parse import (
     open_sidecar,
     read_all,
+    retry_replaced,
 )
 from stagetimer._store.rules import is_stage
 
@@ -451,7 +452,7 @@ def update_file(
     with locked(path, timeout) as claim:
         if sweep or path in _unclean:
             clear_leftovers(path)
-        data, mode = _read_locked(path, parse, cache)
+        data, mode = retry_replaced(lambda: _read_locked(path, parse, cache))
         if cache is not None:
             # ``change`` edits ``data`` in place: until the new bytes are on disk the
             # cache must not claim to hold what the file holds.
