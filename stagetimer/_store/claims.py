@@ -1,4 +1,4 @@
-"""Cross-client exclusion: a claim file made with ``link``, fenced before each publish.
+"""Cross-client exclusion: a claim file created with ``O_EXCL``, fenced before each publish.
 
 ``flock`` excludes the writers of one client only on some shared file systems (NFS
 mounted ``nolock`` or ``local_lock=flock|all``, Lustre ``localflock``, FUSE file systems
@@ -7,11 +7,11 @@ reads the old file and replaces the first one's change. Every save therefore als
 a *claim*, ``<sidecar>.claim``, which rests only on what such file systems make atomic
 across clients:
 
-- **Take**: write who we are into a file of our own (``O_EXCL``, a unique name), then
-  ``link`` it to the claim's name. ``link`` fails with ``EEXIST`` on every client when
-  the name exists; a lost reply of a ``link`` that did happen is recognised by the link
-  count of our own file (2), the classic NFS-safe lock of ``open(2)``'s notes on
-  ``O_EXCL``.
+- **Take**: create the claim's name with ``O_CREAT | O_EXCL`` and write who we are into
+  it. The creation fails with ``EEXIST`` on every client when the name exists (atomic on
+  NFSv3 and later, open(2) "O_EXCL"; NFSv2 is not supported). Writing a file of our own
+  first and ``link``-ing it costs two more metadata operations per save, which a local
+  disk's save budget does not have room for.
 - **Fence**: right before the ``rename`` that publishes, the holder touches the claim (a
   sign of life) and checks that its name still holds the holder's token; a holder whose
   claim was broken publishes nothing (its save fails and its record stays pending).
@@ -67,6 +67,8 @@ _READ = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 _POLL_FIRST = 0.0005
 _POLL_MAX = 0.05
 _MAX_CLAIM_BYTES = 4096
+#: Seconds after which a claim seen empty (or unparsable) all along is stale.
+_UNREADABLE_STALE = 1.0
 
 #: Tokens of claims this process holds now (a claim of our own pid not listed here was
 #: left by an interrupted save of ours and is stale).
@@ -109,11 +111,24 @@ def _read_text(path: str) -> str | None:
         return None
 
 
+_me: dict[str, Any] = {}
+
+
 def this_machine() -> dict[str, Any]:
-    """Who this process is, as a claim records it (host, boot id, pid namespace, pid, start)."""
+    """Who this process is, as a claim records it (host, boot id, pid namespace, pid, start).
+
+    Read once per process (a forked child reads its own).
+    """
+    pid = os.getpid()
+    if _me.get("pid") != pid:
+        _me.clear()
+        _me.update(_identify(pid))
+    return _me
+
+
+def _identify(pid: int) -> dict[str, Any]:
     import socket
 
-    pid = os.getpid()
     try:
         pidns: int | None = os.stat("/proc/self/ns/pid").st_ino
     except OSError:
@@ -221,6 +236,11 @@ def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> 
     """Whether the claim ``info`` may be broken now (see the module docstring)."""
     if info.same_machine(me):
         return info.holder_dead(me)
+    if info.holder is None:
+        # Empty or not ours to parse: a live writer fills its claim right after creating
+        # it, so one that stays so died in between (a wrong guess costs that writer only
+        # a retry: its fence refuses to publish).
+        stale = min(stale, _UNREADABLE_STALE)
     with _seen_guard:
         seen = _seen.get(info.path)
         if seen is None or seen[0] != info.key:
@@ -253,6 +273,21 @@ def _break(info: ClaimInfo, token: str) -> None:
         _seen.pop(info.path, None)
 
 
+def _holds(path: str, token: str) -> bool:
+    """Whether the claim file ``path`` holds ``token`` (raw bytes: a save's hot path)."""
+    try:
+        fd = os.open(path, _READ)
+    except OSError:
+        return False
+    try:
+        raw = os.read(fd, _MAX_CLAIM_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return f'"token": "{token}"'.encode("ascii") in raw
+
+
 class Claim:
     """A claim this thread holds on one sidecar: :meth:`fence` before publishing, then release."""
 
@@ -266,8 +301,7 @@ class Claim:
         """Show a sign of life, and raise unless the claim is still ours (before ``rename``)."""
         with contextlib.suppress(OSError):
             os.utime(self.path, follow_symlinks=False)
-        info = read_claim(self.path)
-        if info is None or info.token != self.token:
+        if not _holds(self.path, self.token):
             raise OSError(
                 errno.ENOLCK,
                 "the claim of this save was broken as stale by another writer; "
@@ -277,81 +311,62 @@ class Claim:
 
     def release(self) -> None:
         """Remove the claim when it is still ours. May be interrupted and done again."""
-        info = read_claim(self.path)
-        if info is not None and info.token == self.token:
+        if _holds(self.path, self.token):
             _unlink(self.path)
         _held.discard(self.token)
 
 
-def _try_link(path: str, mine: str) -> bool:
-    """``link(mine, path)``; True when the claim is now ours (see the module docstring)."""
+def _create(path: str, token: str, me: dict[str, Any]) -> bool:
+    """Create the claim ``path`` holding who we are; False when it exists already.
+
+    One ``open(O_CREAT | O_EXCL)`` and one ``write``: between the two the claim is empty,
+    which a breaker treats as a holder that died there (see ``breakable``).
+    """
+    body = json.dumps({**me, "token": token, "at": time.time()}).encode("ascii")
     try:
-        os.link(mine, path)
+        fd = os.open(path, _CREATE, 0o644)
     except FileExistsError:
         return False
-    except OSError:
-        # A retried NFS LINK may answer an error for a link that happened: our file's
-        # link count tells (open(2), notes on O_EXCL).
-        try:
-            return os.lstat(mine).st_nlink == 2
-        except OSError:
-            return False
-    return True
-
-
-def _write_mine(path: str, token: str, me: dict[str, Any]) -> str:
-    directory, base = os.path.split(path)
-    mine = os.path.join(directory, f".{base}-{token}")
-    body = json.dumps({**me, "token": token, "at": time.time()}).encode("ascii")
-    fd = os.open(mine, _CREATE, 0o644)
     try:
         try:
             if os.write(fd, body) != len(body):
-                raise OSError(errno.ENOSPC, "short write of a claim", mine)
+                raise OSError(errno.ENOSPC, "short write of a claim", path)
         finally:
             os.close(fd)
     except BaseException:
-        _unlink(mine)  # a full disk: leave nothing behind
+        _unlink(path)  # a full disk: leave no empty claim behind
         raise
-    return mine
+    return True
 
 
 def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None) -> Claim:
     """Hold the claim of ``sidecar`` before the monotonic ``deadline``.
 
     Raises ``LockTimeoutError`` naming the claim file when another writer holds it past
-    the deadline. ``on_token`` (a callable) learns the token before the claim can exist,
-    so that an interrupt anywhere leaves something its caller can release.
+    the deadline. ``on_token`` (a callable) learns the claim before it can exist, so that
+    an interrupt anywhere leaves something its caller can release.
     """
     path = claim_path(sidecar)
     token = f"{os.getpid()}-{os.urandom(8).hex()}"
     me = this_machine()
     stale = stale_after()
     _held.add(token)
+    claim = Claim(path, token)
     if on_token is not None:
-        on_token(Claim(path, token))
-    mine = _write_mine(path, token, me)
+        on_token(claim)
     delay = _POLL_FIRST
     try:
-        while not _try_link(path, mine):
-            if not os.path.lexists(mine):
-                # Swept by a writer that judged this wait stale (another host, a long
-                # wait): write it again.
-                mine = _write_mine(path, token, me)
-                continue
+        while not _create(path, token, me):
             info = read_claim(path)
             now = time.monotonic()
             if info is not None and breakable(info, me, stale, now):
                 _break(info, token)
                 continue
             if now >= deadline:
-                _held.discard(token)
                 raise LockTimeoutError(path, timeout)
             time.sleep(min(delay, max(deadline - now, 0.0)))
             delay = min(delay * 2, _POLL_MAX)
     except BaseException:
         _held.discard(token)
         raise
-    finally:
-        _unlink(mine)
-    return Claim(path, token)
+    return claim
