@@ -133,6 +133,20 @@ def _drop(gate: _Gate) -> None:
 
 
 def _open(lock_path: str) -> int:
+    """The lock file's descriptor, tried again a few times when a network or FUSE client
+    answers from a stale view of the directory (``ESTALE``, or ``ENOENT`` for a name
+    another client removed or made since this one looked it up)."""
+    for wait in (0.01, 0.05, 0.2, 0.5, 1.0):
+        try:
+            return _open_once(lock_path)
+        except OSError as exc:
+            if exc.errno not in (errno.ESTALE, errno.ENOENT):
+                raise
+        time.sleep(wait)
+    return _open_once(lock_path)
+
+
+def _open_once(lock_path: str) -> int:
     try:
         return os.open(lock_path, _OPEN_RW, 0o666)
     except FileNotFoundError:  # the artifact directory does not exist yet

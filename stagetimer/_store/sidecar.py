@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from stagetimer._errors import SidecarCorruptError
 from stagetimer._format import TIMINGS_FILE
 from stagetimer._store.claims import (
     CLAIM_SUFFIX,
@@ -28,6 +29,7 @@ from stagetimer._store.claims import (
     this_machine,
 )
 from stagetimer._store.lock import acquire, release
+from stagetimer._store.mounts import is_local
 from stagetimer._store.parse import (
     open_sidecar,
     read_all,
@@ -432,6 +434,32 @@ def _read_locked(
     return parse(path, raw), mode
 
 
+#: Waits before reading again a sidecar that did not parse on a network or FUSE file
+#: system (about 3 s in all: past FUSE's default attribute timeout of 1 s).
+_SETTLE_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
+def _read_settled(
+    path: str, parse: Callable[[str, bytes | None], dict[str, Any]], cache: TimingsCache | None
+) -> tuple[dict[str, Any], int | None]:
+    """``_read_locked``, read again while a network or FUSE client may show a stale size.
+
+    A FUSE client keeps a file's attributes for ``attr_timeout`` (1 s unless the mount
+    says otherwise, fuse(8)); after another client replaced the file, reads through the
+    old size return the new content cut short, which does not parse. On a local file
+    system a file that does not parse is corrupt at once.
+    """
+    waits = iter(_SETTLE_WAITS)
+    while True:
+        try:
+            return retry_replaced(lambda: _read_locked(path, parse, cache))
+        except SidecarCorruptError:
+            wait = next(waits, None)
+            if wait is None or is_local(os.path.dirname(path) or "."):
+                raise
+            time.sleep(wait)
+
+
 def update_file(
     path: str,
     parse: Callable[[str, bytes | None], dict[str, Any]],
@@ -452,7 +480,7 @@ def update_file(
     with locked(path, timeout) as claim:
         if sweep or path in _unclean:
             clear_leftovers(path)
-        data, mode = retry_replaced(lambda: _read_locked(path, parse, cache))
+        data, mode = _read_settled(path, parse, cache)
         if cache is not None:
             # ``change`` edits ``data`` in place: until the new bytes are on disk the
             # cache must not claim to hold what the file holds.

@@ -81,14 +81,28 @@ def bindfs_mounts(base: Path, count: int, *options: str) -> Iterator[tuple[Path,
 # Each thread records `records` runs of the shared stage (run_idx unique over all writers)
 # and, with stages == "distinct" as well, of its own stage; it prints one line per record
 # saved ("saved <stage> <run_idx>") so a test that kills it knows what was promised.
+# Writers are pinned to different CPUs, so their hardware descriptions differ and the
+# hardware sidecar grows from every client too (a FUSE client's stale size of a file
+# another client replaced once cut reads of it short).
 WRITER = r"""
-import json, sys, threading, warnings
+import json, os, sys, threading, warnings
 from stagetimer import Recorder, record_timing
 directory, wid, n, policy, threads, stages = json.loads(sys.argv[1])
+cpus = sorted(os.sched_getaffinity(0))
+if wid % 3 and len(cpus) > 1:
+    os.sched_setaffinity(0, {cpus[wid % len(cpus)]})
 warnings.simplefilter("ignore")
-rec = Recorder(directory, policy=policy, lock_timeout=120)
+rec = Recorder(directory, policy=policy, lock_timeout=120, strict=True)
 out = threading.Lock()
+failed = []
 def work(t):
+    try:
+        records(t)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        failed.append(t)
+def records(t):
     for i in range(n):
         idx = (wid * threads + t) * n + i
         shared_idx = idx if policy == "upsert" else idx + 1
@@ -103,6 +117,7 @@ ts = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
 for t in ts: t.start()
 for t in ts: t.join()
 rec.close()
+sys.exit(1 if failed else 0)
 """
 
 

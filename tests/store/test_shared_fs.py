@@ -60,8 +60,8 @@ def _finish(writers: list[subprocess.Popen[str]]) -> list[str]:
     return lines
 
 
-def _stored(backing: Path) -> dict[str, list[int]]:
-    data = json.loads((backing / "exp" / "timings.json").read_text(encoding="utf-8"))
+def _stored(backing: Path, name: str = "exp") -> dict[str, list[int]]:
+    data = json.loads((backing / name / "timings.json").read_text(encoding="utf-8"))
     out = {}
     for name, stage in data.items():
         runs = stage["runs"]
@@ -94,21 +94,19 @@ def test_writers_through_several_mounts_store_every_record_exactly_once(
 ) -> None:
     backing, clients = mounts
     for trial in range(2):
-        if (backing / "exp").exists():
-            for leftover in (backing / "exp").iterdir():
-                leftover.unlink()
+        name = f"exp{trial}"  # a fresh directory per trial, made through the clients
         writers = [
-            start_writer(client / "exp", wid, 25, policy, threads, stages)
+            start_writer(client / name, wid, 25, policy, threads, stages)
             for wid, client in enumerate(clients * 2)  # two writers through each client
         ]
         expected = _expected(_finish(writers))
-        stored = _stored(backing)
+        stored = _stored(backing, name)
         assert sorted(stored) == sorted(expected), f"trial {trial}"
         for stage, runs in expected.items():
             assert sorted(stored[stage]) == sorted(runs), f"trial {trial}, stage {stage}"
         assert len(stored["shared"]) == 2 * len(clients) * threads * 25
-        assert not list((backing / "exp").glob("*rescue*"))
-        assert not list((backing / "exp").glob("*.claim")), "a claim outlived its save"
+        assert not list((backing / name).glob("*rescue*"))
+        assert not list((backing / name).glob("*.claim")), "a claim outlived its save"
 
 
 def _kill_now_and_then(

@@ -1,5 +1,8 @@
 """Which mount holds a path, and whether ``flock`` there excludes writers of other clients.
 
+Used by ``doctor`` (what it says) and by the save (``is_local``: whether a sidecar that
+does not parse may be a stale view of another client's write, worth reading again).
+
 Read from ``/proc/self/mountinfo`` (proc(5), "/proc/pid/mountinfo"): one line per mount,
 
     36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
@@ -16,7 +19,7 @@ import re
 
 import attrs
 
-__all__ = ["Mount", "find_mount", "lock_verdict", "mount_of", "parse_mountinfo"]
+__all__ = ["Mount", "find_mount", "is_local", "lock_verdict", "mount_of", "parse_mountinfo"]
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -145,3 +148,27 @@ def lock_verdict(mount: Mount | None) -> tuple[str, str]:
 def mount_of(path: str, mountinfo: str) -> Mount | None:
     """The mount holding ``path`` (resolved; a missing tail is looked up by its parent)."""
     return find_mount(os.path.realpath(path), parse_mountinfo(mountinfo))
+
+
+#: st_dev -> whether that file system is a known local one (read once per process).
+_local_by_device: dict[int, bool] = {}
+
+
+def is_local(directory: str) -> bool:
+    """Whether ``directory`` is on a known local file system (one kernel sees every write).
+
+    False for network and FUSE file systems and for anything unknown; cached per device.
+    """
+    try:
+        device = os.stat(directory).st_dev
+    except OSError:
+        return False
+    known = _local_by_device.get(device)
+    if known is None:
+        try:
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+                mount = mount_of(directory, f.read())
+        except OSError:
+            mount = None
+        known = _local_by_device[device] = mount is not None and mount.fs_type in _LOCAL
+    return known
