@@ -25,7 +25,7 @@ from stagetimer._store.rescue import rescue_files
 __all__ = ["PROTOCOL", "DirectoryReport", "Finding", "doctor", "examine"]
 
 #: What every save does, on every file system (see docs/shared-filesystems.md).
-PROTOCOL = "flock + claim file (link, checked before rename): exact across clients"
+PROTOCOL = "flock + claim file (O_EXCL, checked before rename): exact across clients"
 #: Below this many free bytes a save is likely to fail soon.
 _LOW_SPACE = 64 * 1024 * 1024
 
