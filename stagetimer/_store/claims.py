@@ -291,17 +291,19 @@ def _holds(path: str, token: str) -> bool:
 class Claim:
     """A claim this thread holds on one sidecar: :meth:`fence` before publishing, then release."""
 
-    __slots__ = ("path", "token")
+    __slots__ = ("fenced", "path", "token")
 
     def __init__(self, path: str, token: str) -> None:
         self.path = path
         self.token = token
+        self.fenced = False  # the fence found the claim ours a moment ago
 
     def fence(self) -> None:
         """Show a sign of life, and raise unless the claim is still ours (before ``rename``)."""
         with contextlib.suppress(OSError):
             os.utime(self.path, follow_symlinks=False)
-        if not _holds(self.path, self.token):
+        self.fenced = _holds(self.path, self.token)
+        if not self.fenced:
             raise OSError(
                 errno.ENOLCK,
                 "the claim of this save was broken as stale by another writer; "
@@ -310,8 +312,14 @@ class Claim:
             )
 
     def release(self) -> None:
-        """Remove the claim when it is still ours. May be interrupted and done again."""
-        if _holds(self.path, self.token):
+        """Remove the claim when it is still ours. May be interrupted and done again.
+
+        Right after a fence that found it ours (and touched it), it is still ours: nobody
+        breaks a claim that showed a sign of life within the stale time, so the check is
+        not read again.
+        """
+        if self.fenced or _holds(self.path, self.token):
+            self.fenced = False
             _unlink(self.path)
         _held.discard(self.token)
 
