@@ -69,6 +69,9 @@ _POLL_MAX = 0.05
 _MAX_CLAIM_BYTES = 4096
 #: Seconds after which a claim seen empty (or unparsable) all along is stale.
 _UNREADABLE_STALE = 1.0
+#: Seconds after its creation during which a claim needs no other sign of life (at most
+#: a quarter of the stale time: breakers wait at least that long).
+_QUIET = 1.0
 
 #: Tokens of claims this process holds now (a claim of our own pid not listed here was
 #: left by an interrupted save of ours and is stale).
@@ -291,17 +294,25 @@ def _holds(path: str, token: str) -> bool:
 class Claim:
     """A claim this thread holds on one sidecar: :meth:`fence` before publishing, then release."""
 
-    __slots__ = ("fenced", "path", "token")
+    __slots__ = ("fenced", "path", "quiet", "released", "taken", "token")
 
-    def __init__(self, path: str, token: str) -> None:
+    def __init__(self, path: str, token: str, quiet: float = _QUIET) -> None:
         self.path = path
         self.token = token
+        self.taken = time.monotonic()  # reset when the claim exists
+        self.quiet = quiet  # seconds after ``taken`` before the fence touches the claim
         self.fenced = False  # the fence found the claim ours a moment ago
+        self.released = False
 
     def fence(self) -> None:
-        """Show a sign of life, and raise unless the claim is still ours (before ``rename``)."""
-        with contextlib.suppress(OSError):
-            os.utime(self.path, follow_symlinks=False)
+        """Show a sign of life, and raise unless the claim is still ours (before ``rename``).
+
+        A claim made less than a second ago is its own sign of life (its creation): it is
+        touched only when the save has taken longer, which saves a metadata write per save.
+        """
+        if time.monotonic() - self.taken > self.quiet:
+            with contextlib.suppress(OSError):
+                os.utime(self.path, follow_symlinks=False)
         self.fenced = _holds(self.path, self.token)
         if not self.fenced:
             raise OSError(
@@ -318,9 +329,12 @@ class Claim:
         breaks a claim that showed a sign of life within the stale time, so the check is
         not read again.
         """
+        if self.released:
+            return
         if self.fenced or _holds(self.path, self.token):
             self.fenced = False
             _unlink(self.path)
+        self.released = True
         _held.discard(self.token)
 
 
@@ -359,7 +373,7 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
     me = this_machine()
     stale = stale_after()
     _held.add(token)
-    claim = Claim(path, token)
+    claim = Claim(path, token, min(_QUIET, stale / 4))
     if on_token is not None:
         on_token(claim)
     delay = _POLL_FIRST
@@ -377,4 +391,5 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
     except BaseException:
         _held.discard(token)
         raise
+    claim.taken = time.monotonic()
     return claim

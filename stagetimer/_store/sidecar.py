@@ -221,6 +221,7 @@ def write_atomic(
     mode: int | None,
     attempt: Attempt | None = None,
     fence: Callable[[], None] | None = None,
+    published: Callable[[], None] | None = None,
 ) -> None:
     """Replace ``path`` by ``content`` atomically and durably.
 
@@ -229,7 +230,10 @@ def write_atomic(
     followed) under a name of its own in the same directory, so nothing planted there
     and no other writer's file is ever written through. ``attempt`` records the progress
     (see ``Attempt``). ``fence``, called right before ``os.replace``, raises when this
-    writer may no longer publish (its cross-client claim was broken).
+    writer may no longer publish (its cross-client claim was broken); ``published``,
+    called right after it, lets the claim go before the directory's ``fsync`` (the
+    change is visible: other clients may start theirs, and the claim's own creation
+    and removal are not left for that ``fsync`` to write).
     """
     if attempt is None:
         attempt = Attempt()
@@ -260,6 +264,8 @@ def write_atomic(
             fence()
         os.replace(tmp, path)
         attempt.done = True
+        if published is not None:
+            published()
     except BaseException:
         attempt.replaced()  # removes the temporary file
         raise
@@ -380,6 +386,6 @@ def update_file(
         if content is None:
             return
         encoded = content.encode("utf-8") if isinstance(content, str) else content
-        write_atomic(path, encoded, mode, attempt, claim.fence)
+        write_atomic(path, encoded, mode, attempt, claim.fence, claim.release)
         if cache is not None:
             cache.raw, cache.data = encoded, data
