@@ -122,9 +122,13 @@ sys.exit(1 if failed else 0)
 
 
 def start_writer(directory: Path, wid: int, records: int, policy: str, threads: int,
-                 stages: str) -> subprocess.Popen[str]:
-    """One writer process (see ``WRITER``) saving into ``directory``."""
+                 stages: str, **settings: str) -> subprocess.Popen[str]:
+    """One writer process (see ``WRITER``) saving into ``directory``.
+
+    ``settings``: environment variables for it (``STAGETIMER_CLAIM_STALE_SECONDS=...``).
+    """
     args = json.dumps([str(directory), wid, records, policy, threads, stages])
     env = {k: v for k, v in os.environ.items() if not k.startswith("STAGETIMER_")}
+    env.update(settings)
     return subprocess.Popen([sys.executable, "-c", WRITER, args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=tempfile.gettempdir())

@@ -26,6 +26,9 @@ from stagetimer import Recorder, record_timing, recover
 pytestmark = [pytest.mark.root]
 
 WAIT = 240  # seconds any writer may take before the test fails (it never should)
+#: Claims of killed writers can then only be cleared by their dead pid (at once), never by
+#: the stale time: a steady writer that waited for one would time out after 120 s and fail.
+ONLY_DEAD_PIDS = {"STAGETIMER_CLAIM_STALE_SECONDS": "3600"}
 
 
 @pytest.fixture
@@ -115,7 +118,8 @@ def _kill_now_and_then(
     """Writers through ``client``, each SIGKILLed after a random moment of its run."""
     killed = []
     for i in range(rounds):
-        writer = start_writer(client / "exp", first_wid + i, 25, "upsert", 1, "distinct")
+        writer = start_writer(client / "exp", first_wid + i, 25, "upsert", 1, "distinct",
+                              **ONLY_DEAD_PIDS)
         time.sleep(rng.uniform(0.3, 1.5))
         writer.send_signal(signal.SIGKILL)
         writer.wait(timeout=WAIT)
@@ -130,7 +134,8 @@ def test_writers_killed_at_random_never_block_the_others_and_recover_folds_them_
     backing, (victim_client, steady_client) = mounts
     rng = random.Random(19)
     steady = [
-        start_writer(steady_client / "exp", wid, 25, "upsert", 1, "distinct") for wid in (0, 1)
+        start_writer(steady_client / "exp", wid, 25, "upsert", 1, "distinct", **ONLY_DEAD_PIDS)
+        for wid in (0, 1)
     ]
     killed = _kill_now_and_then(victim_client, 10, 6, rng)
     promised = _finish(steady)  # no save failed: nothing waited out its lock_timeout
