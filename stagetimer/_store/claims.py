@@ -13,8 +13,10 @@ across clients:
   first and ``link``-ing it costs two more metadata operations per save, which a local
   disk's save budget does not have room for.
 - **Fence**: right before the ``rename`` that publishes, the holder touches the claim (a
-  sign of life) and checks that its name still holds the holder's token; a holder whose
-  claim was broken publishes nothing (its save fails and its record stays pending).
+  sign of life; a claim younger than a second needs none) and checks that its name still
+  holds the holder's token; a holder whose claim was broken publishes nothing (its save
+  fails and its record stays pending). The claim is released right after the
+  ``rename``.
 - **Break**: a stale claim is renamed away to a name of the breaker's own; only one
   ``rename`` of one name succeeds, and the breaker checks that what it moved is the
   claim it judged stale (a fresh claim taken in between is put back with ``link``).
@@ -267,8 +269,8 @@ def _break(info: ClaimInfo, token: str) -> None:
         return  # another breaker was first, or its holder released it
     moved = read_claim(aside)
     if moved is not None and moved.key != info.key:
-        # A claim taken (or touched) after we judged: give it back (EEXIST when a third writer took
-        # the name meanwhile; its holder's fence then refuses to publish).
+        # A claim taken (or touched) after we judged: give it back (EEXIST when a third
+        # writer took the name meanwhile; its holder's fence then refuses to publish).
         with contextlib.suppress(OSError):
             os.link(aside, info.path)
     _unlink(aside)
