@@ -153,7 +153,8 @@ def _public_misuse(tmp_path: Path) -> list[tuple[str, object]]:
         ("Recorder completed_runs alone", lambda: Recorder(tmp_path, completed_runs=3)),
         ("compare threshold of the wrong type",
          lambda: stagetimer.compare(tmp_path, tmp_path, threshold="2%")),  # type: ignore[arg-type]
-        ("compare negative threshold", lambda: stagetimer.compare(tmp_path, tmp_path, threshold=-1)),
+        ("compare negative threshold",
+         lambda: stagetimer.compare(tmp_path, tmp_path, threshold=-1)),
         ("load_tree without a path", lambda: stagetimer.load_tree()),
         ("hardware_differences of a number", lambda: hardware_differences(1, 2)),  # type: ignore[arg-type]
         ("stages.auto_resume of a stage without continuations",
