@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from stagetimer._cli import compare, hardware, migrate, recover, report, table
+from stagetimer._cli import compare, doctor, hardware, migrate, recover, report, table
 from stagetimer._cli.stderr import PROG
 
 __all__ = ["build_parser"]
@@ -164,7 +164,7 @@ def _recover(commands: _Commands) -> None:
 
 
 def _doctor(commands: _Commands) -> None:
-    doctor = commands.add_parser(
+    command = commands.add_parser(
         "doctor",
         help="check directories: file system, cross-client locking, what would stop a save",
         description="For each DIR: the file system type and mount options, whether its "
@@ -173,7 +173,7 @@ def _doctor(commands: _Commands) -> None:
         "space, stale claims, rescue files, corrupt sidecars). Reads only. Exit status 1 "
         "when a DIR does not exist or a sidecar cannot be read.",
     )
-    doctor.add_argument("directories", nargs="+", metavar="DIR", help="an artifact directory")
-    doctor.add_argument("--json", action="store_true",
+    command.add_argument("directories", nargs="+", metavar="DIR", help="an artifact directory")
+    command.add_argument("--json", action="store_true",
                         help='print {"directories": [...]} instead of text')
-    doctor.set_defaults(run=doctor.run, parser=doctor)
+    command.set_defaults(run=doctor.run, parser=command)
