@@ -10,7 +10,9 @@ from pathlib import Path
 import stagetimer
 
 PACKAGE = Path(stagetimer.__file__).parent
-_UNDOCUMENTED = frozenset({"c_make_encoder", "c_scanstring", "c_make_scanner", "c_encode_basestring"})
+_UNDOCUMENTED = frozenset(
+    {"c_make_encoder", "c_scanstring", "c_make_scanner", "c_encode_basestring"}
+)
 
 
 def _foreign_modules(tree: ast.Module) -> set[str]:
