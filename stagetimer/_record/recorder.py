@@ -18,8 +18,8 @@ from __future__ import annotations
 import atexit
 import contextvars
 import functools
+import inspect
 import os
-import sys
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from stagetimer._errors import InvalidRecordError, NoActiveRecorderError, StageTimerWarning
+from stagetimer._errors import (
+    InvalidRecordError,
+    InvalidSettingError,
+    NoActiveRecorderError,
+    StageTimerWarning,
+)
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.reentry import defer, reentered, section
@@ -143,12 +148,16 @@ class Recorder:
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
-            raise ValueError(
+            raise InvalidSettingError(
                 "resume_partial_runs=True needs completed_runs=n, the number of runs "
-                "validated against the checkpoints"
+                "validated against the checkpoints",
+                self.completed_runs,
             )
         if not self.resume_partial_runs and self.completed_runs is not None:
-            raise ValueError("completed_runs is only meaningful with resume_partial_runs=True")
+            raise InvalidSettingError(
+                "completed_runs is only meaningful with resume_partial_runs=True",
+                self.completed_runs,
+            )
         from stagetimer._record.likely_mistakes import LikelyMistakes
 
         _bind_save_path()
@@ -347,9 +356,9 @@ class Recorder:
 
     def _warn(self, message: str) -> None:
         """One ``StageTimerWarning``, attributed to the first caller outside stagetimer."""
-        level, frame = 1, sys._getframe()
+        level, frame = 1, inspect.currentframe()
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+            level, frame = level + 1, frame.f_back
         try:
             warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
         except (ValueError, OSError) as exc:

@@ -24,6 +24,7 @@ from typing import Any
 
 from stagetimer._format import RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
 from stagetimer._record.pending import Pending
+from stagetimer._store.leftovers import token
 from stagetimer._store.owner import this_process
 from stagetimer._store.sidecar import Attempt, write_atomic
 
@@ -73,6 +74,7 @@ class RescueFile:
         )
         self.name = os.path.join(directory, name)
         self.owner = this_process()
+        token()  # the temporary file's name needs it: made now, not at interpreter shutdown
         self.path: str | None = None  # set while the file exists
         self.attempt: Attempt | None = None  # the last write, to clear what an interrupt left
         self.refused: list[Pending] = []  # records the file refuses: kept here for the user
