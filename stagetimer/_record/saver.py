@@ -133,6 +133,15 @@ def _discard(pending: list[Pending], records: list[Pending]) -> None:
     bytecodes, and a record appended to a list about to be replaced would be lost (not
     saved, not rescued, not printed). ``Pending`` compares by identity.
     """
+    count = len(records)
+    # zip stops at ``records``' end: only the prefix of ``pending`` is compared.
+    if len(pending) >= count and all(
+        a is b for a, b in zip(pending, records, strict=False)
+    ):
+        # The usual case, a save of everything pending: one slice deletion, not a
+        # quadratic series of removals (a recorder that failed for hours holds many).
+        del pending[:count]
+        return
     for record in records:
         with contextlib.suppress(ValueError):  # already gone
             pending.remove(record)

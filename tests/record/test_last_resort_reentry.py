@@ -140,6 +140,7 @@ print(json.dumps({"points": points, "trials": done, "handled": len(handled)}))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("what", "trials"), [("first stage", 150), ("capture", 40)])
 def test_a_recording_sigusr1_handler_never_deadlocks(
     tmp_path: Path, what: str, trials: int

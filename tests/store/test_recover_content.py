@@ -153,3 +153,26 @@ def test_the_recover_command_prints_planted_names_escaped(
     out = capsys.readouterr()
     assert "\x1b" not in out.err + out.out
     assert "\\x1b[2J" in out.err
+
+
+def test_a_rescue_file_of_an_older_version_is_folded_once_its_pid_has_ended(art: Path) -> None:
+    from helpers.rescue import dead_pid
+
+    # Format 1 (stagetimer 0.2) names no owner: the pid in its name is all there is.
+    name = f"timings.rescue-20261201T000000000000Z-{dead_pid()}.json"
+    payload = {"directory": str(art), "policy": "sequential", "hardware": {}, "records": [GOOD]}
+    write_rescue(art, [], name=name, raw=json.dumps(payload))
+
+    (done,) = recover(art)
+
+    assert (1, None) == (done.stored, done.skipped)
+
+
+def test_a_rescue_file_of_an_older_version_whose_pid_runs_is_left_alone(art: Path) -> None:
+    name = f"timings.rescue-20261201T000000000000Z-{os.getpid()}.json"
+    payload = {"directory": str(art), "policy": "sequential", "hardware": {}, "records": [GOOD]}
+    write_rescue(art, [], name=name, raw=json.dumps(payload))
+
+    (done,) = recover(art)
+
+    assert done.skipped is not None and "still runs" in done.skipped
