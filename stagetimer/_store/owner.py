@@ -97,8 +97,12 @@ def liveness(owner: object) -> Liveness:
     if type(pid) is not int or pid <= 0:
         return "dead"
     if pid == me["pid"]:
-        same = owner.get("start_time") in (None, me["start_time"])
-        return "live" if same else "dead"
+        return "live" if owner.get("start_time") in (None, me["start_time"]) else "dead"
+    return _pid_liveness(pid, owner.get("start_time"))
+
+
+def _pid_liveness(pid: int, started: object) -> Liveness:
+    """Whether process ``pid`` of this host and boot is the one that started at ``started``."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -112,7 +116,6 @@ def liveness(owner: object) -> Liveness:
     state, now = stat
     if state in ("Z", "X"):
         return "dead"  # exited; only its exit status waits for its parent
-    started = owner.get("start_time")
     if started is not None and started != now:
         return "dead"  # the pid was reused by another process
     return "live"
