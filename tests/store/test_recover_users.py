@@ -122,6 +122,28 @@ def test_rescue_files_another_user_planted_are_named_and_not_folded_unless_asked
 
     assert (1, 1, 1) == (trusted.stored, trusted.already, len(trusted.refused))
     assert [10.0, 11.0, 12.0] == [r["seconds"] for r in stage_runs(shared, "train")]
+    assert [1.0] == [r["seconds"] for r in stage_runs(shared, "planted")]
+
+
+@pytest.mark.root
+def test_the_recover_command_folds_another_users_files_when_told_to_trust_them(
+    users: None, base: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shared = base / "exports"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    assert 0 == _save_as(ALICE, shared, 0).returncode
+    payload = {"format": 2, "owner": dead_owner(), "policy": "sequential", "hardware": {},
+               "records": [{"stage": "by_bob", "run": {"seconds": 3.0}}]}
+    planted = shared / "timings.rescue-20000101T000000000000Z-1-00000000.json"
+    assert 0 == _as(BOB, "sh", "-c", 'printf %s "$1" > "$2"', "sh", json.dumps(payload),
+                    str(planted)).returncode
+
+    status = main(["recover", "--trust-owner", BOB, str(shared)])
+
+    assert (0, "1 record(s) stored") == (status, capsys.readouterr().out.split(" into")[0][-18:])
+    assert [3.0] == [r["seconds"] for r in stage_runs(shared, "by_bob")]
+    assert not planted.exists()
 
 
 @pytest.mark.root
