@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.compute import side_by_side
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.stats import mean_and_variance, moments, welch_from_moments
 from stagetimer._analysis.tree import Artifact, load_tree
@@ -99,10 +100,12 @@ class StageComparison:
     ratio_ci: tuple[float, float] | None
     #: "faster", "slower", "no significant difference" or "too few runs"
     verdict: str
+    #: what the stage used on each side (``compute.side_by_side``), None if never recorded
+    resources: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stage as ``stagetimer compare --json`` prints it."""
-        return {
+        data = {
             "name": self.name,
             "base": self.base.to_dict(),
             "new": self.new.to_dict(),
@@ -110,6 +113,9 @@ class StageComparison:
             "ratio_ci": None if self.ratio_ci is None else list(self.ratio_ci),
             "verdict": self.verdict,
         }
+        if self.resources is not None:
+            data["resources"] = self.resources
+        return data
 
 
 @attrs.frozen
@@ -299,6 +305,17 @@ def _ids(found: Iterable[list[Any]]) -> list[str]:
     return list(seen)
 
 
+def _with_resources(
+    stages: tuple[StageComparison, ...], base: Mapping[str, Any], new: Mapping[str, Any]
+) -> tuple[StageComparison, ...]:
+    """Each stage with what it used on both sides, where a side recorded it."""
+    out = []
+    for stage in stages:
+        used = side_by_side(base[stage.name]["runs"], new[stage.name]["runs"])
+        out.append(stage if used is None else attrs.evolve(stage, resources=used))
+    return tuple(out)
+
+
 def compare_artifacts(
     base: Artifact,
     new: Artifact,
@@ -329,6 +346,7 @@ def _compare_pair(
         compare_stage(name, b[0], n[0], threshold)
         for name, b, n in zip(shared, base_runs, new_runs, strict=True)
     )
+    stages = _with_resources(stages, base_stages, new_stages)
     base_ids = _ids(ids for _, ids in base_runs)
     new_ids = _ids(ids for _, ids in new_runs)
     base_described: Mapping[str, Hardware] = base.hardware.hardware

@@ -307,8 +307,9 @@ def a100(uuid: str = "GPU-5fa8b3c2-1d4e-4f6a-9b7c-0123456789ab") -> FakeGpu:
     return FakeGpu("NVIDIA A100-SXM4-40GB", uuid, 42949672960, 5120, 1215)
 
 
-def h100(uuid: str = "GPU-9c1d2e3f-4a5b-6c7d-8e9f-abcdef012345") -> FakeGpu:
-    return FakeGpu("NVIDIA H100 80GB HBM3", uuid, 85520809984, 5120, 2619)
+def h100(uuid: str = "GPU-9c1d2e3f-4a5b-6c7d-8e9f-abcdef012345", **energy: Any) -> FakeGpu:
+    """``energy``: ``watts`` and/or ``energy_error`` of the energy counter."""
+    return FakeGpu("NVIDIA H100 80GB HBM3", uuid, 85520809984, 5120, 2619, **energy)
 
 
 def l4(uuid: str = "GPU-5f00aa11-2233-4455-6677-8899aabbccdd") -> FakeGpu:
