@@ -248,4 +248,5 @@ def probe_gpus(
 
 
 def _none(reason: str) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
-    return (), reason, {"gpus": reason, "gpu_reason": reason, _ENERGY: f"no GPU: {reason}"}
+    no_energy = "no GPU (the gpus line says why)"
+    return (), reason, {"gpus": reason, "gpu_reason": reason, _ENERGY: no_energy}

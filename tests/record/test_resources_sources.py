@@ -175,7 +175,8 @@ def test_without_nvml_no_energy_key_and_the_reason(tmp_path: Path) -> None:
     _, joules = energy_of_a_stage(tmp_path, FakeNvml([], init_error=9), {})
     assert joules is None
     hw = capture_hardware(root=str(tmp_path), environ={}, nvml=FakeNvml([], init_error=9))
-    assert hw.sources["resources.gpu_energy_joules"].startswith("no GPU: NVML unavailable")
+    assert hw.sources["resources.gpu_energy_joules"] == "no GPU (the gpus line says why)"
+    assert hw.sources["gpus"].startswith("NVML unavailable")
 
 
 def test_record_timing_has_no_resources(tmp_path: Path) -> None:
