@@ -153,8 +153,11 @@ def sentence(statement: ComputeStatement) -> str:
         if hw.gpu_count:
             what.append(f"{_hours(total.gpu_hours)} GPU-hours")
         what.append(f"{_hours(total.cpu_core_hours)} CPU core-hours")
-        if total.energy_runs == total.runs:
-            what.append(f"{_hours(total.energy_kwh)} kWh of GPU energy")
+        if total.energy_runs:
+            energy = f"{_hours(total.energy_kwh)} kWh of GPU energy"
+            if total.energy_runs < total.runs:
+                energy += f" (measured for {total.energy_runs} of {total.runs} runs)"
+            what.append(energy)
         text = f"Experiments ran on {_machine(hw)}; they took " + ", ".join(what)
         training = hw.families.get("training")
         if training is not None and hw.gpu_count:
@@ -185,10 +188,14 @@ def _markdown(statement: ComputeStatement) -> list[str]:
         lines += [f"**{_machine(hw)}** (`{hw.hardware_id}`)", ""]
         lines.append("| " + " | ".join(_HEADER) + " |")
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(_HEADER) - 1)) + "|")
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
-                  for row in _rows(hw)]
+        lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in _rows(hw)]
         lines += ["", _footnote(hw).replace("*", "\\*"), ""]
     return lines
+
+
+def _md(text: str) -> str:
+    """A table cell as GitHub Markdown shows it literally (``|`` and ``*`` escaped)."""
+    return text.replace("|", "\\|").replace("*", "\\*")
 
 
 def _tex(text: str) -> str:
