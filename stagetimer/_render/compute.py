@@ -233,7 +233,7 @@ def render_compute(statement: ComputeStatement, form: str = "text") -> str:
     paste = sentence(statement)
     notes = _left_out(statement)
     if form == "markdown":
-        lines = [*_markdown(statement), *(f"_{n}_" for n in notes), "", paste]
+        lines = [*_markdown(statement), *(f"_{n}_\n" for n in notes), paste]
     elif form == "latex":
         lines = [*_latex(statement), *(f"% {n}" for n in notes), _tex(paste)]
     else:
