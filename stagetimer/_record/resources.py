@@ -69,9 +69,13 @@ def _vmhwm_kib() -> int | None:
     except OSError:
         return None
     at = text.find(b"\nVmHWM:")
-    if at < 0:
+    end = text.find(b"kB", at)
+    if at < 0 or end < 0:
         return None
-    return int(text[at + 7 : text.index(b"kB", at)])
+    try:
+        return int(text[at + 7 : end])
+    except ValueError:  # a kernel that printed something else: no mark
+        return None
 
 
 def _open_energy(environ: Mapping[str, str], nvml: Any) -> tuple[Any, list[Any] | None]:
@@ -126,7 +130,10 @@ def start() -> tuple[Any, ...]:
     """The counters at a stage's entry (an opaque tuple for ``finish``)."""
     found = _probe
     if found is None:
-        found = probe()
+        try:
+            found = probe()
+        except Exception:  # a probe must never fail a stage: read only getrusage then
+            found = Probe(None, None, None)
         use(found)
     fd = None
     if found.peak_path is not None:
