@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 MIB = 1 << 20
+CPUS = len(os.sched_getaffinity(0))
 
 PRELUDE = """
 import hashlib, json, os, resource, subprocess, sys, threading, time
@@ -52,10 +53,10 @@ def run_case(tmp_path: Path, body: str) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+@pytest.mark.skipif(CPUS < 2, reason="needs two CPUs")
 def test_two_threads_burning_cpu_use_more_cpu_than_wall_time(tmp_path: Path) -> None:
     # hashlib releases the GIL on large buffers: the two threads really run at once. On a
-    # shared machine they may not get two CPUs every time: up to five tries, the best kept.
+    # shared machine they may not get two CPUs every time: up to ten tries, the best kept.
     result = run_case(tmp_path, """
         data = b"x" * (8 << 20)
         def burn(spent):
@@ -65,7 +66,7 @@ def test_two_threads_burning_cpu_use_more_cpu_than_wall_time(tmp_path: Path) -> 
             spent.append(time.thread_time() - t0)
         tries = []
         with rec:
-            for i in range(5):
+            for i in range(10):
                 spent = []
                 with stage("burn", run_idx=i):
                     threads = [threading.Thread(target=burn, args=(spent,)) for _ in range(2)]
@@ -76,10 +77,13 @@ def test_two_threads_burning_cpu_use_more_cpu_than_wall_time(tmp_path: Path) -> 
                     break
         print(json.dumps(max(tries, key=lambda t: t["cpu_seconds"] / t["seconds"])))
     """)
-    # Every thread's CPU time is in the stage's, and more CPU than wall time was used.
+    # Every thread's CPU time is in the stage's...
     assert result["cpu_seconds"] >= result["threads"] * 0.99
-    assert result["cpu_seconds"] / result["seconds"] > 1.0
     assert result["children_cpu_seconds"] == 0.0
+    # ...and more CPU than wall time was used, where the threads got two CPUs at once.
+    if result["threads"] <= result["seconds"] and os.getloadavg()[0] >= CPUS:
+        pytest.skip(f"the {CPUS} CPUs are busy with other work (load {os.getloadavg()[0]:.1f})")
+    assert result["cpu_seconds"] / result["seconds"] > 1.0
 
 
 def test_a_sleeping_stage_uses_almost_no_cpu(tmp_path: Path) -> None:
