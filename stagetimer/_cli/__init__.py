@@ -6,7 +6,9 @@
 - ``compute PATH…``: GPU-hours, CPU core-hours and energy for a paper (``compute``);
 - ``hardware``: this process's hardware description and its id (``hardware``);
 - ``recover DIR…``: fold rescue files back into ``timings.json`` (``recover``);
-- ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``).
+- ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``);
+- ``doctor DIR…``: what a directory's file system gives saves, and what would stop them
+  (``doctor``).
 
 The arguments are built in ``parser``, one function per command.
 
