@@ -141,9 +141,12 @@ def start() -> tuple[Any, ...]:
             fd = os.open(found.peak_path, _OPEN_FLAGS)
             os.write(fd, b"reset\n")
         except OSError:
+            # The file would not reset (a kernel without the per-file reset, no write
+            # permission): this process uses the high-water mark from now on.
             if fd is not None:
                 os.close(fd)
-            fd = -1  # the cgroup's peak this stage: none
+            fd = None
+            found.peak_path = None
     energy = _energy_mj(found) if found.energy is not None else None
     mine = _getrusage(_SELF)
     hwm = mine.ru_maxrss if found.mirror else _vmhwm_kib()
@@ -155,8 +158,6 @@ def start() -> tuple[Any, ...]:
 
 
 def _cgroup_peak(fd: int) -> int | None:
-    if fd < 0:
-        return None
     try:
         text = os.pread(fd, 64, 0)
     except OSError:

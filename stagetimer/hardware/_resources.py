@@ -19,6 +19,7 @@ the hardware capture states once, in ``sources``, which of them this process use
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Mapping
@@ -80,6 +81,10 @@ def memory_peak_file(root: str, cgroups: Cgroups | str | None = None) -> tuple[s
     if read_text(root, path) is None:
         # The root group has no memory.peak (cgroup-v2.rst: "exists on non-root cgroups").
         return None, f"{_HWM} ({path} does not exist)"
+    if not os.access(host_path(root, path), os.W_OK):
+        # A reset is a write; a group that is not delegated to the user (Slurm's job
+        # groups belong to root) cannot be reset by the job's own processes.
+        return None, f"{_HWM} ({path} is not writable by this user: no per-stage reset)"
     return path, f"{path} of the process's cgroup, reset per open file at each stage's entry"
 
 
@@ -106,7 +111,7 @@ def energy_handles(nvml: Any, environ: Mapping[str, str]) -> tuple[list[Any] | N
         for handle in handles:
             uuid = nvml.nvmlDeviceGetUUID(handle)
             uuids.append(uuid.decode() if isinstance(uuid, bytes) else str(uuid))
-    except error as err:
+    except (error, OSError, ValueError) as err:  # OSError: a broken library inside ctypes
         return None, f"NVML cannot list the GPUs: {type(err).__name__}"
     chosen = [handles[index] for index, _ in select_visible(visible, uuids)[0]]
     if not chosen:

@@ -8,6 +8,11 @@ runs where a v2 memory controller exists.
 
 from __future__ import annotations
 
+import os
+import shutil
+import site
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +23,7 @@ from helpers.fake_hardware import NVML_ERROR_NOT_SUPPORTED, FakeNvml, FakeRoot, 
 from stagetimer import Recorder, capture_hardware, load_timings, stage
 from stagetimer._record import resources
 
+REPO = Path(__file__).resolve().parents[2]
 GROUP = "/system.slice/slurmstepd.scope/job_4711/step_0"
 PEAK = f"/sys/fs/cgroup{GROUP}/memory.peak"
 
@@ -185,3 +191,55 @@ def test_record_timing_has_no_resources(tmp_path: Path) -> None:
     record_timing("alpharank", 1.5, recorder=Recorder(tmp_path / "art"))
     run = load_timings(tmp_path / "art").stages["alpharank"].runs[0]
     assert run.resources is None
+
+
+PEAK_AS_USER = """
+import sys
+from stagetimer.hardware._resources import memory_peak_file
+print(memory_peak_file(sys.argv[1])[1])
+"""
+
+
+@pytest.mark.root
+def test_a_peak_file_the_user_cannot_write_is_not_used(request: pytest.FixtureRequest) -> None:
+    # Slurm's job groups belong to root: the job's processes cannot reset memory.peak.
+    # Run as ``nobody`` (root may write anything), outside pytest's root-only base.
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run as another user")
+    base = Path(tempfile.mkdtemp(prefix="stagetimer-peak-"))
+    base.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+    fake = v2_root(base)
+    for directory in [base, *(fake.path / PEAK.lstrip("/")).parents]:
+        if directory.is_relative_to(base):
+            directory.chmod(0o755)
+    (fake.path / PEAK.lstrip("/")).chmod(0o644)
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp",
+           "PYTHONPATH": os.pathsep.join([str(REPO), *site.getsitepackages()])}
+    done = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+         "/usr/bin/python3", "-c", PEAK_AS_USER, fake.root],
+        capture_output=True, text=True, env=env, timeout=60, cwd="/tmp", check=False,
+    )
+    if "ModuleNotFoundError" in done.stderr or "No such file" in done.stderr:
+        pytest.skip(f"the other user cannot run stagetimer here: {done.stderr[-200:]}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("VmHWM")
+    assert "memory.peak is not writable by this user" in done.stdout
+    # Root, who may write it, resets it per stage.
+    assert resources.probe(root=fake.root, environ={}, nvml=FakeNvml([])).peak_path is not None
+
+
+def test_a_peak_file_that_refuses_the_reset_falls_back_for_good(tmp_path: Path) -> None:
+    # A directory where the file should be: opening it for writing fails (EISDIR), as a
+    # write to a kernel's memory.peak without the per-file reset would.
+    refusing = tmp_path / "memory.peak"
+    refusing.mkdir()
+    found = resources.probe(root=str(tmp_path), environ={}, nvml=FakeNvml([]))
+    found.peak_path = str(refusing)
+    resources.use(found)
+    with Recorder(tmp_path / "art"), stage("first"):
+        pass
+    assert found.peak_path is None
+    run = load_timings(tmp_path / "art").stages["first"].runs[0]
+    assert run.resources is not None and "cpu_seconds" in run.resources
