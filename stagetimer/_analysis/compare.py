@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.compute import side_by_side
+from stagetimer._analysis.compute import with_resources
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.stats import mean_and_variance, moments, welch_from_moments
 from stagetimer._analysis.tree import Artifact, load_tree
@@ -309,17 +309,6 @@ def _ids(found: Iterable[list[Any]]) -> list[str]:
     return list(seen)
 
 
-def _with_resources(
-    stages: tuple[StageComparison, ...], base: Mapping[str, Any], new: Mapping[str, Any]
-) -> tuple[StageComparison, ...]:
-    """Each stage with what it used on both sides, where a side recorded it."""
-    out = []
-    for stage in stages:
-        used = side_by_side(base[stage.name]["runs"], new[stage.name]["runs"])
-        out.append(stage if used is None else attrs.evolve(stage, resources=used))
-    return tuple(out)
-
-
 def compare_artifacts(
     base: Artifact,
     new: Artifact,
@@ -350,7 +339,7 @@ def _compare_pair(
         compare_stage(name, b[0], n[0], threshold)
         for name, b, n in zip(shared, base_runs, new_runs, strict=True)
     )
-    stages = _with_resources(stages, base_stages, new_stages)
+    stages = with_resources(stages, base_stages, new_stages)
     base_ids = _ids(ids for _, ids in base_runs)
     new_ids = _ids(ids for _, ids in new_runs)
     base_described: Mapping[str, Hardware] = base.hardware.hardware

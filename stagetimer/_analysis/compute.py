@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -35,6 +35,7 @@ __all__ = [
     "side_by_side",
     "stage_use",
     "statement_from",
+    "with_resources",
 ]
 
 #: The stage families of a compute statement, in the order it lists them.
@@ -67,6 +68,50 @@ def _number(resources: Mapping[str, Any] | None, key: str) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
+@attrs.define
+class _Tally:
+    """What a set of runs used, summed over the runs that recorded each figure: the one
+    sum behind the report's ``used:`` lines and ``compare``'s side by side."""
+
+    cpu: float = 0.0
+    #: wall time of the runs with a ``cpu_seconds``, the denominator of the CPU use
+    wall: float = 0.0
+    cpu_runs: int = 0
+    children: float = 0.0
+    children_runs: int = 0
+    energy: float = 0.0
+    energy_runs: int = 0
+    peak: int | None = None
+
+    def add(self, seconds: object, resources: object) -> bool:
+        """Count one run; True when it holds the largest memory peak so far."""
+        if type(resources) is not dict or not is_valid_seconds(seconds):
+            return False
+        if (value := _number(resources, "cpu_seconds")) is not None:
+            self.cpu += value
+            self.wall += seconds
+            self.cpu_runs += 1
+        if (value := _number(resources, "children_cpu_seconds")) is not None:
+            self.children, self.children_runs = self.children + value, self.children_runs + 1
+        if (value := _number(resources, "gpu_energy_joules")) is not None:
+            self.energy, self.energy_runs = self.energy + value, self.energy_runs + 1
+        value = _number(resources, "memory_peak_bytes")
+        if value is not None and (self.peak is None or value > self.peak):
+            self.peak = int(value)
+            return True
+        return False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.cpu_runs or self.children_runs or self.energy_runs) and (
+            self.peak is None
+        )
+
+    @property
+    def cpu_use(self) -> float | None:
+        return self.cpu / self.wall if self.cpu_runs and self.wall > 0 else None
+
+
 @attrs.frozen
 class StageUse:
     """What one stage's runs used, summed over the runs that recorded it."""
@@ -88,37 +133,22 @@ def stage_use(
     name: str, runs: Sequence[RunTiming], hardware: Mapping[str, Hardware | None]
 ) -> StageUse | None:
     """The use of stage ``name``; None when none of its runs recorded any."""
-    cpu = wall = children = energy = 0.0
-    with_cpu = with_children = energy_runs = 0
-    peak: int | None = None
+    tally = _Tally()
     limit: int | None = None
     for run in runs:
-        if run.resources is None or not is_valid_seconds(run.seconds):
-            continue
-        used = _number(run.resources, "cpu_seconds")
-        if used is not None:
-            cpu, wall, with_cpu = cpu + used, wall + run.seconds, with_cpu + 1
-        more = _number(run.resources, "children_cpu_seconds")
-        if more is not None:
-            children, with_children = children + more, with_children + 1
-        joules = _number(run.resources, "gpu_energy_joules")
-        if joules is not None:
-            energy, energy_runs = energy + joules, energy_runs + 1
-        bytes_ = _number(run.resources, "memory_peak_bytes")
-        if bytes_ is not None and (peak is None or bytes_ > peak):
-            peak = int(bytes_)
+        if tally.add(run.seconds, run.resources):
             hw = hardware.get(run.hardware_id) if run.hardware_id else None
             limit = hw.memory.limit_bytes if hw is not None else None
-    if not (with_cpu or with_children or peak is not None or energy_runs):
+    if tally.empty:
         return None
     return StageUse(
         name=name,
-        cpu_use=cpu / wall if with_cpu and wall > 0 else None,
-        children_cpu_seconds=children if with_children else None,
-        peak_bytes=peak,
+        cpu_use=tally.cpu_use,
+        children_cpu_seconds=tally.children if tally.children_runs else None,
+        peak_bytes=tally.peak,
         limit_bytes=limit,
-        energy_joules=energy if energy_runs else None,
-        energy_runs=energy_runs,
+        energy_joules=tally.energy if tally.energy_runs else None,
+        energy_runs=tally.energy_runs,
         runs=len(runs),
     )
 
@@ -126,28 +156,19 @@ def stage_use(
 def _side(runs: Sequence[Any]) -> dict[str, float | None] | None:
     """One side of ``compare``: CPU use over its runs, children CPU and energy per run,
     the largest memory peak; None when no run recorded any (raw runs, as parsed)."""
-    cpu = wall = children = energy = 0.0
-    with_cpu = with_children = with_energy = 0
-    peak: int | None = None
+    tally = _Tally()
     for run in runs:
-        resources = run.get("resources") if type(run) is dict else None
-        if type(resources) is not dict or not is_valid_seconds(run.get("seconds")):
-            continue
-        if (value := _number(resources, "cpu_seconds")) is not None:
-            cpu, wall, with_cpu = cpu + value, wall + run["seconds"], with_cpu + 1
-        if (value := _number(resources, "children_cpu_seconds")) is not None:
-            children, with_children = children + value, with_children + 1
-        if (value := _number(resources, "gpu_energy_joules")) is not None:
-            energy, with_energy = energy + value, with_energy + 1
-        if (value := _number(resources, "memory_peak_bytes")) is not None:
-            peak = int(value) if peak is None else max(peak, int(value))
-    if not (with_cpu or with_children or with_energy or peak is not None):
+        if type(run) is dict:
+            tally.add(run.get("seconds"), run.get("resources"))
+    if tally.empty:
         return None
     return {
-        "cpu_use": cpu / wall if with_cpu and wall > 0 else None,
-        "children_cpu_seconds_mean": children / with_children if with_children else None,
-        "memory_peak_bytes_max": peak,
-        "gpu_energy_joules_mean": energy / with_energy if with_energy else None,
+        "cpu_use": tally.cpu_use,
+        "children_cpu_seconds_mean": (
+            tally.children / tally.children_runs if tally.children_runs else None
+        ),
+        "memory_peak_bytes_max": tally.peak,
+        "gpu_energy_joules_mean": tally.energy / tally.energy_runs if tally.energy_runs else None,
     }
 
 
@@ -158,6 +179,22 @@ def side_by_side(
     verdict: these are not tested), or None when neither side recorded any."""
     base, new = _side(base_runs), _side(new_runs)
     return None if base is None and new is None else {"base": base, "new": new}
+
+
+_Compared = TypeVar("_Compared")
+
+
+def with_resources(
+    stages: tuple[_Compared, ...], base: Mapping[str, Any], new: Mapping[str, Any]
+) -> tuple[_Compared, ...]:
+    """``compare``'s stage comparisons (attrs objects with ``name`` and ``resources``), each
+    with what the stage used on both sides (``base``/``new``: the raw stages by name)."""
+    out = []
+    for stage in stages:
+        name = stage.name  # type: ignore[attr-defined]
+        used = side_by_side(base[name]["runs"], new[name]["runs"])
+        out.append(stage if used is None else attrs.evolve(cast(Any, stage), resources=used))
+    return tuple(out)
 
 
 @attrs.define
