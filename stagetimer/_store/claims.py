@@ -395,3 +395,7 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
         raise
     claim.taken = time.monotonic()
     return claim
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=forget)

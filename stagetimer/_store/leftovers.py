@@ -121,3 +121,7 @@ def clear_leftovers(path: str) -> None:
 def reset_after_fork() -> None:
     """In a forked child: the parent's unfinished saves are not the child's to clear."""
     unclean.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=reset_after_fork)

@@ -245,7 +245,6 @@ def reset_after_fork() -> None:
                 os.close(gate.fd)
     _gates = {}
     _gates_guard = threading.Lock()
-    claims.forget()
 
 
 if hasattr(os, "register_at_fork"):

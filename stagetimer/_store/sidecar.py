@@ -17,7 +17,7 @@ from typing import Any
 
 from stagetimer._errors import SidecarCorruptError
 from stagetimer._store.claims import Claim
-from stagetimer._store.leftovers import clear_leftovers, reset_after_fork
+from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import token as _token  # noqa: F401 (read here by tests)
 from stagetimer._store.leftovers import unclean as _unclean
@@ -38,7 +38,6 @@ __all__ = [
     "dumps_hardware",
     "dumps_timings",
     "locked",
-    "reset_after_fork",
     "timings_bytes",
     "update_file",
     "write_atomic",
@@ -390,6 +389,3 @@ def update_file(
         if cache is not None:
             cache.raw, cache.data = encoded, data
 
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=reset_after_fork)
