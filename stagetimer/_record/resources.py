@@ -160,10 +160,11 @@ def start() -> tuple[Any, ...]:
 def _cgroup_peak(fd: int) -> int | None:
     try:
         text = os.pread(fd, 64, 0)
-    except OSError:
+    except OSError:  # also a descriptor the program closed behind our back (closerange)
         return None
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
     try:
         return int(text) or None
     except ValueError:
