@@ -185,17 +185,18 @@ def _text(statement: ComputeStatement) -> list[str]:
 def _markdown(statement: ComputeStatement) -> list[str]:
     lines: list[str] = []
     for hw in statement.hardware:
-        lines += [f"**{_machine(hw)}** (`{hw.hardware_id}`)", ""]
+        lines += [f"**{_md(_machine(hw))}** (`{hw.hardware_id}`)", ""]
         lines.append("| " + " | ".join(_HEADER) + " |")
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(_HEADER) - 1)) + "|")
         lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in _rows(hw)]
-        lines += ["", _footnote(hw).replace("*", "\\*"), ""]
+        lines += ["", _md(_footnote(hw)), ""]
     return lines
 
 
 def _md(text: str) -> str:
-    """A table cell as GitHub Markdown shows it literally (``|`` and ``*`` escaped)."""
-    return text.replace("|", "\\|").replace("*", "\\*")
+    """Text as GitHub Markdown shows it literally: ``|``, ``*`` and ``_`` escaped (names
+    come from the files; a table cell ends at ``|``)."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
 
 
 def _tex(text: str) -> str:

@@ -115,3 +115,18 @@ def test_compare_shows_what_stages_used_side_by_side(
     [stage] = json.loads(capsys.readouterr().out)["pairs"][0]["stages"]
     assert stage["resources"]["base"]["memory_peak_bytes_max"] == 2 * GIB
     assert stage["resources"]["new"]["cpu_use"] == pytest.approx(1.9)
+
+
+def test_names_from_the_files_stay_text_in_markdown_and_latex(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "AMD_EPYC_9654 & co | 50% *fast* \\o/"
+    write(tmp_path / "a", {"hw-odd": {**CPU_ONLY, "cpu": {"model_name": name, "logical_cpus": 2}}},
+          {"ippo_train": [run(60, "hw-odd", 0, cpu_seconds=30)]})
+    markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py is not installed")
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(
+        compute(capsys, str(tmp_path), "--markdown")
+    )
+    assert "AMD_EPYC_9654 &amp; co | 50% *fast* \\o/" in html
+    latex = compute(capsys, str(tmp_path), "--latex")
+    assert "AMD\\_EPYC\\_9654 \\& co | 50\\% *fast* \\textbackslash{}o/" in latex
