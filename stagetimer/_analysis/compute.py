@@ -26,6 +26,7 @@ from stagetimer.hardware import Hardware
 
 __all__ = [
     "FAMILIES",
+    "SHORTEST_FOR_CPU_USE",
     "Amounts",
     "ComputeStatement",
     "HardwareCompute",
@@ -41,6 +42,10 @@ __all__ = [
 #: The stage families of a compute statement, in the order it lists them.
 FAMILIES = ("training", "checkpoint", "NashConv", "the rest")
 _JOULES_PER_KWH = 3.6e6
+#: Wall time a stage's runs need in all before their CPU use is shown (seconds): the
+#: counters are read just outside the timed block, a few µs that a 40 µs stage would
+#: show as 1.15.
+SHORTEST_FOR_CPU_USE = 0.01
 
 
 def family(stage: str) -> str:
@@ -103,13 +108,15 @@ class _Tally:
 
     @property
     def empty(self) -> bool:
-        return not (self.cpu_runs or self.children_runs or self.energy_runs) and (
+        return self.cpu_use is None and not (self.children or self.energy_runs) and (
             self.peak is None
         )
 
     @property
     def cpu_use(self) -> float | None:
-        return self.cpu / self.wall if self.cpu_runs and self.wall > 0 else None
+        """CPU time / wall time; None below ``SHORTEST_FOR_CPU_USE`` of wall time, where
+        the few microseconds of the counters' own reads would show as use."""
+        return self.cpu / self.wall if self.wall >= SHORTEST_FOR_CPU_USE else None
 
 
 @attrs.frozen

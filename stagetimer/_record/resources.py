@@ -148,9 +148,13 @@ def start() -> tuple[Any, ...]:
             fd = None
             found.peak_path = None
     energy = _energy_mj(found) if found.energy is not None else None
-    mine = _getrusage(_SELF)
-    hwm = mine.ru_maxrss if found.mirror else _vmhwm_kib()
     children = _getrusage(_CHILDREN)
+    hwm = None if found.mirror else _vmhwm_kib()
+    # The process's CPU time last here and first in finish(): its window is the clock's
+    # (perf_counter is read right after and right before), give or take one call.
+    mine = _getrusage(_SELF)
+    if found.mirror:
+        hwm = mine.ru_maxrss
     return (
         found, mine.ru_utime + mine.ru_stime, children.ru_utime + children.ru_stime,
         hwm, fd, energy,
@@ -174,8 +178,8 @@ def _cgroup_peak(fd: int) -> int | None:
 def finish(began: tuple[Any, ...]) -> dict[str, Any]:
     """The run's ``resources``: what the stage used since ``began = start()``."""
     found, cpu0, children0, hwm0, fd, energy0 = began
-    children = _getrusage(_CHILDREN)
     mine = _getrusage(_SELF)
+    children = _getrusage(_CHILDREN)
     used: dict[str, Any] = {
         "cpu_seconds": round(max(mine.ru_utime + mine.ru_stime - cpu0, 0.0), 6),
         "children_cpu_seconds": round(
