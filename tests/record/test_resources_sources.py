@@ -243,3 +243,31 @@ def test_a_peak_file_that_refuses_the_reset_falls_back_for_good(tmp_path: Path) 
     assert found.peak_path is None
     run = load_timings(tmp_path / "art").stages["first"].runs[0]
     assert run.resources is not None and "cpu_seconds" in run.resources
+
+
+def test_resources_survive_a_rescue_and_recover(tmp_path: Path) -> None:
+    from stagetimer import StageTimerWarning, recover
+
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / "timings.json").write_text("{bad")  # the save fails: the run goes to a rescue file
+    resources.use(resources.probe(root=str(tmp_path), environ={}, nvml=two_gpus({})))
+    with pytest.warns(StageTimerWarning), Recorder(art), stage("ippo_train", run_idx=0):
+        time.sleep(0.05)
+    (art / "timings.json").unlink()
+    assert [r.stored for r in recover(art)] == [1]
+    used = load_timings(art).stages["ippo_train"].runs[0].resources
+    assert used is not None and used["gpu_energy_joules"] > 0 and "cpu_seconds" in used
+
+
+def test_stagetimer_hardware_says_where_each_figure_comes_from(tmp_path: Path) -> None:
+    from stagetimer.hardware import format_hardware
+
+    text = format_hardware(capture_hardware(root=v2_root(tmp_path).root, environ={},
+                                            nvml=two_gpus({"energy_error": 3})))
+    said = text.split("what a recorded stage used (resources of each run):\n", 1)[1]
+    assert [line for line in said.splitlines() if not line.startswith("    ")] == [
+        "  children_cpu_seconds", "  cpu_seconds", "  gpu_energy_joules", "  memory_peak_bytes",
+    ]
+    assert "gpus[1] has no energy counter" in said
+    assert "job_N/step_*/memory.peak" in said
