@@ -242,13 +242,15 @@ class Recorder:
         label: str | None,
         started_at: float | None,
         metadata: dict[str, Any] | None,
+        resources: dict[str, Any] | None = None,
     ) -> None:
-        """``record`` for arguments its caller checked (``stage``, ``record_timing``)."""
+        """``record`` for arguments its caller checked (``stage``, ``record_timing``);
+        ``resources``: what a ``stage`` used (``resources.py``)."""
         p = _pending_module
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else p.utc_iso(started_at)
-        pending = p.Pending(p.Finished(name, seconds, run_idx, label, iso, metadata))
+        pending = p.Pending(p.Finished(name, seconds, run_idx, label, iso, metadata, resources))
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
         self._saver.pending.append(pending)
