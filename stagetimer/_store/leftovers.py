@@ -119,7 +119,8 @@ def clear_leftovers(path: str) -> None:
     except OSError:
         return
     for name in names:
-        if _left_by_dead_writer(directory, base, name):
+        # Every name a writer leaves starts with a dot: the others are not looked at.
+        if name.startswith(".") and _left_by_dead_writer(directory, base, name):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(directory, name))
     unclean.discard(path)
