@@ -294,19 +294,31 @@ def _loads(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:
         # RFC 8259 section 8.1: a parser may ignore a byte order mark (editors add one);
         # the next rewrite drops it.
         raw = raw[len(_BOM) :]
+    text = _utf8(path, raw)
+    if _nesting_exceeds(raw, depth):
+        raise SidecarCorruptError(path, f"nests arrays and objects deeper than {depth} levels")
+    data = _decode(path, text)
+    if b"\\" in raw and _SURROGATE_ESCAPE.search(raw) is not None:  # no escape: none
+        _refuse_lone_surrogate(path, data)
+    return data
+
+
+def _utf8(path: str, raw: bytes) -> str:
+    """``raw`` decoded, or ``SidecarCorruptError`` naming the first byte that is not UTF-8."""
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SidecarCorruptError(
             path, f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
         ) from None
-    if _nesting_exceeds(raw, depth):
-        raise SidecarCorruptError(path, f"nests arrays and objects deeper than {depth} levels")
+
+
+def _decode(path: str, text: str) -> Any:
+    """The JSON value of ``text`` (nesting already checked), each parser error in words."""
     try:
         if text.startswith("\ufeff"):  # a second mark: json.loads says what is wrong
-            data = json.loads(text, object_pairs_hook=_no_duplicates)
-        else:
-            data = decode_unique(text)
+            return json.loads(text, object_pairs_hook=_no_duplicates)
+        return decode_unique(text)
     except json.JSONDecodeError as exc:
         raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
     except DuplicateKey as exc:
@@ -319,13 +331,15 @@ def _loads(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:
         raise SidecarCorruptError(path, f"holds a number Python refuses to read ({exc})") from None
     except RecursionError:  # the caller's own stack was already deep
         raise SidecarCorruptError(path, "is nested too deeply to parse here") from None
-    if b"\\" in raw and _SURROGATE_ESCAPE.search(raw) is not None:  # no escape: none
-        lone = _lone_surrogate(data)
-        if lone is not None:
-            raise SidecarCorruptError(
-                path, f"holds the string {_short(lone)} with a lone surrogate escape (not UTF-8)"
-            )
-    return data
+
+
+def _refuse_lone_surrogate(path: str, data: Any) -> None:
+    """``SidecarCorruptError`` when a string inside ``data`` holds a lone surrogate."""
+    lone = _lone_surrogate(data)
+    if lone is not None:
+        raise SidecarCorruptError(
+            path, f"holds the string {_short(lone)} with a lone surrogate escape (not UTF-8)"
+        )
 
 
 def parse_json(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:

@@ -215,23 +215,24 @@ def _fields(cls: type) -> _Check:
     return check
 
 
+#: The JSON a scalar type hint is stored as: the Python types that hold it, and its name.
+_SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
+    _NONE: ((_NONE,), "null"),
+    bool: ((bool,), "a boolean"),
+    int: ((int,), "an integer"),
+    float: ((int, float), "a number"),
+    str: ((str,), "a string"),
+}
+
+
 def _checker(hint: Any) -> _Check:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         members = typing.get_args(hint)
-        checks = [_checker(m) for m in members]
         words = " or ".join(_words(m) for m in members)
-        return _union(checks, words)
-    if hint is type(None):
-        return _expect((type(None),), "null")
-    if hint is bool:
-        return _expect((bool,), "a boolean")
-    if hint is int:
-        return _expect((int,), "an integer")
-    if hint is float:
-        return _expect((int, float), "a number")
-    if hint is str:
-        return _expect((str,), "a string")
+        return _union([_checker(m) for m in members], words)
+    if hint in _SCALARS:
+        return _expect(*_SCALARS[hint])
     if origin in (tuple, list):
         return _each(_checker(typing.get_args(hint)[0]), list)
     if origin is dict:
@@ -242,10 +243,8 @@ def _checker(hint: Any) -> _Check:
 
 
 def _words(hint: Any) -> str:
-    names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number",
-             str: "a string"}
-    if hint in names:
-        return names[hint]
+    if hint in _SCALARS:
+        return _SCALARS[hint][1]
     origin = typing.get_origin(hint)
     return "an array" if origin in (tuple, list) else "an object"
 
