@@ -121,19 +121,29 @@ def _compare(commands: _Commands) -> None:
         description="Compare the stages of two artifact directories, or of the directories "
         "at equal relative paths in two trees: per side runs, median, mean and standard "
         "deviation; the geometric-mean ratio new/base with its 95 %% interval (Welch's t on "
-        "log-seconds) and a verdict; and the hardware fields that differ between the sides. "
-        "Reads only.",
+        "log-seconds), its p-value, its Benjamini-Hochberg q-value over every comparison of "
+        "the call and a verdict (q <= 0.05 and a change of at least the threshold); and the "
+        "hardware fields that differ between the sides. Reads only. Exit status: 0 done, "
+        "1 a path could not be read, 2 a usage error, 3 --fail-if-slower found a regression.",
     )
     command.add_argument("base", metavar="BASE", help="artifact directory or tree: the reference")
     command.add_argument("new", metavar="NEW", help="artifact directory or tree to judge")
-    command.add_argument("--json", action="store_true", help="print JSON instead of text")
+    form = command.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print JSON instead of text")
+    form.add_argument("--markdown", action="store_true",
+                      help="print a pull-request comment (GitHub Markdown): a summary line, "
+                      "the regressions, the improvements, the rest folded, the differences")
     command.add_argument("--plot", metavar="FILE",
                          help="also draw each stage's ratio with its interval into FILE "
                          "(.png or .svg; needs matplotlib: pip install 'stagetimer[plot]')")
+    command.add_argument("--paired", action="store_true",
+                         help="match runs by (run_idx, label, rank), the same seeds on both "
+                         "sides, and use the paired t on their log-seconds; unmatched runs "
+                         "are left out and counted")
     command.add_argument("--threshold", type=_percent, default=2.0, metavar="PCT",
                          help="smallest change called faster or slower, in %% (default 2)")
     command.add_argument("--fail-if-slower", type=_percent, metavar="PCT",
-                         help="exit with status 2 when a stage is judged slower by more "
+                         help="exit with status 3 when a stage is judged slower by more "
                          "than PCT %% (a regression gate for CI)")
     command.set_defaults(run=compare.run, parser=command)
 
