@@ -223,6 +223,31 @@ def _variance(values: Sequence[float], mean: float) -> float:
     return math.fsum([(v - mean) * (v - mean) for v in values]) / (len(values) - 1)
 
 
+def _stdev(values: Sequence[float], mean: float) -> float:
+    """The sample standard deviation of ``values`` (two or more) about ``mean``.
+
+    Deviations past 1e154 overflow when squared (the runs [0.0, 1e300], which a recorder
+    accepts, deviate by 5e299): those are scaled by the largest deviation first.
+    """
+    variance = _variance(values, mean)
+    if variance < math.inf:
+        return math.sqrt(variance)
+    scale = max(abs(v - mean) for v in values)
+    if not scale < math.inf:
+        return scale
+    scaled = math.fsum([((v - mean) / scale) ** 2 for v in values]) / (len(values) - 1)
+    return scale * math.sqrt(scaled)
+
+
+def _mean(values: Sequence[float], total: float) -> float:
+    """``total / n``, or when the sum of finite values overflowed (two runs of 1e308), the
+    sum of each value divided by n, which cannot."""
+    n = len(values)
+    if total < math.inf:
+        return total / n
+    return sum([v / n for v in values], 0.0)
+
+
 def _quantile(ordered: Sequence[float], fraction: float) -> float:
     position = (len(ordered) - 1) * fraction
     low = math.floor(position)
@@ -236,9 +261,9 @@ def moments(
     """``(mean, median, stdev, ordered)`` of ``seconds`` (not empty), ``total`` their sum
     (left to right from 0.0, as the writer sums ``total_seconds``)."""
     n = len(seconds)
-    mean = total / n
+    mean = _mean(seconds, total)
     ordered = sorted(seconds)
-    stdev = math.sqrt(_variance(seconds, mean)) if n > 1 else None
+    stdev = _stdev(seconds, mean) if n > 1 else None
     return mean, median(ordered), stdev, ordered
 
 

@@ -97,12 +97,15 @@ def _walk(
     """
     found: list[tuple[tuple[str, ...], str]] = []
 
-    def visit(directory: str, parts: tuple[str, ...], ancestors: frozenset[_Key]) -> None:
+    def visit(
+        directory: str, parts: tuple[str, ...], ancestors: frozenset[_Key]
+    ) -> list[tuple[str, tuple[str, ...], frozenset[_Key]]]:
+        """Read one directory; return the subdirectories to enter, in name order."""
         try:
             entries = list(os.scandir(directory))
         except OSError as exc:
             problems.append(_os_problem(exc, directory))
-            return
+            return []
         subdirs: list[tuple[str, os.DirEntry[str]]] = []
         rescue_here = False
         for entry in entries:
@@ -120,6 +123,7 @@ def _walk(
         if rescue_here:
             rescued.append(directory)
         subdirs.sort()
+        below = []
         for name, entry in subdirs:
             try:
                 st = entry.stat()
@@ -129,14 +133,20 @@ def _walk(
             key = (st.st_dev, st.st_ino)
             if key in ancestors:  # a link back up the tree: a cycle
                 continue
-            visit(entry.path, (*parts, name), ancestors | {key})
+            below.append((entry.path, (*parts, name), ancestors | {key}))
+        return below
 
     try:
         st = os.stat(root)
     except OSError as exc:
         problems.append(_os_problem(exc, root))
         return found
-    visit(root, (), frozenset({(st.st_dev, st.st_ino)}))
+    # Depth first with a stack of its own, not recursion: a tree may be deeper than
+    # Python's recursion limit (1,000 frames), and a reader must still walk it. The stack
+    # holds each directory's subdirectories in reverse, so they are entered in name order.
+    stack = [(root, (), frozenset({(st.st_dev, st.st_ino)}))]
+    while stack:
+        stack.extend(reversed(visit(*stack.pop())))
     found.sort()
     return found
 

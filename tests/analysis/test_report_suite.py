@@ -56,7 +56,7 @@ def test_runs_lists_each_run_with_its_index_label_start_seconds_and_metadata(
     assert ["stage", "run_idx", "label", "started_at", "seconds", "metadata"] == (
         lines[start + 1].split()
     )
-    assert ["ippo_train", "0", "warm", started, "2.5", "s", "steps=10000"] == (
+    assert ["ippo_train", "0", "warm", started, "2.50", "s", "steps=10000"] == (
         lines[start + 2].split()
     )
 

@@ -34,7 +34,7 @@ def test_text_reads_like_pyperf_compare_to(sides: tuple[str, str]) -> None:
     lines = result.stdout.splitlines()
     train = next(line for line in lines if line.startswith("ippo_train:"))
     assert (0, True) == (result.returncode, train.startswith(
-        "ippo_train: Mean +- std dev: [base] 10.0 s +- 0.11 s -> [new] 8.04 s +- 0.11 s: "
+        "ippo_train: Mean +- std dev: [base] 10.0 s +- 0.114 s -> [new] 8.04 s +- 0.114 s: "
         "1.25x faster (new/base 0.801, 95 % CI"
     ))  # fmt: skip
 

@@ -63,7 +63,7 @@ def test_a_cell_is_mean_plus_minus_sd_and_runs_in_its_columns_unit(suite: Path) 
     assert "600 \N{PLUS-MINUS SIGN} 100 (3)" == ippo[3]
     assert "" == ippo[4]  # coins/ippo has no iql_train
     assert "5.53" == ippo[5]  # (330 + 1.8) s in minutes, the unit of the largest total
-    assert "3.50 \N{PLUS-MINUS SIGN} 0.17 (3)" == rows[3][4]  # 210 s: minutes
+    assert "3.50 \N{PLUS-MINUS SIGN} 0.167 (3)" == rows[3][4]  # 210 s: minutes
 
 
 def test_median_cells_are_the_median_and_quartiles(suite: Path) -> None:
