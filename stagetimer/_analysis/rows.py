@@ -31,6 +31,7 @@ __all__ = [
     "job_id",
     "records_csv",
     "records_from",
+    "spreadsheet_safe",
     "to_frame",
     "to_records",
 ]
@@ -157,19 +158,31 @@ def records_csv(rows: Sequence[dict[str, Any]]) -> str:
     columns = list(rows[0]) if rows else list(RECORD_COLUMNS)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow([spreadsheet_safe(c) for c in columns])
     for row in rows:
         writer.writerow([_cell(row[c]) for c in columns])
     return out.getvalue()
+
+
+#: what a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"):
+#: ``=HYPERLINK(...)`` in a name would run when the file is opened
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` with control characters escaped, and a leading ``'`` when it starts like a
+    formula, so that a spreadsheet shows it as text and never runs it."""
+    text = escape_text(text)
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def _cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, str):
-        return escape_text(value)
+        return spreadsheet_safe(value)
     if isinstance(value, (dict, list)):
         import json
 
-        return escape_text(json.dumps(value, ensure_ascii=False, sort_keys=True))
+        return spreadsheet_safe(json.dumps(value, ensure_ascii=False, sort_keys=True))
     return value

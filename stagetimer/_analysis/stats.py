@@ -215,7 +215,12 @@ def median(ordered: Sequence[float]) -> float:
     even count."""
     n = len(ordered)
     half = n // 2
-    return ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+    if n % 2:
+        return ordered[half]
+    low, high = ordered[half - 1], ordered[half]
+    middle = (low + high) / 2
+    # two values past 8.9e307 overflow when added: halve them first
+    return middle if middle < math.inf else low / 2 + high / 2
 
 
 def _variance(values: Sequence[float], mean: float) -> float:

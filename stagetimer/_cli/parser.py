@@ -60,9 +60,10 @@ def _table(commands: _Commands) -> None:
     command = commands.add_parser(
         "table",
         help="the table a paper prints: a row per directory, a column per stage",
-        description="Print one row per artifact directory at or under PATH and one column "
-        "per stage: mean \N{PLUS-MINUS SIGN} sample standard deviation (runs) in one unit "
-        "per column, and each row's total. Reads only.",
+        description="Print one row per artifact directory at or under PATH (in natural "
+        "order: seed_2 before seed_10) and one column per stage: mean \N{PLUS-MINUS SIGN} "
+        "sample standard deviation (runs) in one unit per column, and each row's total. "
+        "Reads only.",
     )
     _paths(command)
     form = command.add_mutually_exclusive_group()
@@ -75,7 +76,24 @@ def _table(commands: _Commands) -> None:
                       "<stage>_stdev_seconds, <stage>_runs per stage")
     command.add_argument("--median", action="store_true",
                          help="the median and the quartiles instead of mean and sd")
+    command.add_argument("--levels", type=_names, metavar="NAME,NAME,...",
+                         help="name the levels of the directories' paths below what they "
+                         "share, one name per level, e.g. env,scenario,algo (default: "
+                         "'level N' for each level that varies)")
+    command.add_argument("--stages", type=_names, metavar="STAGE,STAGE,...",
+                         help="only these stage columns, in this order")
+    command.add_argument("--fold-continuations", action="store_true",
+                         help="fold each <stage>_auto_resume into its stage: a cell is then "
+                         "a per-seed time (each seed's runs of both summed)")
     command.set_defaults(run=table.run, parser=command, format="markdown")
+
+
+def _names(text: str) -> list[str]:
+    """A comma-separated list of names, none empty."""
+    names = text.split(",")
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected names separated by commas, not {text!r}")
+    return names
 
 
 def _hardware(commands: _Commands) -> None:
