@@ -20,8 +20,6 @@ Every draw comes from ``random.Random(seed)``: the figures are the same on every
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import random
 import sys

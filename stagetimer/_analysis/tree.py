@@ -144,7 +144,9 @@ def _walk(
     # Depth first with a stack of its own, not recursion: a tree may be deeper than
     # Python's recursion limit (1,000 frames), and a reader must still walk it. The stack
     # holds each directory's subdirectories in reverse, so they are entered in name order.
-    stack = [(root, (), frozenset({(st.st_dev, st.st_ino)}))]
+    stack: list[tuple[str, tuple[str, ...], frozenset[_Key]]] = [
+        (root, (), frozenset({(st.st_dev, st.st_ino)}))
+    ]
     while stack:
         stack.extend(reversed(visit(*stack.pop())))
     found.sort()

@@ -120,8 +120,8 @@ def _stage_line(stage: StageComparison, threshold: float, comparisons: int) -> s
     if stage.verdict in (FASTER, SLOWER):
         return f"{name}: Mean +- std dev: {both}: {times(stage.ratio)} {detail}"
     line = f"{name}: Mean +- std dev: {both}: {NO_DIFFERENCE} {detail}"
-    why = why_no_verdict(stage, threshold, comparisons)
-    return line if why is None else f"{line}; {why}"
+    reason = why_no_verdict(stage, threshold, comparisons)
+    return line if reason is None else f"{line}; {reason}"
 
 
 def software_words(pair: Pair) -> list[str]:

@@ -59,9 +59,8 @@ def test_latex_with_hostile_names_compiles_with_pdflatex(hostile: Path, tmp_path
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
     )
 
-    assert (0, 0, True) == (result.returncode, compiled.returncode, (tmp_path / "t.pdf").exists()), (
-        compiled.stdout[-3000:]
-    )
+    pdf = (tmp_path / "t.pdf").exists()
+    assert (0, 0, True) == (result.returncode, compiled.returncode, pdf), compiled.stdout[-3000:]
 
 
 def test_latex_row_starting_with_a_bracket_is_braced(tmp_path: Path) -> None:
