@@ -14,6 +14,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
 from itertools import repeat
 from typing import Any
 
@@ -71,6 +72,9 @@ class StageStats:
     #: the earliest and latest ``started_at`` of its runs (None: none stored)
     first_started_at: str | None = attrs.field(default=None, eq=False)
     last_started_at: str | None = attrs.field(default=None, eq=False)
+    #: the POSIX times of the earliest start and of the latest end (start + seconds) of
+    #: its runs that store a readable ``started_at`` (None: none does)
+    wall_span: tuple[float, float] | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -146,6 +150,35 @@ def _flags(
                 f"({summed:.17g}); the report uses the runs"
             )
     return flags, kept, kept_total
+
+
+def _timestamp(text: Any) -> float | None:
+    """``started_at`` (ISO 8601, UTC, ``...Z``) as POSIX seconds; None when unreadable."""
+    if type(text) is not str:
+        return None
+    try:
+        # Python 3.10's fromisoformat does not read "Z"
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _wall_span(starts: list[Any], seconds: list[float]) -> tuple[float, float] | None:
+    """The earliest start and the latest end of the runs with a start and a valid duration."""
+    first = last = None
+    for text, duration in zip(starts, seconds, strict=True):
+        if text is None or not is_valid_seconds(duration):
+            continue
+        start = _timestamp(text)
+        if start is None:
+            continue
+        end = start + duration
+        first = start if first is None or start < first else first
+        last = end if last is None or end > last else last
+    return None if first is None or last is None else (first, last)
 
 
 def _expected_runs(stage: dict[str, Any]) -> int | None:
@@ -270,13 +303,14 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
         mean, median, stdev, ordered = moments(kept, total)
         low, high = ordered[0], ordered[-1]
     ids = list(map(_get, runs, _HARDWARE_ID))
-    starts = list(map(_get, runs, _STARTED_AT))
+    all_starts = starts = list(map(_get, runs, _STARTED_AT))
     if None in starts:
         starts = [t for t in starts if t is not None]
     stats = StageStats(
         name, len(runs), total, mean, median, stdev, low, high, _distinct(ids),
         tuple(seconds), ids.count(None), len(runs) - len(kept), _expected_runs(stage),
         min(starts) if starts else None, max(starts) if starts else None,
+        _wall_span(all_starts, seconds) if starts else None,
     )
     return stats, flags
 
