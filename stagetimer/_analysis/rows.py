@@ -139,8 +139,15 @@ def to_frame(*paths: str | os.PathLike[str]) -> pandas.DataFrame:
 
     Needs pandas (``pip install 'stagetimer[pandas]'``); without it, ``ImportError``.
 
+    ``run_idx``, the integer hardware columns and every metadata key holding only whole
+    numbers are pandas' nullable ``Int64``; ``started_at`` is ``datetime64[ns, UTC]``.
+
+    The time a seed took is its runs of a stage and of the stage's continuation
+    (``<stage>_auto_resume``) summed: sum per seed first, then average.
+
     >>> frame = to_frame("exports")
-    >>> frame.groupby(["artifact", "base_stage"])["seconds"].agg(["mean", "std", "count"])
+    >>> per_seed = frame.groupby(["artifact", "base_stage", "run_idx"])["seconds"].sum()
+    >>> per_seed.groupby(["artifact", "base_stage"]).agg(["mean", "std", "count"])
     """
     try:
         import pandas
@@ -150,7 +157,44 @@ def to_frame(*paths: str | os.PathLike[str]) -> pandas.DataFrame:
         ) from None
     rows = to_records(*paths)
     columns = list(rows[0]) if rows else list(RECORD_COLUMNS)
-    return pandas.DataFrame.from_records(rows, columns=columns)
+    return _typed(pandas, pandas.DataFrame.from_records(rows, columns=columns), rows, columns)
+
+
+#: the columns of RECORD_COLUMNS that hold whole numbers (or None)
+_INTEGER_COLUMNS = (
+    "run_idx", "logical_cpus", "physical_cores", "memory_limit_bytes", "gpu_count",
+    "gpu_peak_bandwidth_bytes_per_s",
+)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _whole_numbers(rows: Sequence[dict[str, Any]], column: str) -> bool:
+    """Whether every value of ``column`` is an int (not a bool) within int64, or None."""
+    found = False
+    for row in rows:
+        value = row[column]
+        if value is None:
+            continue
+        if type(value) is not int or not _INT64[0] <= value <= _INT64[1]:
+            return False
+        found = True
+    return found
+
+
+def _typed(
+    pandas: Any, frame: Any, rows: Sequence[dict[str, Any]], columns: list[str]
+) -> Any:
+    """Integer columns as pandas' nullable ``Int64`` (a missing value does not turn them
+    into floats: run_idx 3, not 3.0), ``started_at`` as ``datetime64[ns, UTC]`` (NaT
+    where missing or unreadable)."""
+    for column in columns:
+        integer = column in _INTEGER_COLUMNS or column.startswith("meta.")
+        if integer and _whole_numbers(rows, column):
+            frame[column] = pandas.array([row[column] for row in rows], dtype="Int64")
+    frame["started_at"] = pandas.to_datetime(
+        frame["started_at"], utc=True, errors="coerce", format="ISO8601"
+    ).astype("datetime64[ns, UTC]")
+    return frame
 
 
 def records_csv(rows: Sequence[dict[str, Any]]) -> str:
