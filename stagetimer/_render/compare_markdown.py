@@ -68,7 +68,7 @@ def _table(rows: Sequence[_Row], comparison: Comparison, several: bool) -> list[
         q = "-" if stage.q_value is None else format_ratio(stage.q_value)
         why = why_no_verdict(stage, comparison.threshold, comparison.comparisons)
         if why is not None:
-            q += f" ({markdown_text(why)})"
+            q += " " + (_MANY if stage.q_value and stage.q_value > SIGNIFICANCE else _SMALL)
         cells = [
             markdown_text(stage.name), _side(stage.base, unit), _side(stage.new, unit),
             _change(stage), ci, q,
@@ -77,6 +77,30 @@ def _table(rows: Sequence[_Row], comparison: Comparison, several: bool) -> list[
             cells.insert(0, markdown_text(pair.relpath or pair.new))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+_MANY, _SMALL = "\N{DAGGER}", "\N{DOUBLE DAGGER}"
+
+
+def _notes(rows: Sequence[_Row], comparison: Comparison) -> list[str]:
+    """What the marks beside a q-value mean, for the marks used."""
+    reasons = {
+        why_no_verdict(stage, comparison.threshold, comparison.comparisons)
+        for _, stage in rows
+    }
+    notes = []
+    if any(r is not None and r.startswith("the 95 %") for r in reasons):
+        notes.append(
+            f"{_MANY} The 95 % interval excludes 1, but q > {SIGNIFICANCE:g} after adjusting "
+            f"over {comparison.comparisons} comparisons: among that many, some intervals "
+            "exclude 1 by chance."
+        )
+    if any(r is not None and r.startswith("the interval") for r in reasons):
+        notes.append(
+            f"{_SMALL} The interval excludes 1, but the change is below the "
+            f"{comparison.threshold * 100:g} % threshold."
+        )
+    return ["", *notes] if notes else []
 
 
 def _summary(comparison: Comparison, rows: Sequence[_Row]) -> str:
@@ -147,7 +171,7 @@ def render_markdown(comparison: Comparison) -> str:
         lines += [
             f"<details><summary>{len(rest)} other stage{'s' if len(rest) != 1 else ''}: "
             f"{NO_DIFFERENCE} or {TOO_FEW_RUNS}</summary>", "",
-            *_table(rest, comparison, several), "", "</details>", "",
+            *_table(rest, comparison, several), *_notes(rest, comparison), "", "</details>", "",
         ]
     lines += [*_differences(comparison, several), ""]
     lines += _unpaired(comparison)

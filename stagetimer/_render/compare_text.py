@@ -69,8 +69,8 @@ def times(ratio: float) -> str:
 
 
 def format_ratio(value: float) -> str:
-    """A ratio or a q-value in three significant digits; a p below 0.001 in e-notation."""
-    return f"{value:.3g}"
+    """A ratio or a q-value in three significant digits, trailing zeros kept (``1.00``)."""
+    return f"{value:#.3g}"
 
 
 def why_no_verdict(stage: StageComparison, threshold: float, comparisons: int) -> str | None:

@@ -32,7 +32,7 @@ def three_digits(value: float) -> str:
         return f"{value:.1f}"
     if value >= 0.9995:
         return f"{value:.2f}"
-    return f"{value:.3g}"
+    return f"{value:#.3g}"  # "#": the trailing zero kept, 0.180
 
 
 def format_duration(seconds: float | None) -> str:

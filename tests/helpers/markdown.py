@@ -45,9 +45,12 @@ class _Cells(HTMLParser):
 
 
 def rendered(markdown: str) -> _Cells:
-    """``markdown`` through GitHub's renderer (raw HTML left out, as on github.com)."""
+    """``markdown`` through GitHub's renderer with raw HTML let through (github.com then
+    keeps the tags of its allow-list, ``<details>`` and ``<summary>`` among them): a name
+    that is not escaped would come out as a tag here, not as its text."""
     parser = _Cells()
-    parser.feed(cmarkgfm.github_flavored_markdown_to_html(markdown))
+    unsafe = cmarkgfm.Options.CMARK_OPT_UNSAFE
+    parser.feed(cmarkgfm.github_flavored_markdown_to_html(markdown, options=unsafe))
     parser.close()
     return parser
 
