@@ -151,7 +151,7 @@ def _ratio_axis(axes: Any, rows: list[tuple[Pair, StageComparison]]) -> None:
     axes.set_xlim(math.exp(low - 0.08 * span), math.exp(high + 0.3 * span))
     left, right = math.exp(low - 0.08 * span), math.exp(high + 0.3 * span)
     # Wide ranges get the coarse ticks only, so that the labels never overlap.
-    ticks = _TICKS if right / left < 4 else _COARSE_TICKS
+    ticks: tuple[float, ...] = _TICKS if right / left < 4 else _COARSE_TICKS
     if right / left > 1e4:  # beyond the listed ticks: powers of ten
         ticks = tuple(10.0**k for k in range(math.floor(low / math.log(10)),
                                              math.ceil(high / math.log(10)) + 1))

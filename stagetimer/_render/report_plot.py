@@ -237,7 +237,7 @@ def _draw_bar(
             )
     ax.scatter([s / scale for s in bar.seeds], [y] * len(bar.seeds), s=9, color="0.1",
                zorder=4, linewidths=0)
-    return bool(bar.stdev) and bar.stdev > bar.base + bar.resumed
+    return bar.stdev is not None and bar.stdev > bar.base + bar.resumed
 
 
 def _draw_family(
