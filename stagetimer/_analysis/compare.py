@@ -28,14 +28,14 @@ descriptions is compared against each.
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
+from stagetimer._analysis.compare_hardware import Differences, hardware_between, ids_of
 from stagetimer._analysis.comparison import (
     FASTER,
     NO_DIFFERENCE,
@@ -60,7 +60,6 @@ from stagetimer._analysis.stats import mean_and_variance, moments
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations
-from stagetimer.hardware import Difference, Hardware, hardware_differences
 
 __all__ = [
     "FASTER",
@@ -78,9 +77,6 @@ __all__ = [
     "compare_artifacts",
     "compare_stage",
 ]
-
-_get: Callable[[dict[str, Any], str], Any] = dict.get
-_HARDWARE_ID = itertools.repeat("hardware_id")
 
 #: durations below this count as this before their logarithm is taken
 FLOOR_SECONDS = 1e-6
@@ -225,20 +221,6 @@ def _check_threshold(threshold: float) -> float:
     return float(threshold)
 
 
-class _Differences:
-    """hardware_differences per pair of hardware ids, computed once (an id is its content)."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[str, str], list[Difference]] = {}
-
-    def between(self, base_id: str, base: Hardware, new_id: str, new: Hardware) -> list[Difference]:
-        key = (base_id, new_id)
-        found = self._known.get(key)
-        if found is None:
-            found = self._known[key] = hardware_differences(base, new)
-        return found
-
-
 def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]]]:
     """A raw stage's valid durations, and those runs."""
     seconds = raw_seconds(stage)
@@ -249,42 +231,8 @@ def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]
     return valid, [run for run, s in zip(runs, seconds, strict=True) if is_valid_seconds(s)]
 
 
-def _ids(found: Iterable[list[dict[str, Any]]]) -> list[str]:
-    """The distinct hardware ids (strings) of the runs, in first-seen order."""
-    # parse_timings let through only a string or null (absent) hardware_id; legacy runs
-    # have none: they name no description.
-    seen = dict.fromkeys(itertools.chain.from_iterable(map(_get, runs, _HARDWARE_ID)
-                                                       for runs in found))
-    seen.pop(None, None)
-    return list(seen)
-
-
-def _hardware(
-    base: Artifact, new: Artifact, base_ids: list[str], new_ids: list[str], cache: _Differences
-) -> tuple[list[HardwareDifference], list[str]]:
-    """The differences between each base and each new description, and the ids undescribed."""
-    base_described: Mapping[str, Hardware] = base.hardware.hardware
-    new_described: Mapping[str, Hardware] = new.hardware.hardware
-    found: list[HardwareDifference] = []
-    for base_id in base_ids:
-        base_hw = base_described.get(base_id)
-        if base_hw is None:
-            continue
-        for new_id in new_ids:
-            new_hw = new_described.get(new_id)
-            if new_hw is None:
-                continue
-            found.extend(
-                HardwareDifference(d.field, d.base, d.new, base_id, new_id)
-                for d in cache.between(base_id, base_hw, new_id, new_hw)
-            )
-    undescribed = [i for i in base_ids if i not in base_described]
-    undescribed += [i for i in new_ids if i not in new_described and i not in undescribed]
-    return found, undescribed
-
-
 def _measure_pair(
-    base: Artifact, new: Artifact, cache: _Differences, relpath: str | None, paired: bool
+    base: Artifact, new: Artifact, cache: Differences, relpath: str | None, paired: bool
 ) -> tuple[Pair, list[_Measured]]:
     """The pair without its stages (filled in once every test of the call is known)."""
     base_stages, new_stages = dict(raw_stages(base.data)), dict(raw_stages(new.data))
@@ -298,9 +246,9 @@ def _measure_pair(
             _measure(name, b[0], n[0]) for name, b, n in zip(shared, base_runs, new_runs,
                                                              strict=True)
         ]
-    base_ids = _ids(runs for _, runs in base_runs)
-    new_ids = _ids(runs for _, runs in new_runs)
-    found, undescribed = _hardware(base, new, base_ids, new_ids, cache)
+    base_ids = ids_of(runs for _, runs in base_runs)
+    new_ids = ids_of(runs for _, runs in new_runs)
+    found, undescribed = hardware_between(base, new, base_ids, new_ids, cache)
     pair = Pair(
         undescribed_hardware_ids=tuple(undescribed),
         base=base.path,
@@ -346,7 +294,7 @@ def compare_artifacts(
     for 100,000 runs would cost more than the statistics.
     """
     threshold = _check_threshold(threshold)
-    pairs, _ = _judge([_measure_pair(base, new, _Differences(), None, paired)], threshold)
+    pairs, _ = _judge([_measure_pair(base, new, Differences(), None, paired)], threshold)
     return pairs[0]
 
 
@@ -386,7 +334,7 @@ def compare_trees(
     paired: bool = False,
 ) -> Comparison:
     """``compare`` of two sides already read (``load_tree``)."""
-    cache = _Differences()
+    cache = Differences()
     measured: list[tuple[Pair, list[_Measured]]] = []
     unpaired = Unpaired()
     if _single(base_artifacts) and _single(new_artifacts):
