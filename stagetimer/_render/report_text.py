@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.report import ArtifactReport, StageStats, wall_span
 from stagetimer._escape import escape_text
 from stagetimer._format import HARDWARE_FILE, continued_stage
 from stagetimer._render.duration import format_duration
@@ -194,13 +194,13 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
     total = sum(s.total_seconds for r in reports for s in r.stages)
     firsts = [s.first_started_at for r in reports for s in r.stages if s.first_started_at]
     lasts = [s.last_started_at for r in reports for s in r.stages if s.last_started_at]
-    spans = [s.wall_span for r in reports for s in r.stages if s.wall_span is not None]
+    span = wall_span(reports)
     line = (
         f"suite: {len(reports)} director{'y' if len(reports) == 1 else 'ies'}, "
         f"{_plural(runs, 'run')}, {format_duration(total)} in all"
     )
-    if spans:
-        wall = max(end for _, end in spans) - min(start for start, _ in spans)
+    if span is not None:
+        wall = span[1] - span[0]
         line += (
             f" (the sum of the runs), a wall span of {format_duration(wall)} "
             "(first start to last end)"

@@ -119,6 +119,21 @@ def test_runs_side_by_side_show_a_wall_span_shorter_than_their_sum(tmp_path: Pat
     ), last
 
 
+def test_the_wall_span_ends_with_a_long_run_that_started_earlier(tmp_path: Path) -> None:
+    # 100 s from 00:00:00, then 1 s from 00:00:50: the suite ends at 00:01:40.
+    record(tmp_path, "ippo_train", [100.0, 1.0])
+    edit(tmp_path, lambda d: [
+        run.update(started_at=start)
+        for run, start in zip(d["ippo_train"]["runs"],
+                              ["2026-11-29T00:00:00.000Z", "2026-11-29T00:00:50.000Z"],
+                              strict=True)
+    ])
+
+    last = run("report", str(tmp_path)).stdout.splitlines()[-1]
+
+    assert "a wall span of 1 min 40 s (first start to last end)" in last, last
+
+
 # -- progress -----------------------------------------------------------------------------------
 
 
