@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -93,9 +93,9 @@ def _exp(value: float) -> float:
     return math.exp(value) if value <= _LARGEST_LOG else math.inf
 
 
-@attrs.frozen
-class _Measured:
-    """A stage measured, before the adjustment over every test of the call gives its verdict."""
+class _Measured(NamedTuple):
+    """A stage measured, before the adjustment over every test of the call gives its
+    verdict (a named tuple: ten thousand a suite)."""
 
     name: str
     base: SideStats
@@ -105,21 +105,23 @@ class _Measured:
     pairs_of_runs: int | None = None
     unmatched_runs: tuple[int, int] = (0, 0)
 
-    def judged(self, q_value: float | None, threshold: float) -> StageComparison:
-        test = self.test
-        if test is None:
-            return StageComparison(
-                self.name, self.base, self.new, self.ratio, None, TOO_FEW_RUNS, None, None,
-                self.pairs_of_runs, self.unmatched_runs,
-            )
-        assert q_value is not None
-        verdict = NO_DIFFERENCE
-        if q_value <= SIGNIFICANCE and abs(test.difference) >= math.log1p(threshold):
-            verdict = SLOWER if test.difference > 0 else FASTER
+
+def _judged(m: _Measured, q_value: float | None, threshold: float) -> StageComparison:
+    """The stage's comparison once its q-value is known."""
+    test = m.test
+    if test is None:
         return StageComparison(
-            self.name, self.base, self.new, self.ratio, (_exp(test.low), _exp(test.high)),
-            verdict, test.p_value, q_value, self.pairs_of_runs, self.unmatched_runs,
+            m.name, m.base, m.new, m.ratio, None, TOO_FEW_RUNS, None, None,
+            m.pairs_of_runs, m.unmatched_runs,
         )
+    assert q_value is not None
+    verdict = NO_DIFFERENCE
+    if q_value <= SIGNIFICANCE and abs(test.difference) >= math.log1p(threshold):
+        verdict = SLOWER if test.difference > 0 else FASTER
+    return StageComparison(
+        m.name, m.base, m.new, m.ratio, (_exp(test.low), _exp(test.high)),
+        verdict, test.p_value, q_value, m.pairs_of_runs, m.unmatched_runs,
+    )
 
 
 def _side(values: Sequence[float]) -> tuple[SideStats, float]:
@@ -162,7 +164,7 @@ def compare_stage(
     test of its call (its q-value is its p-value)."""
     measured = _measure(name, base, new)
     p = None if measured.test is None else measured.test.p_value
-    return measured.judged(p, threshold)
+    return _judged(measured, p, threshold)
 
 
 # --- paired runs ----------------------------------------------------------------------
@@ -273,7 +275,8 @@ def _judge(
     pairs = []
     for pair, stages in measured:
         judged = tuple(
-            m.judged(next(q_values) if m.test is not None else None, threshold) for m in stages
+            _judged(m, next(q_values) if m.test is not None else None, threshold)
+            for m in stages
         )
         pairs.append(attrs.evolve(pair, stages=judged))
     return pairs, len(p_values)

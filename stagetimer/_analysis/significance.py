@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-import attrs
+from typing import NamedTuple
 
 from stagetimer._analysis.stats import mean_and_variance, t_ppf, t_sf
 
 __all__ = ["TTestResult", "benjamini_hochberg", "paired_test", "welch_test"]
 
 
-@attrs.frozen
-class TTestResult:
-    """A two-sided t-test of ``mean(a) - mean(b)``: the difference, its interval, its p."""
+class TTestResult(NamedTuple):
+    """A two-sided t-test of ``mean(a) - mean(b)``: the difference, its interval, its p.
+
+    A named tuple, not an attrs class: ten thousand a suite, built at tuple speed."""
 
     difference: float
     low: float

@@ -53,28 +53,30 @@ def _continued_fraction(a: float, b: float, x: float) -> float:
     of every interval ``compare`` gives).
     """
     qab, qap, qam = a + b, a + 1.0, a - 1.0
+    tiny, epsilon = _TINY, _EPSILON  # locals: this loop runs about a million times a suite
     c = 1.0
     d = 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > _TINY else _TINY)
+    # (chained comparisons, not abs(): no function call in the hot loop)
+    d = 1.0 / (d if d > tiny or d < -tiny else tiny)
     h = d
     for m in range(1, _MAX_ITERATIONS + 1):
         m2 = 2 * m
         even = m * (b - m) * x / ((qam + m2) * (a + m2))
         d = 1.0 + even * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
+        d = 1.0 / (d if d > tiny or d < -tiny else tiny)
         c = 1.0 + even / c
-        if abs(c) < _TINY:
-            c = _TINY
+        if -tiny < c < tiny:
+            c = tiny
         h *= d * c
         odd = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
         d = 1.0 + odd * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
+        d = 1.0 / (d if d > tiny or d < -tiny else tiny)
         c = 1.0 + odd / c
-        if abs(c) < _TINY:
-            c = _TINY
+        if -tiny < c < tiny:
+            c = tiny
         step = d * c
         h *= step
-        if abs(step - 1.0) < _EPSILON:
+        if -epsilon < step - 1.0 < epsilon:
             return h
     raise ArithmeticError(f"I_x(a, b) did not converge for a={a!r}, b={b!r}, x={x!r}")
 

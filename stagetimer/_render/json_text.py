@@ -38,6 +38,8 @@ def strict(value: Any) -> Any:
 
 def json_escaped(text: str) -> str:
     """JSON text with terminal controls and lone surrogates written as ``\\uXXXX``."""
+    if text.isascii() and "\x7f" not in text:  # the usual suite: nothing to escape (C speed)
+        return text
     text = escape_json_text(text)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
