@@ -49,6 +49,7 @@ from stagetimer._analysis.comparison import (
     StageComparison,
     Unpaired,
 )
+from stagetimer._analysis.compute import side_by_side
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.significance import (
     TTestResult,
@@ -104,6 +105,8 @@ class _Measured(NamedTuple):
     test: TTestResult | None
     pairs_of_runs: int | None = None
     unmatched_runs: tuple[int, int] = (0, 0)
+    #: what the stage used on each side (``compute.side_by_side``), None if never recorded
+    resources: dict[str, Any] | None = None
 
 
 def _judged(m: _Measured, q_value: float | None, threshold: float) -> StageComparison:
@@ -112,7 +115,7 @@ def _judged(m: _Measured, q_value: float | None, threshold: float) -> StageCompa
     if test is None:
         return StageComparison(
             m.name, m.base, m.new, m.ratio, None, TOO_FEW_RUNS, None, None,
-            m.pairs_of_runs, m.unmatched_runs,
+            m.pairs_of_runs, m.unmatched_runs, m.resources,
         )
     assert q_value is not None
     verdict = NO_DIFFERENCE
@@ -120,7 +123,7 @@ def _judged(m: _Measured, q_value: float | None, threshold: float) -> StageCompa
         verdict = SLOWER if test.difference > 0 else FASTER
     return StageComparison(
         m.name, m.base, m.new, m.ratio, (_exp(test.low), _exp(test.high)),
-        verdict, test.p_value, q_value, m.pairs_of_runs, m.unmatched_runs,
+        verdict, test.p_value, q_value, m.pairs_of_runs, m.unmatched_runs, m.resources,
     )
 
 
@@ -248,6 +251,11 @@ def _measure_pair(
             _measure(name, b[0], n[0]) for name, b, n in zip(shared, base_runs, new_runs,
                                                              strict=True)
         ]
+    # what each stage used on both sides, where recorded (no verdict: not tested)
+    for i, m in enumerate(measured):
+        used = side_by_side(base_stages[m.name]["runs"], new_stages[m.name]["runs"])
+        if used is not None:
+            measured[i] = m._replace(resources=used)
     base_ids = ids_of(runs for _, runs in base_runs)
     new_ids = ids_of(runs for _, runs in new_runs)
     found, undescribed = hardware_between(base, new, base_ids, new_ids, cache)

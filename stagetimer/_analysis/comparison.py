@@ -76,6 +76,8 @@ class StageComparison:
     #: with ``paired``: the runs matched on both sides, and those left out per side
     pairs_of_runs: int | None = None
     unmatched_runs: tuple[int, int] = (0, 0)
+    #: what the stage used on each side (``compute.side_by_side``), None if never recorded
+    resources: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stage as ``stagetimer compare --json`` prints it."""
@@ -94,6 +96,8 @@ class StageComparison:
             data["unmatched_runs"] = {
                 "base": self.unmatched_runs[0], "new": self.unmatched_runs[1],
             }
+        if self.resources is not None:
+            data["resources"] = self.resources
         return data
 
 

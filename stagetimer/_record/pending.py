@@ -49,7 +49,8 @@ def build_run(
 ) -> dict[str, Any]:
     """One run as ``timings.json`` stores it, keys in the file's order (``RUN_FIELDS``)."""
     values = (
-        finished.seconds, hardware_id, finished.run_idx, finished.label, finished.started_at, job
+        finished.seconds, hardware_id, finished.run_idx, finished.label, finished.started_at, job,
+        finished.resources,
     )
     run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
     if finished.metadata:
@@ -67,6 +68,8 @@ class Finished:
     label: str | None
     started_at: str | None  # UTC, ``utc_iso``
     metadata: dict[str, Any] | None
+    #: what the stage used besides wall time (``resources.py``); None for ``record_timing``
+    resources: dict[str, Any] | None = None
 
 
 @attrs.define(eq=False)

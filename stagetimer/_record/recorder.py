@@ -18,8 +18,8 @@ from __future__ import annotations
 import atexit
 import contextvars
 import functools
+import inspect
 import os
-import sys
 import threading
 import warnings
 import weakref
@@ -228,14 +228,16 @@ class Recorder:
         label: str | None,
         started_at: float | None,
         metadata: dict[str, Any] | None,
+        resources: dict[str, Any] | None = None,
     ) -> None:
-        """``record`` for arguments its caller checked (``stage``, ``record_timing``)."""
+        """``record`` for arguments its caller checked (``stage``, ``record_timing``);
+        ``resources``: what a ``stage`` used (``resources.py``)."""
         from stagetimer._record.pending import Finished, Pending, utc_iso
 
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else utc_iso(started_at)
-        pending = Pending(Finished(name, seconds, run_idx, label, iso, metadata))
+        pending = Pending(Finished(name, seconds, run_idx, label, iso, metadata, resources))
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
         self._saver.pending.append(pending)
@@ -344,9 +346,9 @@ class Recorder:
 
     def _warn(self, message: str) -> None:
         """One ``StageTimerWarning``, attributed to the first caller outside stagetimer."""
-        level, frame = 1, sys._getframe()
+        level, frame = 1, inspect.currentframe()
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+            level, frame = level + 1, frame.f_back
         warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
 
 

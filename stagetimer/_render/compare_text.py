@@ -31,6 +31,7 @@ from stagetimer._analysis.comparison import (
     StageComparison,
 )
 from stagetimer._escape import escape_text
+from stagetimer._render.compute import used_side_by_side
 from stagetimer._render.duration import Unit, unit_for
 from stagetimer._render.json_text import strict_json
 from stagetimer.hardware import Difference, format_differences
@@ -159,9 +160,10 @@ def _pair_block(pair: Pair, comparison: Comparison, *, header: bool) -> list[str
     lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
     if not pair.stages:
         lines.append("no stage is recorded on both sides")
-    lines.extend(
-        _stage_line(stage, comparison.threshold, comparison.comparisons) for stage in pair.stages
-    )
+    for stage in pair.stages:
+        lines.append(_stage_line(stage, comparison.threshold, comparison.comparisons))
+        if stage.resources is not None:
+            lines.append(f"  used: {used_side_by_side(stage.resources)}")
     for side, names in (("base", pair.base_only_stages), ("new", pair.new_only_stages)):
         if names:
             listed = ", ".join(escape_text(name) for name in names)

@@ -26,6 +26,10 @@ class RunTiming:
     #: the batch job the run was measured in (``{"scheduler": "slurm", "job_id": "4711", ...}``,
     #: see ``stagetimer.hardware.job_identity``); None outside a job and in older files
     job: dict[str, Any] | None = None
+    #: what the stage used besides wall time: ``cpu_seconds``, ``children_cpu_seconds``,
+    #: ``memory_peak_bytes``, ``gpu_energy_joules``, each where measured (a plain dict, as
+    #: stored: keys a later version adds survive); None in older files
+    resources: dict[str, Any] | None = None
     #: user metadata and keys this version does not know
     metadata: dict[str, Any] = attrs.Factory(dict)
     #: ``system_ram_gb`` / ``gpu_ram_gb`` recorded by a legacy writer

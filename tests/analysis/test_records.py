@@ -36,6 +36,7 @@ def test_records_have_the_documented_columns_in_order() -> None:
         "artifact", "stage", "base_stage", "auto_resume", "run_idx", "label", "seconds",
         "started_at", "hardware_id", "job_id", "cpu_model", "logical_cpus", "physical_cores",
         "memory_limit_bytes", "gpu_count", "gpu_name", "gpu_peak_bandwidth_bytes_per_s",
+        "cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules",
     ) == RECORD_COLUMNS
 
 
@@ -104,7 +105,7 @@ def test_an_undescribed_hardware_id_gives_empty_hardware_columns(tmp_path: Path)
 
     [row] = to_records(tmp_path)
 
-    assert [None] * 7 == [row[c] for c in RECORD_COLUMNS[10:]]
+    assert [None] * 7 == [row[c] for c in RECORD_COLUMNS[10:17]]
 
 
 def _plain(value: Any) -> Any:
