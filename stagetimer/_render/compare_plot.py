@@ -26,7 +26,12 @@ from stagetimer._analysis.comparison import (
 )
 from stagetimer._escape import escape_text
 from stagetimer._render.compare_text import SAME_HARDWARE
-from stagetimer._render.report_plot import FORMATS, PlotUnavailableError, load_pyplot
+from stagetimer._render.report_plot import (
+    FORMATS,
+    PlotUnavailableError,
+    quiet_floats,
+    load_pyplot,
+)
 from stagetimer.hardware import Difference, format_differences
 
 __all__ = ["check_target", "plot_comparison"]
@@ -248,6 +253,7 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
         axes.grid(axis="x", which="both", alpha=0.3)
         figure.text(0.01, 0.12 / height, caption, fontsize=8, va="bottom", ha="left")
         figure.tight_layout(rect=(0, bottom_inches / height, 1, 1))
-        figure.savefig(path)
+        with quiet_floats():  # see report_plot: extreme ratios overflow in the transforms
+            figure.savefig(path)
     finally:
         plt.close(figure)

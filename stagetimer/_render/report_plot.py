@@ -44,6 +44,7 @@ __all__ = [
     "load_pyplot",
     "page_paths",
     "plot_report",
+    "quiet_floats",
 ]
 
 FORMATS = (".png", ".svg")
@@ -129,7 +130,18 @@ def _bar(
     base = sum(s for _, s in runs) / len(runs)
     per_seed = summarise(seeds, quartiles=False)
     assert per_seed.mean is not None  # runs is not empty
-    return _Bar(base, per_seed.mean - base, seeds, per_seed.stdev)
+    stdev = None if per_seed.stdev is None else _drawn(per_seed.stdev)
+    return _Bar(_drawn(base), _drawn(per_seed.mean) - _drawn(base), tuple(map(_drawn, seeds)),
+                stdev)
+
+
+#: the longest duration drawn (about 32 million years): a duration the format allows (up
+#: to 1.8e308 s) is drawn at this edge, where matplotlib's axes still compute their ticks
+_LONGEST_DRAWN = 1e15
+
+
+def _drawn(seconds: float) -> float:
+    return seconds if seconds < _LONGEST_DRAWN else _LONGEST_DRAWN
 
 
 def _family(name: str) -> str | None:
@@ -346,6 +358,13 @@ def _page(
     return fig
 
 
+def quiet_floats() -> Any:
+    """numpy's floating-point warnings off for a ``with`` block (this thread only)."""
+    import numpy  # matplotlib's own dependency
+
+    return numpy.errstate(all="ignore")
+
+
 def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
     """Draw ``reports`` into ``path`` (or its pages); returns the files written.
 
@@ -372,7 +391,11 @@ def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
         if len(pages) > 1:
             title += f" (page {number} of {len(pages)})"
         # Text stays text in an SVG (searchable, editable on a slide), not glyph outlines.
-        with plt.rc_context({"svg.fonttype": "none"}):
+        # Durations up to 1.8e308 s are allowed: the axis transforms of such a panel
+        # overflow inside matplotlib, which numpy reports as RuntimeWarnings on standard
+        # error; the picture is still drawn, so they are silenced here (numpy.errstate is
+        # this thread's floating-point mode, put back on leaving).
+        with plt.rc_context({"svg.fonttype": "none"}), quiet_floats():
             fig = _page(plt, rows, lines, title, colours)
             try:
                 fig.savefig(target, format=suffix, dpi=110)

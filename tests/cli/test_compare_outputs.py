@@ -253,3 +253,13 @@ def test_a_tree_deeper_than_the_recursion_limit_is_read(
     for command in (["report", deep], ["table", deep], ["compare", deep, deep]):
         result = run_cli(*command)
         assert (0, "") == (result.returncode, result.stderr), command
+
+
+def test_report_plot_of_extreme_durations_is_drawn_without_warnings(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    write_artifact(tmp_path / "a", {"s": [0.0, 1e300], "t": [1e308, 1e308], "u": [1e-6, 2e-6]})
+
+    result = run_cli("report", "--plot", tmp_path / "r.png", tmp_path / "a")
+
+    assert (0, True) == (result.returncode, (tmp_path / "r.png").stat().st_size > 0)
+    assert "Warning" not in result.stderr, result.stderr
