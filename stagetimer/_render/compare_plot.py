@@ -29,8 +29,8 @@ from stagetimer._render.compare_text import SAME_HARDWARE
 from stagetimer._render.report_plot import (
     FORMATS,
     PlotUnavailableError,
-    quiet_floats,
     load_pyplot,
+    quiet_floats,
 )
 from stagetimer.hardware import Difference, format_differences
 
