@@ -3,10 +3,13 @@
 One line per stage compared::
 
     ippo_train: Mean +- std dev: [base] 12.4 s +- 0.3 s -> [new] 10.1 s +- 0.2 s: 1.23x faster
-        (new/base 0.813, 95 % CI 0.791 to 0.836; 5 and 5 runs)
+        (new/base 0.813, 95 % CI 0.791 to 0.836, q 0.003; 5 and 5 runs)
 
 then, per pair, whether the hardware was the same by the fields that change a
-duration, or which fields differ, in words.
+duration, or which fields differ, in words, and the software that differs. The last
+line counts the verdicts and says over how many comparisons the q-values were
+adjusted. A "no significant difference" beside an interval that excludes 1 says why
+(the adjustment over many comparisons, or the threshold).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import json
 from collections import Counter
 from typing import Any
 
-from stagetimer._analysis.compare import (
+from stagetimer._analysis.comparison import (
     FASTER,
     NO_DIFFERENCE,
+    SIGNIFICANCE,
     SLOWER,
     TOO_FEW_RUNS,
     Comparison,
@@ -26,12 +30,21 @@ from stagetimer._analysis.compare import (
     SideStats,
     StageComparison,
 )
-from stagetimer._escape import escape_json_text, escape_text
+from stagetimer._escape import escape_text
 from stagetimer._render.compute import used_side_by_side
 from stagetimer._render.duration import Unit, unit_for
+from stagetimer._render.json_text import strict_json
 from stagetimer.hardware import Difference, format_differences
 
-__all__ = ["SAME_HARDWARE", "format_comparison", "render_json"]
+__all__ = [
+    "SAME_HARDWARE",
+    "format_comparison",
+    "format_ratio",
+    "render_json",
+    "software_words",
+    "times",
+    "why_no_verdict",
+]
 
 SAME_HARDWARE = "same hardware (by the fields that change timings)"
 
@@ -49,32 +62,74 @@ def _side_text(label: str, side: SideStats, unit: Unit) -> str:
     return f"[{label}] {mean} +- {unit.number(side.stdev_seconds)} {unit.name}"
 
 
-def _times(ratio: float) -> str:
+def times(ratio: float) -> str:
     """pyperf's words: a ratio new/base of 0.5 is "2.00x faster", 1.5 is "1.50x slower"."""
     if ratio < 1:
-        return f"{1 / ratio:.2f}x faster"
-    return f"{ratio:.2f}x slower"
+        return f"{1 / ratio:.3g}x faster" if ratio > 0 else "infinitely faster"
+    return f"{ratio:.3g}x slower"
 
 
-def _stage_line(stage: StageComparison) -> str:
+def format_ratio(value: float) -> str:
+    """A ratio or a q-value in three significant digits, trailing zeros kept (``1.00``)."""
+    return f"{value:#.3g}"
+
+
+def why_no_verdict(stage: StageComparison, threshold: float, comparisons: int) -> str | None:
+    """Why "no significant difference" stands beside an interval that excludes 1; None
+    when the interval includes 1 (nothing to explain)."""
+    if stage.verdict != NO_DIFFERENCE or stage.ratio_ci is None or stage.q_value is None:
+        return None
+    low, high = stage.ratio_ci
+    if low <= 1.0 <= high:
+        return None
+    if stage.q_value > SIGNIFICANCE:
+        return (
+            f"the 95 % interval excludes 1, but adjusted over {comparisons} comparisons "
+            f"q = {format_ratio(stage.q_value)} > {SIGNIFICANCE:g}: one such interval in "
+            "20 is expected by chance"
+        )
+    return (
+        f"the interval excludes 1, but the change is below the {threshold * 100:g} % threshold"
+    )
+
+
+def _stage_line(stage: StageComparison, threshold: float, comparisons: int) -> str:
     # Both sides in one unit: the one the larger mean reads best in.
     unit = unit_for([s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None])
     both = f"{_side_text('base', stage.base, unit)} -> {_side_text('new', stage.new, unit)}"
     name = escape_text(stage.name)
     counts = f"{stage.base.runs} and {stage.new.runs} runs"
+    if stage.pairs_of_runs is not None:
+        counts = f"{stage.pairs_of_runs} pairs of runs"
+        if any(stage.unmatched_runs):
+            counts += f", {stage.unmatched_runs[0]} and {stage.unmatched_runs[1]} unmatched"
     if stage.ratio is None:
-        return f"{name}: {both}: {TOO_FEW_RUNS} (a side has no valid run)"
-    ratio = f"new/base {stage.ratio:.3g}"
-    if stage.ratio_ci is None:
+        why = "no run is matched" if stage.pairs_of_runs is not None else "a side has no valid run"
+        return f"{name}: {both}: {TOO_FEW_RUNS} ({why})"
+    ratio = f"new/base {format_ratio(stage.ratio)}"
+    if stage.ratio_ci is None or stage.q_value is None:
+        need = "2 pairs of runs" if stage.pairs_of_runs is not None else "2 runs per side"
         return (
             f"{name}: {both}: {TOO_FEW_RUNS} for a verdict ({ratio}; {counts}; "
-            "an interval needs 2 runs per side)"
+            f"an interval needs {need})"
         )
     low, high = stage.ratio_ci
-    detail = f"({ratio}, 95 % CI {low:.3g} to {high:.3g}; {counts})"
+    detail = (
+        f"({ratio}, 95 % CI {format_ratio(low)} to {format_ratio(high)}, "
+        f"q {format_ratio(stage.q_value)}; {counts})"
+    )
     if stage.verdict in (FASTER, SLOWER):
-        return f"{name}: Mean +- std dev: {both}: {_times(stage.ratio)} {detail}"
-    return f"{name}: Mean +- std dev: {both}: {NO_DIFFERENCE} {detail}"
+        return f"{name}: Mean +- std dev: {both}: {times(stage.ratio)} {detail}"
+    line = f"{name}: Mean +- std dev: {both}: {NO_DIFFERENCE} {detail}"
+    reason = why_no_verdict(stage, threshold, comparisons)
+    return line if reason is None else f"{line}; {reason}"
+
+
+def software_words(pair: Pair) -> list[str]:
+    """Each software difference as ``field: base -> new``."""
+    return [
+        f"{d.get('field')}: {d.get('base')} -> {d.get('new')}" for d in pair.software_differences
+    ]
 
 
 def _hardware_lines(pair: Pair) -> list[str]:
@@ -101,12 +156,12 @@ def _hardware_lines(pair: Pair) -> list[str]:
     return lines
 
 
-def _pair_block(pair: Pair, *, header: bool) -> list[str]:
+def _pair_block(pair: Pair, comparison: Comparison, *, header: bool) -> list[str]:
     lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
     if not pair.stages:
         lines.append("no stage is recorded on both sides")
     for stage in pair.stages:
-        lines.append(_stage_line(stage))
+        lines.append(_stage_line(stage, comparison.threshold, comparison.comparisons))
         if stage.resources is not None:
             lines.append(f"  used: {used_side_by_side(stage.resources)}")
     for side, names in (("base", pair.base_only_stages), ("new", pair.new_only_stages)):
@@ -114,6 +169,8 @@ def _pair_block(pair: Pair, *, header: bool) -> list[str]:
             listed = ", ".join(escape_text(name) for name in names)
             lines.append(f"Only in {side}, not compared: {listed}")
     lines.extend(_hardware_lines(pair))
+    # The software each side ran (filled in by the software description's comparison).
+    lines.extend(f"Software differs: {escape_text(w)}" for w in software_words(pair))
     return lines
 
 
@@ -127,9 +184,11 @@ def format_comparison(comparison: Comparison) -> str:
     if single:
         pair = comparison.pairs[0]
         head = [f"base: {escape_text(pair.base)}", f"new:  {escape_text(pair.new)}"]
-        blocks.append("\n".join([*head, "", *_pair_block(pair, header=False)]))
+        blocks.append("\n".join([*head, "", *_pair_block(pair, comparison, header=False)]))
     else:
-        blocks.extend("\n".join(_pair_block(pair, header=True)) for pair in comparison.pairs)
+        blocks.extend(
+            "\n".join(_pair_block(pair, comparison, header=True)) for pair in comparison.pairs
+        )
     for side, paths in (("base", comparison.unpaired.base), ("new", comparison.unpaired.new)):
         if paths:
             listed = "\n".join(f"  {escape_text(path)}" for path in paths)
@@ -143,9 +202,22 @@ def format_comparison(comparison: Comparison) -> str:
         threshold = f"{comparison.threshold * 100:g} %"
         blocks.append(
             f"{len(comparison.pairs)} pair(s), {sum(verdicts.values())} stage(s): "
-            f"{counts or 'none compared'} (threshold {threshold})"
+            f"{counts or 'none compared'} (threshold {threshold}; {_tests(comparison)})"
         )
     return "\n\n".join(blocks) + "\n"
+
+
+def _tests(comparison: Comparison) -> str:
+    """How the verdicts were reached: the test, and over how many comparisons."""
+    n = comparison.comparisons
+    how = (
+        f"paired t over {comparison.pairs_of_runs} pairs of runs matched by run_idx, label "
+        "and rank" if comparison.paired else "Welch's t on log-seconds"
+    )
+    return (
+        f"{how}; {n} comparison{'' if n == 1 else 's'}, a verdict needs the "
+        f"Benjamini-Hochberg q <= {SIGNIFICANCE:g} over all of them"
+    )
 
 
 #: nesting level from which a value is written on one line: each stage, each difference
@@ -172,6 +244,7 @@ def _layout(value: Any, level: int) -> str:
 
 
 def render_json(comparison: Comparison) -> str:
-    """``comparison.to_dict()`` as strict JSON text (no NaN, no raw control characters),
-    indented down to the pairs' lists, each stage and each difference on one line."""
-    return escape_json_text(_layout(comparison.to_dict(), 0)) + "\n"
+    """``comparison.to_dict()`` as strict JSON text (no NaN or infinity: null; no raw
+    control characters; bytes that were not UTF-8 as escapes), indented down to the
+    pairs' lists, each stage and each difference on one line."""
+    return strict_json(_layout, comparison.to_dict())
