@@ -102,6 +102,14 @@ class ArtifactReport:
     relpath: str = "."
     artifact: Artifact | None = attrs.field(default=None, eq=False, repr=False)
 
+    def stored_runs(self, stage: str) -> list[Any]:
+        """The runs of ``stage`` as parsed from the file (mappings, shape checked): what a
+        summary over every run reads without building 100,000 run objects."""
+        if self.artifact is None:
+            return []
+        value: Any = self.artifact.data.get(stage)
+        return value["runs"] if is_stage(value) else []
+
     def runs(self, stage: str) -> tuple[RunTiming, ...]:
         """The runs of ``stage`` as ``load_timings`` gives them (built on first use)."""
         if self.artifact is None:

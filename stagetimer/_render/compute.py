@@ -65,7 +65,7 @@ def use_line(use: StageUse) -> str:
 
 def used_lines(report: ArtifactReport) -> list[str]:
     """The report's ``used:`` block: one line per stage whose runs recorded resources."""
-    uses = [stage_use(s.name, report.runs(s.name), report.hardware) for s in report.stages]
+    uses = [stage_use(s.name, report.stored_runs(s.name), report.hardware) for s in report.stages]
     shown = [f"    {use_line(use)}" for use in uses if use is not None]
     return ["  used:", *shown] if shown else []
 

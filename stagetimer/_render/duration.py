@@ -44,6 +44,10 @@ def format_duration(seconds: float | None) -> str:
     alone (``412 d``). A value no writer could have written (negative, not finite) is
     shown as it is stored, e.g. ``-5 s``, ``nan s``.
     """
+    if type(seconds) is float and 0.0009995 <= seconds < 59.95:  # most durations: one test
+        if seconds >= 0.9995:
+            return f"{three_digits(seconds)} s"
+        return f"{three_digits(seconds * 1e3)} ms"
     if seconds is None:
         return "-"
     if not is_valid_seconds(seconds):
