@@ -98,9 +98,9 @@ _records: dict[Callable[[Identity], dict[str, Any]], tuple[Identity, dict[str, A
 def record(make: Callable[[Identity], dict[str, Any]]) -> dict[str, Any]:
     """This process's identity as ``make`` writes it into a file (rescue files and claims
     each keep their own keys), made once per identity: a save's hot path reads it."""
-    me = identity()
     made = _records.get(make)
-    if made is None or made[0] is not me:
+    if made is None or made[0].pid != os.getpid():  # a forked child reads its own
+        me = identity()
         made = _records[make] = (me, make(me))
     return made[1]
 
