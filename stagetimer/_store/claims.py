@@ -41,7 +41,7 @@ import time
 from typing import Any
 
 from stagetimer._errors import InvalidRecordError, LockTimeoutError
-from stagetimer._store.processes import alive, is_pid
+from stagetimer._store.processes import Identity, is_pid, liveness, record, where
 
 __all__ = [
     "CLAIM_SUFFIX",
@@ -109,55 +109,22 @@ def stale_after(environ: dict[str, str] | None = None) -> float:
     return value
 
 
-def _read_text(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii") as f:
-            return f.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-_me: dict[str, Any] = {}
-
-
 def this_machine() -> dict[str, Any]:
     """Who this process is, as a claim records it (host, boot id, pid namespace, pid, start).
 
-    Read once per process (a forked child reads its own).
+    Read once per process (a forked child reads its own, see ``processes.identity``).
     """
-    pid = os.getpid()
-    if _me.get("pid") != pid:
-        _me.clear()
-        _me.update(_identify(pid))
-    return _me
+    return record(_claim_record)
 
 
-def _identify(pid: int) -> dict[str, Any]:
-    import socket
-
-    try:
-        pidns: int | None = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        pidns = None
+def _claim_record(me: Identity) -> dict[str, Any]:
     return {
-        "host": socket.gethostname(),
-        "boot_id": _read_text("/proc/sys/kernel/random/boot_id"),
-        "pidns": pidns,
-        "pid": pid,
-        "start": _start_time(pid),
+        "host": me.host,
+        "boot_id": me.boot_id,
+        "pidns": me.pidns,
+        "pid": me.pid,
+        "start": me.start_time,
     }
-
-
-def _start_time(pid: int) -> int | None:
-    """Field 22 of ``/proc/<pid>/stat``: start time in clock ticks after boot (proc(5))."""
-    text = _read_text(f"/proc/{pid}/stat")
-    if text is None or ")" not in text:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()
-    try:
-        return int(fields[19])  # fields 3.. follow the name: 22 is index 19
-    except (IndexError, ValueError):
-        return None
 
 
 class ClaimInfo:
@@ -176,30 +143,20 @@ class ClaimInfo:
         return token if isinstance(token, str) else None
 
     def same_machine(self, me: dict[str, Any]) -> bool:
+        """Whether the holder is a process of this machine (same boot and pid namespace).
+
+        ``me`` (``this_machine()``) is kept for callers; ``processes.where`` decides.
+        """
         h = self.holder
-        return bool(
-            h is not None
-            and me["boot_id"] is not None
-            and h.get("boot_id") == me["boot_id"]
-            and h.get("pidns") == me["pidns"]
-        )
+        return h is not None and where(boot=h.get("boot_id"), pidns=h.get("pidns")) is None
 
     def holder_dead(self, me: dict[str, Any]) -> bool:
         """On this machine: whether the holder is gone (or is an interrupted save of ours)."""
         assert self.holder is not None
-        pid = self.holder.get("pid")
-        if not is_pid(pid):
-            return True  # no writer wrote that: nothing alive holds it
-        recorded = self.holder.get("start")
-        if pid == me["pid"] and recorded == me["start"]:
+        pid, recorded = self.holder.get("pid"), self.holder.get("start")
+        if is_pid(pid) and pid == me["pid"] and recorded == me["start"]:
             return self.token not in _held
-        return not alive(pid) or _reused(pid, recorded)
-
-
-def _reused(pid: int, recorded: Any) -> bool:
-    """Whether ``pid`` now names another process than the one started at ``recorded``."""
-    start = _start_time(pid)
-    return recorded is not None and start is not None and start != recorded
+        return liveness(pid, recorded) == "dead"
 
 
 def read_claim(path: str) -> ClaimInfo | None:

@@ -16,12 +16,12 @@ from typing import Any
 
 from stagetimer._format import TIMINGS_FILE
 from stagetimer._store.claims import CLAIM_SUFFIX, breakable, read_claim, stale_after, this_machine
-from stagetimer._store.processes import alive
+from stagetimer._store.processes import Identity, identity, liveness
 
 __all__ = ["clear_leftovers", "reset_after_fork", "temp_path", "token", "unclean"]
 
 
-_token_cache: tuple[int, str] | None = None
+_token_cache: tuple[Identity, str] | None = None
 _counter = itertools.count()
 _TMP_MARK = ".tmp"
 _RESCUE_TMP = ".timings.rescue-"
@@ -33,12 +33,10 @@ unclean: set[str] = set()
 def token() -> str:
     """``host-pid-random`` of this process (a fork gets its own)."""
     global _token_cache
-    pid = os.getpid()
-    if _token_cache is None or _token_cache[0] != pid:
-        import socket
-
-        host = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:64] or "host"
-        _token_cache = (pid, f"{host}-{pid}-{os.urandom(4).hex()}")
+    me = identity()
+    if _token_cache is None or _token_cache[0] is not me:
+        host = re.sub(r"[^A-Za-z0-9_.]", "_", me.host)[:64] or "host"
+        _token_cache = (me, f"{host}-{me.pid}-{os.urandom(4).hex()}")
     return _token_cache[1]
 
 
@@ -67,10 +65,14 @@ def _is_leftover(directory: str, name: str, prefix: str, locked: bool = True) ->
 
 
 def _writer_gone(pid: int, locked: bool) -> bool:
-    """Whether the writer ``pid`` of this host is gone (``locked``: see ``_is_leftover``)."""
-    if pid == os.getpid():
+    """Whether the writer ``pid`` of this host is gone (``locked``: see ``_is_leftover``).
+
+    The name records no start time: a live process that reused the pid keeps the file
+    (a leftover kept a while is harmless, a live writer's file removed is not).
+    """
+    if pid == identity().pid:
         return locked  # ours, from an interrupted save (we hold the lock now)
-    return not alive(pid)
+    return liveness(pid, None) == "dead"
 
 
 def _foreign_and_old(path: str) -> bool:

@@ -9,7 +9,7 @@ recover DIR``) folds the files whose writer is gone back into ``timings.json``:
   and ``rank``, never replayed through the replacement rules: it is older than anything
   saved since, so a stale sequential ``run_idx=0`` must not reset a stage that a rerun
   filled, nor an upsert replace a newer run. Two identical records are two records.
-- A file whose writer still runs (``_store/owner.py``) is left alone and named: that
+- A file whose writer still runs (``_store/processes.py``) is left alone and named: that
   process saves or rewrites its records itself, so nothing is stored twice or lost.
 - Content is checked like a sidecar's (``rescue_content.py``); a bad record or file is
   named and skipped, the others are folded in.

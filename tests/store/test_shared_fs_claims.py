@@ -24,14 +24,14 @@ from pathlib import Path
 import pytest
 
 from stagetimer import LockTimeoutError, Recorder, StageTimerWarning, record_timing
-from stagetimer._store import claims
+from stagetimer._store import claims, processes
 from stagetimer._store.parse import read_bytes
 
 # A process that takes the claim of SIDECAR (no flock: the claim alone is under test),
 # says "held", and waits for a line on stdin; then tries to publish through its fence.
 HOLDER = r"""
 import math, os, sys
-from stagetimer._store import claims
+from stagetimer._store import claims, processes
 from stagetimer._store.sidecar import write_atomic
 sidecar = sys.argv[1]
 claim = claims.take(sidecar, math.inf, math.inf)
@@ -195,7 +195,7 @@ def test_a_claim_on_this_machine_is_stale_when_its_pid_is_gone_or_reused(
     tmp_path: Path, change: dict[str, int], stale: bool
 ) -> None:
     parent = os.getppid()
-    start = claims._start_time(parent)
+    start = processes.start_time(parent)
     assert start is not None
     holder = {"pid": change.get("pid", parent), "start": start + change.get("start_delta", 0)}
     info = _claim_file(tmp_path / "timings.json.claim", **holder)
