@@ -81,6 +81,7 @@ from stagetimer._record import pending, recorder
 from stagetimer.hardware import _capture
 
 handled = []
+sent = []  # trials whose code reached the n-th bytecode: the others send no signal
 target = [None]
 
 def handler(signum, frame):
@@ -106,6 +107,7 @@ def run(n, directory):
         if event == "opcode":
             state["events"] += 1
             if state["events"] == n:
+                sent.append(n)
                 signal.pthread_kill(main, signal.SIGUSR1)
         return local
 
@@ -136,7 +138,7 @@ for n in range(1, points + 1, step):
     faulthandler.dump_traceback_later(20, exit=True)
     done += 1
 faulthandler.cancel_dump_traceback_later()
-print(json.dumps({"points": points, "trials": done, "handled": len(handled)}))
+print(json.dumps({"points": points, "trials": done, "sent": len(sent), "handled": len(handled)}))
 """
 
 
@@ -149,5 +151,7 @@ def test_a_recording_sigusr1_handler_never_deadlocks(
 
     assert 0 == done.returncode, done.stderr[-3000:]
     result = json.loads(done.stdout)
-    assert result["trials"] >= min(trials, result["points"]) // 2
-    assert result["handled"] == result["trials"], result
+    # The first run counts the bytecodes of modules imported on first use too, so the
+    # last points may lie past the end of a later run: those trials send nothing.
+    assert result["sent"] >= min(trials, result["points"]) // 2, result
+    assert result["handled"] == result["sent"], result
