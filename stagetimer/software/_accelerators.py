@@ -1,0 +1,120 @@
+"""What accelerator libraries the process loaded, as they report themselves at run time.
+
+A package manager's claim can be wrong (pip listed NCCL 2.26 where torch had loaded
+2.28): these are the versions the loaded libraries give. Only modules already in
+``sys.modules`` are asked, so nothing is imported, no CUDA context is created and
+NVML is never initialised for this.
+
+The NVIDIA driver: where the program itself has NVML initialised, ``pynvml``'s
+``nvmlSystemGetDriverVersion()``; otherwise the loaded kernel module's version from
+``/proc/driver/nvidia/version``, which the user-space driver must match (NVML and
+CUDA refuse a mismatch: "Driver/library version mismatch"). Initialising NVML just for
+this would cost tens to hundreds of milliseconds on a node with several GPUs and
+open every device; reading the file costs a few microseconds. The driver is recorded
+only when a GPU library is loaded (torch built with CUDA, or ``pynvml``), so that two
+CPU-only runs on nodes with different drivers do not differ.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+__all__ = ["loaded_accelerators"]
+
+_DRIVER_FILE = "/proc/driver/nvidia/version"
+# "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." and the
+# open module's "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15 ..."
+_DRIVER = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)")
+
+
+def _cudnn(value: int) -> str:
+    # cuDNN encodes its version as major*1000+minor*100+patch before 9, and as
+    # major*10000+minor*100+patch from 9 on (cudnn.h, CUDNN_VERSION).
+    if value >= 90000:
+        return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
+    return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
+
+
+def _torch(found: dict[str, str], sources: dict[str, str]) -> bool:
+    """torch's CUDA (or ROCm), cuDNN and NCCL; whether torch uses an NVIDIA GPU stack."""
+    torch: Any = sys.modules.get("torch")
+    if torch is None:
+        return False
+    version = getattr(torch, "version", None)
+    cuda, hip = getattr(version, "cuda", None), getattr(version, "hip", None)
+    if isinstance(cuda, str):
+        found["cuda"] = cuda
+        sources["accelerators.cuda"] = "torch.version.cuda"
+    if isinstance(hip, str):
+        found["rocm"] = hip
+        sources["accelerators.rocm"] = "torch.version.hip"
+    cudnn: Any = sys.modules.get("torch.backends.cudnn")
+    if cudnn is not None:
+        try:
+            value = cudnn.version()
+        except Exception as exc:  # a broken build must not break the capture
+            sources["accelerators.cudnn"] = f"torch.backends.cudnn.version() failed: {exc!r}"[:160]
+        else:
+            if isinstance(value, int):
+                found["cudnn"] = _cudnn(value)
+                sources["accelerators.cudnn"] = "torch.backends.cudnn.version()"
+    nccl: Any = sys.modules.get("torch.cuda.nccl")
+    if nccl is not None and isinstance(cuda, str):
+        try:
+            value = nccl.version()
+        except Exception as exc:
+            sources["accelerators.nccl"] = f"torch.cuda.nccl.version() failed: {exc!r}"[:160]
+        else:
+            if isinstance(value, tuple):
+                found["nccl"] = ".".join(str(part) for part in value)
+                sources["accelerators.nccl"] = "torch.cuda.nccl.version()"
+    return isinstance(cuda, str)
+
+
+def _driver_from_nvml() -> str | None:
+    pynvml: Any = sys.modules.get("pynvml")
+    if pynvml is None:
+        return None
+    try:
+        # Raises NVMLError_Uninitialized unless the program has NVML initialised.
+        version = pynvml.nvmlSystemGetDriverVersion()
+    except Exception:
+        return None
+    if isinstance(version, bytes):  # nvidia-ml-py before 11.5 returned bytes
+        version = version.decode("ascii", "replace")
+    return version if isinstance(version, str) else None
+
+
+def _driver_from_proc(root: str) -> tuple[str | None, str]:
+    path = root.rstrip("/") + _DRIVER_FILE
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(4096)
+    except OSError:
+        return None, f"{_DRIVER_FILE} does not exist (no NVIDIA driver loaded)"
+    match = _DRIVER.search(text)
+    if match is None:
+        return None, f"{_DRIVER_FILE} has no kernel module version"
+    return match.group(1), f"{_DRIVER_FILE} (the loaded kernel module)"
+
+
+def loaded_accelerators(root: str = "/") -> tuple[dict[str, str], dict[str, str]]:
+    """``({library: version}, {"accelerators.<library>": source})`` of loaded libraries."""
+    found: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    uses_nvidia = _torch(found, sources) or "pynvml" in sys.modules
+    if uses_nvidia:
+        driver = _driver_from_nvml()
+        if driver is not None:
+            found["nvidia_driver"] = driver
+            sources["accelerators.nvidia_driver"] = "pynvml.nvmlSystemGetDriverVersion()"
+        else:
+            driver, where = _driver_from_proc(root)
+            if driver is not None:
+                found["nvidia_driver"] = driver
+            sources["accelerators.nvidia_driver"] = where
+    if not found:
+        sources["accelerators"] = "no accelerator library loaded (torch, pynvml not imported)"
+    return found, sources
