@@ -36,10 +36,16 @@ RESCUE_SUFFIX = ".json"
 
 #: Version of ``timings_hardware.json``.
 #: 1 (stagetimer 0.1): {"schema_version": 1, "hardware": {hardware_id: description}}.
+#: Still 1 (0.3): an optional top-level "software": {software_id: description}; writers
+#: of 0.1 and 0.2 keep a top-level key they do not know, so they share a directory.
 SCHEMA_VERSION = 1
 
 #: The keys a run may hold besides metadata, in the order they are written.
-RUN_FIELDS: tuple[str, ...] = ("seconds", "hardware_id", "run_idx", "label", "started_at", "job")
+RUN_FIELDS: tuple[str, ...] = (
+    "seconds", "hardware_id", "run_idx", "label", "started_at", "job",
+    # who ran it (0.3): the software, the rank of a distributed launch, the CPUs
+    "software_id", "rank", "world_size", "cpus",
+)
 #: Keys of a run (and of a stage) that user metadata may not reuse. ``expected_runs``
 #: is a key of the stage object only, never of a run, so metadata may use it.
 RESERVED_KEYS = frozenset({*RUN_FIELDS, "total_seconds", "runs"})

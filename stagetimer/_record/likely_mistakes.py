@@ -67,7 +67,8 @@ def appended_again(name: str, run_idx: int) -> str:
 
 
 def find_duplicate(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
-    """Whether stage ``name`` on disk already holds a run ``k > 0`` of ``run``'s index ``k``.
+    """Whether stage ``name`` on disk already holds a run ``k > 0`` of ``run``'s index ``k``
+    and rank.
 
     Sequential appends keep the runs in order, so only a stage whose last run_idx is
     not below ``k`` is searched: the common save costs one look at the last run.
@@ -79,4 +80,6 @@ def find_duplicate(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool
     last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
     if isinstance(last, int) and last < k:
         return False
-    return any(isinstance(r, dict) and r.get("run_idx") == k for r in runs)
+    rank = run.get("rank")  # another rank's run k is its own (ranks write the same stages)
+    return any(isinstance(r, dict) and r.get("run_idx") == k and r.get("rank") == rank
+               for r in runs)

@@ -52,10 +52,13 @@ class RescueFile:
             return self._remove()
         entries = []
         hardware: dict[str, Any] = {}
+        software: dict[str, Any] = {}
         for p in records:
             run = p.run_or_bare()
             if p.hardware is not None:
                 hardware[p.hardware.id] = p.hardware.description
+            if p.software is not None:
+                software[p.software.id] = p.software.description
             entries.append({"stage": p.name, "run": run})
         payload: dict[str, Any] = {
             "directory": os.path.abspath(self.directory),
@@ -63,6 +66,8 @@ class RescueFile:
             "hardware": hardware,
             "records": entries,
         }
+        if software:
+            payload["software"] = software
         if self.expected_runs is not None:
             payload["expected_runs"] = self.expected_runs
         text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

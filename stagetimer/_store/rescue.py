@@ -27,7 +27,13 @@ from stagetimer._format import (
     TIMINGS_FILE,
 )
 from stagetimer._store.rules import apply_run, is_stage
-from stagetimer._store.sidecar import add_hardware, dumps_hardware, timings_bytes, update_file
+from stagetimer._store.sidecar import (
+    add_hardware,
+    add_software,
+    dumps_hardware,
+    timings_bytes,
+    update_file,
+)
 
 __all__ = [
     "Recovered",
@@ -103,8 +109,9 @@ def _read_rescue(path: str) -> dict[str, Any]:
         for r in records
     ):
         raise SidecarCorruptError(path, "'records' is not a list of {stage, run} objects")
-    if not isinstance(payload.get("hardware", {}), dict):
-        raise SidecarCorruptError(path, "'hardware' is not an object")
+    for key in ("hardware", "software"):
+        if not isinstance(payload.get(key, {}), dict):
+            raise SidecarCorruptError(path, f"{key!r} is not an object")
     expected = payload.get("expected_runs")
     if expected is not None and (
         isinstance(expected, bool) or not isinstance(expected, int) or expected < 1
@@ -124,10 +131,18 @@ def _recover_one(directory: str, path: str, lock_timeout: float) -> Recovered:
         for r in records
         if r["run"].get("hardware_id") in hardware
     }
-    if needed:
+    software: dict[str, Any] = payload.get("software", {})
+    needed_software = {
+        r["run"]["software_id"]: software[r["run"]["software_id"]]
+        for r in records
+        if r["run"].get("software_id") in software
+    }
+    if needed or needed_software:
 
         def change_hardware(data: dict[str, Any]) -> str | None:
-            return dumps_hardware(data) if add_hardware(data, needed) else None
+            added = add_hardware(data, needed)
+            added_software = add_software(data, needed_software)
+            return dumps_hardware(data) if added or added_software else None
 
         update_file(
             os.path.join(directory, HARDWARE_FILE), parse_hardware, change_hardware, lock_timeout

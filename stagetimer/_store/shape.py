@@ -49,6 +49,10 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "label": ((str, _NONE), "a string"),
     "started_at": ((str, _NONE), "a string"),
     "job": ((dict, _NONE), "an object"),
+    "software_id": ((str, _NONE), "a string"),
+    "rank": ((int, _NONE), "an integer"),
+    "world_size": ((int, _NONE), "an integer"),
+    "cpus": ((str, _NONE), "a string"),
 }
 #: ``(field, allowed types, words)`` in the format's order of the run fields
 _RUN_TYPES = tuple(
@@ -233,9 +237,17 @@ def _description_check() -> _Check:
     return _fields(Hardware)
 
 
+@functools.cache
+def _software_check() -> _Check:
+    from stagetimer.software import Software
+
+    return _fields(Software)
+
+
 def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
     """Refuse a ``timings_hardware.json`` mapping whose descriptions do not have the
-    types of ``stagetimer.hardware.Hardware`` (unknown keys are allowed)."""
+    types of ``stagetimer.hardware.Hardware`` (and, under ``software``, of
+    ``stagetimer.software.Software``); unknown keys are allowed."""
     hardware = data.get("hardware")
     if type(hardware) is not dict:
         what = json_type(hardware) if "hardware" in data else "missing"
@@ -245,3 +257,15 @@ def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
         problem = check(entry)
         if problem is not None:
             raise SidecarCorruptError(path, _at(f"hardware {short_repr(key)}", problem))
+    if "software" not in data:  # written before 0.3, or by a recorder told not to
+        return
+    software = data["software"]
+    if type(software) is not dict:
+        raise SidecarCorruptError(
+            path, f"'software' is {json_type(software)}, expected an object"
+        )
+    check = _software_check()
+    for key, entry in software.items():
+        problem = check(entry)
+        if problem is not None:
+            raise SidecarCorruptError(path, _at(f"software {short_repr(key)}", problem))

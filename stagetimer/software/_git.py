@@ -9,6 +9,7 @@ from refreshing the index (git(1), "GIT_OPTIONAL_LOCKS").
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -82,10 +83,8 @@ class GitProbe:
     def _stop_all(self) -> None:
         for child in self._children:
             if child.poll() is None:
-                try:
+                with contextlib.suppress(OSError):  # it ended meanwhile
                     os.killpg(child.pid, signal.SIGKILL)
-                except OSError:
-                    pass
             child.communicate()  # reaps it; its pipes' writers are gone with the group
         self._children = []
 
