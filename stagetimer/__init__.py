@@ -39,6 +39,12 @@ if TYPE_CHECKING:
         hardware_differences,
         hardware_id,
     )
+    from stagetimer.software import (
+        Software,
+        capture_software,
+        software_differences,
+        software_id,
+    )
 
 # Reading sidecars and probing hardware are imported on first use, so that
 # ``import stagetimer`` stays as light as the recording path needs.
@@ -61,6 +67,10 @@ _LAZY = {
     "to_records": "stagetimer._analysis.rows",
     "to_frame": "stagetimer._analysis.rows",
     "recover": "stagetimer._store.rescue",
+    "Software": "stagetimer.software",
+    "capture_software": "stagetimer.software",
+    "software_differences": "stagetimer.software",
+    "software_id": "stagetimer.software",
 }
 
 
@@ -92,6 +102,7 @@ __all__ = [
     "RunTiming",
     "SchemaVersionError",
     "SidecarCorruptError",
+    "Software",
     "StageTimerError",
     "StageTimerWarning",
     "StageTiming",
@@ -99,6 +110,7 @@ __all__ = [
     "Timings",
     "__version__",
     "capture_hardware",
+    "capture_software",
     "compare",
     "hardware_differences",
     "hardware_id",
@@ -107,6 +119,8 @@ __all__ = [
     "load_tree",
     "record_timing",
     "recover",
+    "software_differences",
+    "software_id",
     "stage",
     "stages",
     "timed_stage",

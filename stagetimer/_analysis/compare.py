@@ -17,8 +17,12 @@ have stored (a negative or non-finite ``seconds`` is left out):
 
 Each pair also lists the hardware differences between its sides: the fields of
 the descriptions their runs point at that can change a duration (see
-``stagetimer.hardware.hardware_differences``). A side whose runs span several
+``stagetimer.hardware.hardware_differences``), and the software differences (the
+commit, uncommitted changes, packages and accelerator libraries, see
+``stagetimer.software.software_differences``). A side whose runs span several
 descriptions is compared against each.
+
+The runs of one seed's ranks (a distributed launch) count once, as the slowest rank.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import mean_and_variance, moments, welch_from_moments
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._store.rules import is_valid_seconds, valid_durations
 from stagetimer.hardware import Difference, Hardware, hardware_differences
+from stagetimer.software import Software, software_differences
 
 __all__ = [
     "FASTER",
@@ -46,6 +52,7 @@ __all__ = [
     "HardwareDifference",
     "Pair",
     "SideStats",
+    "SoftwareDifference",
     "StageComparison",
     "Unpaired",
     "compare",
@@ -54,6 +61,7 @@ __all__ = [
 
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 _HARDWARE_ID = itertools.repeat("hardware_id")
+_SOFTWARE_ID = itertools.repeat("software_id")
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -128,6 +136,21 @@ class HardwareDifference:
 
 
 @attrs.frozen
+class SoftwareDifference:
+    """A field that differs between the software of the base side and that of the new."""
+
+    field: str
+    base: Any
+    new: Any
+    base_software_id: str
+    new_software_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"field", "base", "new", "base_software_id", "new_software_id"}``."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen
 class Pair:
     """Two artifact directories compared stage by stage."""
 
@@ -147,6 +170,11 @@ class Pair:
     #: hardware ids the compared runs point at that their sidecar does not describe
     #: (missing or unreadable ``timings_hardware.json``): not compared
     undescribed_hardware_ids: tuple[str, ...] = ()
+    #: what differs between the software of the sides' compared runs (see
+    #: ``stagetimer.software.software_differences``), and their software ids per side
+    software_differences: tuple[SoftwareDifference, ...] = ()
+    base_software_ids: tuple[str, ...] = ()
+    new_software_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The pair as ``stagetimer compare --json`` prints it."""
@@ -165,6 +193,11 @@ class Pair:
             },
             "relpath": self.relpath,
             "undescribed_hardware_ids": list(self.undescribed_hardware_ids),
+            "software_differences": [d.to_dict() for d in self.software_differences],
+            "software_ids": {
+                "base": list(self.base_software_ids),
+                "new": list(self.new_software_ids),
+            },
         }
 
 
@@ -265,10 +298,20 @@ def _check_threshold(threshold: float) -> float:
 
 
 class _Differences:
-    """hardware_differences per pair of hardware ids, computed once (an id is its content)."""
+    """hardware_differences per pair of hardware ids, computed once (an id is its content);
+    software_differences likewise per pair of software ids."""
 
     def __init__(self) -> None:
         self._known: dict[tuple[str, str], list[Difference]] = {}
+
+    def of_software(
+        self, base_id: str, base: Software, new_id: str, new: Software
+    ) -> list[Difference]:
+        key = (base_id, new_id)  # "sw-" ids never equal the "hw-" keys
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = software_differences(base, new)
+        return found
 
     def between(self, base_id: str, base: Hardware, new_id: str, new: Hardware) -> list[Difference]:
         key = (base_id, new_id)
@@ -321,7 +364,9 @@ def compare_artifacts(
 def _compare_pair(
     base: Artifact, new: Artifact, threshold: float, cache: _Differences, relpath: str | None
 ) -> Pair:
-    base_stages, new_stages = dict(raw_stages(base.data)), dict(raw_stages(new.data))
+    # a seed of a distributed launch counts once, as its slowest rank
+    base_stages = {name: by_seed(stage)[0] for name, stage in raw_stages(base.data)}
+    new_stages = {name: by_seed(stage)[0] for name, stage in raw_stages(new.data)}
     shared = [name for name in base_stages if name in new_stages]
     base_runs = [_stage_runs(base_stages[name]) for name in shared]
     new_runs = [_stage_runs(new_stages[name]) for name in shared]
@@ -348,7 +393,12 @@ def _compare_pair(
             )
     undescribed = [i for i in base_ids if i not in base_described]
     undescribed += [i for i in new_ids if i not in new_described and i not in undescribed]
+    base_sw = _ids(list(map(_get, base_stages[n]["runs"], _SOFTWARE_ID)) for n in shared)
+    new_sw = _ids(list(map(_get, new_stages[n]["runs"], _SOFTWARE_ID)) for n in shared)
     return Pair(
+        software_differences=_software_differences(base, base_sw, new, new_sw, cache),
+        base_software_ids=tuple(base_sw),
+        new_software_ids=tuple(new_sw),
         undescribed_hardware_ids=tuple(undescribed),
         base=base.path,
         new=new.path,
@@ -360,6 +410,27 @@ def _compare_pair(
         new_only_stages=tuple(name for name in new_stages if name not in base_stages),
         relpath=relpath,
     )
+
+
+def _software_differences(
+    base: Artifact, base_ids: list[str], new: Artifact, new_ids: list[str], cache: _Differences
+) -> tuple[SoftwareDifference, ...]:
+    """What differs between each software description of one side and each of the other
+    (ids their sidecar does not describe are not compared)."""
+    base_described = base.hardware.software
+    new_described = new.hardware.software
+    found: list[SoftwareDifference] = []
+    for base_id in base_ids:
+        base_sw = base_described.get(base_id)
+        for new_id in new_ids:
+            new_sw = new_described.get(new_id)
+            if base_sw is None or new_sw is None:
+                continue
+            found.extend(
+                SoftwareDifference(d.field, d.base, d.new, base_id, new_id)
+                for d in cache.of_software(base_id, base_sw, new_id, new_sw)
+            )
+    return tuple(found)
 
 
 def compare(

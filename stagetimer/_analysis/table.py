@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import Summary, summarise
 from stagetimer._analysis.tree import Artifact, relative_paths
 from stagetimer._format import TRAINING_SUFFIX
@@ -69,7 +70,8 @@ def _build(shown: list[Artifact], median: bool) -> SuiteTable:
         row = {}
         for name, stage in raw_stages(artifact.data):
             stages.setdefault(name)
-            row[name] = summarise(valid_durations(raw_seconds(stage)))
+            # a seed of a distributed launch counts once, as its slowest rank
+            row[name] = summarise(valid_durations(raw_seconds(by_seed(stage)[0])))
         cells.append(row)
         totals.append(sum(s.total for s in row.values()))
     names, labels = _labels(shown) if shown else (("directory",), [])

@@ -30,7 +30,7 @@ from stagetimer._escape import escape_json_text, escape_text
 from stagetimer._render.duration import Unit, unit_for
 from stagetimer.hardware import Difference, format_differences
 
-__all__ = ["SAME_HARDWARE", "format_comparison", "render_json"]
+__all__ = ["SAME_HARDWARE", "format_comparison", "render_json", "software_lines"]
 
 SAME_HARDWARE = "same hardware (by the fields that change timings)"
 
@@ -100,6 +100,35 @@ def _hardware_lines(pair: Pair) -> list[str]:
     return lines
 
 
+def software_lines(pair: Pair) -> list[str]:
+    """What differs between the software of the two sides, in words (text and Markdown).
+
+    ``["Software differs: commit 1a2b3c4 → 5d6e7f8 (uncommitted changes); torch 2.4.1 →
+    2.5.0"]``; ``["Same software."]``; nothing when neither side recorded its software.
+    """
+    from stagetimer.software import format_software_differences
+
+    if not pair.base_software_ids and not pair.new_software_ids:
+        return []  # written before software was recorded, or by recorders told not to
+    if not pair.base_software_ids or not pair.new_software_ids:
+        side = "base" if not pair.base_software_ids else "new"
+        return [f"Software unknown: the {side} side's runs name no software description."]
+    groups: dict[tuple[str, str], list[Difference]] = {}
+    for d in pair.software_differences:
+        key = (d.base_software_id, d.new_software_id)
+        groups.setdefault(key, []).append(Difference(d.field, d.base, d.new))
+    if not groups:
+        return ["Same software."]
+    several = len(groups) > 1
+    lines = []
+    for (base_id, new_id), found in groups.items():
+        words = escape_text(format_software_differences(found))
+        lines.append(f"  {base_id} -> {new_id}: {words}" if several else words)
+    if several:
+        return ["Software differs:", *lines]
+    return [f"Software differs: {lines[0]}"]
+
+
 def _pair_block(pair: Pair, *, header: bool) -> list[str]:
     lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
     if not pair.stages:
@@ -110,6 +139,7 @@ def _pair_block(pair: Pair, *, header: bool) -> list[str]:
             listed = ", ".join(escape_text(name) for name in names)
             lines.append(f"Only in {side}, not compared: {listed}")
     lines.extend(_hardware_lines(pair))
+    lines.extend(software_lines(pair))
     return lines
 
 

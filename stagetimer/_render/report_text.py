@@ -18,7 +18,7 @@ from stagetimer._render.duration import format_duration
 from stagetimer._store.records import RunTiming
 from stagetimer._store.rules import is_valid_seconds
 
-__all__ = ["progress_line", "render_text", "suite_line"]
+__all__ = ["progress_line", "rank_line", "render_text", "suite_line"]
 
 _HEADER = ["stage", "runs", "total", "mean", "median", "sd", "min", "max"]
 
@@ -45,6 +45,20 @@ def progress_line(stats: StageStats) -> str | None:
         return f"{head}, none finished yet"
     left = (expected - done) * stats.median_seconds
     return f"{head}, about {format_duration(left)} to go at the median so far"
+
+
+def rank_line(stats: StageStats) -> str | None:
+    """``ippo_train 3 seeds × 4 ranks, each seed counted once as its slowest rank; ranks
+    apart by up to 1.20 s (median 412 ms)``; None for a stage without ranks."""
+    spread = stats.rank_spread
+    if spread is None:
+        return None
+    return (
+        f"{stats.name} {_plural(spread.seeds, 'seed')} \N{MULTIPLICATION SIGN} "
+        f"{spread.ranks} ranks, each seed counted once as its slowest rank; ranks apart by "
+        f"up to {format_duration(spread.max_seconds)} "
+        f"(median {format_duration(spread.median_seconds)})"
+    )
 
 
 def _table(report: ArtifactReport) -> list[str]:
@@ -114,6 +128,7 @@ def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
     for s in report.stages:
         if (progress := progress_line(s)) is not None:
             lines.append(f"  progress: {progress}")
+    lines.extend(f"  ranks: {line}" for s in report.stages if (line := rank_line(s)) is not None)
     unknown = sum(s.runs_without_hardware for s in report.stages)
     if report.hardware or unknown:
         lines.append("  measured on:")

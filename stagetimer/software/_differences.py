@@ -109,6 +109,9 @@ def format_software_differences(
         if f"code.{name}" in by_field:
             base_code[name] = by_field[f"code.{name}"].base
             new_code[name] = by_field[f"code.{name}"].new
+    for side in (base_code, new_code):
+        if "dirty" not in side and side.get("diff_sha256") is not None:
+            side["dirty"] = True  # a diff is only recorded for a dirty work tree
     words: list[str] = []
     code = _code_words(by_field, base_code, new_code)
     if code is not None:
