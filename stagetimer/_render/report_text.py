@@ -48,7 +48,7 @@ def progress_line(stats: StageStats) -> str | None:
 
 
 def rank_line(stats: StageStats) -> str | None:
-    """``ippo_train 3 seeds × 4 ranks, each seed counted once as its slowest rank; ranks
+    """``ippo_train 3 seeds x 4 ranks, each seed counted once as its slowest rank; ranks
     apart by up to 1.20 s (median 412 ms)``; None for a stage without ranks."""
     spread = stats.rank_spread
     if spread is None:
