@@ -120,11 +120,16 @@ def _json_ready(instance: object, field: object, value: Any) -> Any:
 
 def _stored(field: attrs.Attribute[Any], value: Any) -> bool:
     # A first-edition job id, or a 0.2 CPU list, is kept where an older file had one; a
-    # new description has neither key.
-    return not (value is None and field in _LEGACY)
+    # new description has neither key. A field added later (``cpu.numa_nodes``) is left
+    # out where unknown, so that an older description read back keeps its id.
+    return not (value is None and field in _OMITTED_WHEN_NONE)
 
 
-_LEGACY = (attrs.fields(SchedulerInfo).job_id, attrs.fields(CpuInfo).affinity)
+_OMITTED_WHEN_NONE = (
+    attrs.fields(SchedulerInfo).job_id,
+    attrs.fields(CpuInfo).affinity,
+    attrs.fields(CpuInfo).numa_nodes,
+)
 
 
 def description(hardware: Hardware | Mapping[str, Any]) -> dict[str, Any]:
