@@ -297,6 +297,8 @@ def test_to_dict_has_the_documented_keys(tmp_path: Path) -> None:
             "unpaired_stages",
             "relpath",
             "undescribed_hardware_ids",
+            "software_differences",
+            "software_ids",
         },
         {"name", "base", "new", "ratio", "ratio_ci", "verdict"},
         {"runs", "median_seconds", "mean_seconds", "stdev_seconds"},
