@@ -3,8 +3,10 @@
 ``git`` runs as a child process with a deadline: a missing, slow or broken ``git``
 gives ``None`` and a reason, never an exception or a hang. The two commands start
 together (they only read) and run while the caller looks at the imported packages.
-Nothing is written to the repository: ``GIT_OPTIONAL_LOCKS=0`` keeps ``git diff``
-from refreshing the index (git(1), "GIT_OPTIONAL_LOCKS").
+Nothing is written to the repository: the diff is the plumbing ``git diff-index``,
+which never refreshes the index (porcelain ``git diff`` rewrites it when a file's
+stat data changed, even under ``GIT_OPTIONAL_LOCKS=0``: seen with git 2.39), and whose
+patch of a file touched but unchanged is empty.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ GIT_TIMEOUT = 2.0
 # The diff's text must not depend on the user's configuration (prefixes, renames,
 # algorithm, external tools, colour), or one set of edits would hash two ways.
 _DIFF = (
-    "diff", "HEAD", "--no-ext-diff", "--no-textconv", "--no-color", "--binary",
+    "diff-index", "-p", "HEAD", "--no-ext-diff", "--no-textconv", "--no-color", "--binary",
     "--full-index", "--no-renames", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/",
     "--unified=3", "--diff-algorithm=myers", "--",
 )
@@ -37,6 +39,8 @@ _HEAD = ("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 _UNSET = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
           "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES")
 _QUOTED_PATH = re.compile(r"'[^']*'")
+# 40 hex digits, 64 in a SHA-256 repository (git's hash-function-transition.txt)
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def _environment() -> dict[str, str]:
@@ -108,11 +112,13 @@ class GitProbe:
         finally:
             self._stop_all()
         if code != 0:
-            return None, f"git diff HEAD failed (exit {code}): {_first_line(err)}"
+            return None, f"git diff-index HEAD failed (exit {code}): {_first_line(err)}"
         commit = out.decode("ascii", "replace").strip()
+        if not _COMMIT.fullmatch(commit):  # a git that answers nonsense
+            return None, f"git rev-parse HEAD gave no commit: {commit[:60]!r}"
         dirty = bool(patch)
         digest = hashlib.sha256(patch).hexdigest() if dirty else None
-        return CodeInfo(commit, dirty, digest), "git rev-parse HEAD; git diff HEAD (tracked files)"
+        return CodeInfo(commit, dirty, digest), "git rev-parse HEAD; git diff-index -p HEAD"
 
     def _head_failed(self, code: int, err: bytes) -> str:
         message = _first_line(err)
