@@ -83,7 +83,10 @@ def _code_words(by_field: dict[str, Difference], base: Mapping[str, Any],
             f"commit {_side(base.get('commit'), base.get('dirty'))} → "
             f"{_side(new.get('commit'), new.get('dirty'))}"
         )
-    return f"other uncommitted changes on commit {_side(new.get('commit'), None)}"
+    commit = new.get("commit")
+    if isinstance(commit, str):
+        return f"other uncommitted changes on commit {commit[:7]}"
+    return "other uncommitted changes on the same commit"
 
 
 def format_software_differences(
