@@ -364,3 +364,31 @@ def test_an_older_description_without_code_is_unknown_not_an_error() -> None:
 
     assert {"code.commit", "code.dirty", "packages.torch"} <= {d.field for d in found}
     assert isinstance(Software(), Software)
+
+
+AGREES_WITH_IMPORTLIB_METADATA = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+from stagetimer.software._packages import imported_packages, imported_top_level
+ours = imported_packages()[0]
+import importlib.metadata as metadata
+providers = metadata.packages_distributions()
+wanted = {d for name in imported_top_level() for d in providers.get(name, ())}
+theirs = {metadata.metadata(d)["Name"]: metadata.version(d) for d in wanted}
+print(json.dumps([ours, theirs]))
+"""
+
+
+def test_the_packages_are_those_importlib_metadata_names(tmp_path: Path) -> None:
+    # Whatever of these the environment has: wheels with and without top_level.txt,
+    # extension modules, an editable install (stagetimer itself).
+    ours, theirs = run_child(
+        AGREES_WITH_IMPORTLIB_METADATA, "numpy", "scipy", "matplotlib", "pandas", "six",
+        "dateutil", "yaml", "_cffi_backend", "hypothesis", "stagetimer", cwd=tmp_path,
+    )
+
+    assert theirs == ours
