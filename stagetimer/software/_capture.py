@@ -8,13 +8,10 @@ with a deadline, and start first, so that they run while the packages are listed
 from __future__ import annotations
 
 import os
-import platform
 import sys
 
-from stagetimer.software._accelerators import loaded_accelerators
 from stagetimer.software._git import GIT_TIMEOUT, start_git
 from stagetimer.software._model import Software
-from stagetimer.software._packages import imported_packages
 
 __all__ = ["capture_software", "clear_cache", "entry_directory"]
 
@@ -39,6 +36,12 @@ def entry_directory() -> tuple[str, str]:
 
 def _capture(directory: str, chosen: str, timeout: float) -> Software:
     git = start_git(directory, timeout)
+    # Imported while git runs: the first save of a process pays for these once.
+    import platform
+
+    from stagetimer.software._accelerators import loaded_accelerators
+    from stagetimer.software._packages import imported_packages
+
     packages, packages_where = imported_packages()
     accelerators, sources = loaded_accelerators()
     code, code_where = git.result()

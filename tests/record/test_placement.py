@@ -123,7 +123,7 @@ def test_a_recorder_told_not_to_capture_software(
 
 @pytest.mark.parametrize("value", ["no", 0, None])
 def test_software_is_a_bool_setting(value: Any, art: Path) -> None:
-    with pytest.raises(ValueError, match="software .* is not valid: expected True or False"):
+    with pytest.raises(ValueError, match=r"software .* is not valid: expected True or False"):
         Recorder(art, software=value)
 
 

@@ -137,7 +137,9 @@ def test_the_table_and_compare_count_seeds_and_to_records_keeps_ranks(tmp_path: 
 # -- the rules, run by run ---------------------------------------------------------------
 
 
-def run(seconds: float, run_idx: int | None, rank: int | None = None, **extra: Any) -> dict[str, Any]:
+def run(
+    seconds: float, run_idx: int | None, rank: int | None = None, **extra: Any
+) -> dict[str, Any]:
     found: dict[str, Any] = {"seconds": seconds, "hardware_id": "hw-x"}
     if run_idx is not None:
         found["run_idx"] = run_idx
