@@ -7,11 +7,9 @@ machine), so each run keeps them itself: ``rank``/``world_size`` and ``cpus``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from stagetimer.hardware._files import format_cpu_list
-
-__all__ = ["RANK_VARIABLES", "placed_cpus", "rank_of"]
+__all__ = ["RANK_VARIABLES", "format_cpu_list", "placed_cpus", "rank_of"]
 
 #: (rank, world size) variables, first match wins:
 #: torchrun and ``torch.distributed``'s env:// launch (RANK/WORLD_SIZE, torchrun(1));
@@ -67,3 +65,25 @@ def placed_cpus() -> str | None:
         return format_cpu_list(getaffinity(0))
     except OSError:
         return None
+
+
+def format_cpu_list(cpus: Iterable[int]) -> str:
+    """CPU numbers in the kernel's list format: ``{0, 1, 2, 3, 8}`` → ``"0-3,8"``.
+
+    The inverse of ``stagetimer.hardware._files.parse_cpu_list``; the format of
+    ``Cpus_allowed_list`` (``Documentation/admin-guide/cputopology.rst``). Empty for no
+    CPU. Here, not beside the parser: a recorder's save path does not import the
+    hardware probes before its first save needs them.
+    """
+    parts: list[str] = []
+    first = last = -2
+    for cpu in sorted(cpus):
+        if cpu == last + 1:
+            last = cpu
+            continue
+        if first >= 0:
+            parts.append(f"{first}-{last}" if last > first else str(first))
+        first = last = cpu
+    if first >= 0:
+        parts.append(f"{first}-{last}" if last > first else str(first))
+    return ",".join(parts)

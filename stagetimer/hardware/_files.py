@@ -9,11 +9,9 @@ person would look at on the machine, not the fixture's temporary directory.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 
 __all__ = [
     "find_field",
-    "format_cpu_list",
     "host_path",
     "parse_cpu_list",
     "read_int",
@@ -104,22 +102,3 @@ def parse_cpu_list(text: str) -> tuple[int, ...] | None:
             return None
     return tuple(sorted(cpus))
 
-
-def format_cpu_list(cpus: Iterable[int]) -> str:
-    """CPU numbers in the kernel's list format: ``{0, 1, 2, 3, 8}`` → ``"0-3,8"``.
-
-    The inverse of ``parse_cpu_list``; the format of ``Cpus_allowed_list``
-    (``Documentation/admin-guide/cputopology.rst``). Empty for no CPU.
-    """
-    parts: list[str] = []
-    first = last = -2
-    for cpu in sorted(cpus):
-        if cpu == last + 1:
-            last = cpu
-            continue
-        if first >= 0:
-            parts.append(f"{first}-{last}" if last > first else str(first))
-        first = last = cpu
-    if first >= 0:
-        parts.append(f"{first}-{last}" if last > first else str(first))
-    return ",".join(parts)

@@ -22,7 +22,8 @@ from stagetimer import (
     record_timing,
     software_id,
 )
-from stagetimer.hardware._files import format_cpu_list, parse_cpu_list
+from stagetimer._record.placement import format_cpu_list
+from stagetimer.hardware._files import parse_cpu_list
 
 needs_two_cpus = pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or not {0, 1} <= os.sched_getaffinity(0),

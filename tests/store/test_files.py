@@ -22,8 +22,8 @@ from stagetimer import (
     record_timing,
     software_id,
 )
+from stagetimer._record.placement import format_cpu_list
 from stagetimer.hardware import description
-from stagetimer.hardware._files import format_cpu_list
 from stagetimer.software import software_description
 
 LEGACY = {
