@@ -36,14 +36,18 @@ def entry_directory() -> tuple[str, str]:
 
 def _capture(directory: str, chosen: str, timeout: float) -> Software:
     git = start_git(directory, timeout)
-    # Imported while git runs: the first save of a process pays for these once.
-    import platform
+    try:
+        # Imported while git runs: the first save of a process pays for these once.
+        import platform
 
-    from stagetimer.software._accelerators import loaded_accelerators
-    from stagetimer.software._packages import imported_packages
+        from stagetimer.software._accelerators import loaded_accelerators
+        from stagetimer.software._packages import imported_packages
 
-    packages, packages_where = imported_packages()
-    accelerators, sources = loaded_accelerators()
+        packages, packages_where = imported_packages()
+        accelerators, sources = loaded_accelerators()
+    except BaseException:  # an interrupt (a signal handler's exception): git ends too
+        git.close()
+        raise
     code, code_where = git.result()
     sources.update(
         {

@@ -92,6 +92,11 @@ class GitProbe:
             self._reason = f"git could not be started ({exc.strerror or exc})"
             self._stop_all()
 
+    def close(self) -> None:
+        """End the commands if still running (the capture was interrupted before
+        ``result``); ``result`` does this itself."""
+        self._stop_all()
+
     def _stop_all(self) -> None:
         for child in self._children:
             if child.poll() is None:

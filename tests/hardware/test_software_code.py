@@ -309,3 +309,36 @@ def test_python_c_describes_the_working_directory(tmp_path: Path) -> None:
     ).stdout
 
     assert git(repo, "rev-parse", "HEAD") == json.loads(out)["commit"]
+
+
+def test_an_interrupted_capture_ends_its_git_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stagetimer.software import _packages
+
+    repo = make_repo(tmp_path / "repo")
+    pids = tmp_path / "pids"
+    bin_dir = fake_git(tmp_path / "bin", f"echo $$ >> {pids}\nexec sleep 60")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    def interrupted() -> None:
+        deadline = time.monotonic() + 10
+        while (not pids.exists() or len(pids.read_text().split()) < 2) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.01)
+        raise KeyboardInterrupt  # as a signal handler's exception would arrive
+
+    monkeypatch.setattr(_packages, "imported_packages", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        capture_software(entry=str(repo))
+
+    started = [int(pid) for pid in pids.read_text().split()]
+    alive = []
+    for pid in started:
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    assert (2, []) == (len(started), alive)
