@@ -12,36 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.git_repo import git, make_repo
 
 from stagetimer.software import CodeInfo, capture_software
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
-    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org",
-    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "protocol.file.allow=always", *args], cwd=repo, env={**os.environ, **GIT_ENV},
-        capture_output=True, text=True, check=True, timeout=60,
-    )
-    return done.stdout.strip()
-
-
-def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
-    for name, text in (files or {"train.py": "print('train')\n"}).items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "first")
-    return path
-
 
 def code_of(path: Path, timeout: float = 10.0) -> tuple[CodeInfo | None, str]:
     software = capture_software(entry=str(path), timeout=timeout)
