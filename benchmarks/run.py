@@ -171,6 +171,33 @@ def lock_cost(number: int, repeats: int) -> tuple[float, float, float]:
         )
 
 
+def claim_cost(number: int, repeats: int) -> tuple[float, float, float]:
+    """Per save's lock: the flock with the cross-client claim (take, fence, release) and
+    the flock alone, in turns; the difference is what the claim adds to every save."""
+    from stagetimer._store import lock as _lock
+
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as directory:
+        sidecar = os.path.join(directory, "timings.json")
+        path = sidecar + ".lock"
+
+        def with_claim() -> None:
+            claim = _lock.acquire(path, 60.0, sidecar)
+            assert claim is not None
+            claim.fence()
+            _lock.release(path)
+
+        def flock_only() -> None:
+            _lock.acquire(path, 60.0)
+            _lock.release(path)
+
+        with_claim()
+        return paired(
+            lambda: per_call(with_claim, number, 1),
+            lambda: per_call(flock_only, number, 1),
+            repeats,
+        )
+
+
 def import_time(module: str) -> float:
     """Cumulative import time of ``module`` (µs) from ``python -X importtime``."""
     out = python("-X", "importtime", "-c", f"import {module}")
@@ -260,6 +287,13 @@ def main() -> int:
     row(f"lock acquire+release (filelock {filelock.__version__})",
         f"{ours_lock * 1e6:.2f} µs vs bare fcntl.flock {bare_lock * 1e6:.2f} µs = {ratio:.2f}x",
         "<= 2.0x", ratio <= 2.0)
+    claimed, flock_only, _ = claim_cost(1_000, reps)
+    added = claimed - flock_only
+    floor_100 = growth[100][1]
+    row("cross-client claim (take, fence, release)",
+        f"+{added * 1e6:.1f} µs per save ({claimed * 1e6:.1f} vs flock alone "
+        f"{flock_only * 1e6:.1f} µs) = {added / floor_100:.2f}x the floor at 100 runs",
+        "<= 0.5x the floor", added / floor_100 <= 0.5)
     for n in (1, 2, 4, 8):
         rate = contention(n, 40 if args.quick else 100)
         row(f"contention, {n} process(es)", f"{rate:.0f} records/s, all present", "printed", None)

@@ -27,6 +27,7 @@ from stagetimer._record.timed import TimedFunction, timed_stage
 
 if TYPE_CHECKING:
     from stagetimer._analysis.compare import Comparison, compare
+    from stagetimer._analysis.doctor import DirectoryReport, doctor
     from stagetimer._analysis.rows import to_frame, to_records
     from stagetimer._analysis.tree import Artifact, load_tree
     from stagetimer._store.load import load_hardware, load_timings
@@ -67,6 +68,8 @@ _LAZY = {
     "to_records": "stagetimer._analysis.rows",
     "to_frame": "stagetimer._analysis.rows",
     "recover": "stagetimer._store.rescue",
+    "doctor": "stagetimer._analysis.doctor",
+    "DirectoryReport": "stagetimer._analysis.doctor",
     "Software": "stagetimer.software",
     "capture_software": "stagetimer.software",
     "software_differences": "stagetimer.software",
@@ -93,6 +96,7 @@ __all__ = [
     "Artifact",
     "Comparison",
     "Difference",
+    "DirectoryReport",
     "Hardware",
     "HardwareSidecar",
     "InvalidRecordError",
@@ -112,6 +116,7 @@ __all__ = [
     "capture_hardware",
     "capture_software",
     "compare",
+    "doctor",
     "hardware_differences",
     "hardware_id",
     "load_hardware",

@@ -13,7 +13,8 @@ the builtin a caller would catch without knowing stagetimer (in brackets)::
     │                                           .problem, .found, .supported
     ├── NoActiveRecorderError   [RuntimeError]  no recorder given, active or in STAGETIMER_DIR
     ├── LockTimeoutError        [TimeoutError]  a sidecar's lock not acquired: .path, .timeout
-    └── PlotUnavailableError    [ImportError]   a picture asked for without matplotlib
+    └── MissingExtraError       [ImportError]   an optional package missing: to_frame
+        └── PlotUnavailableError                without pandas, a picture without matplotlib
 
     StageTimerWarning           [UserWarning]   a record kept pending (not an error)
 
@@ -32,6 +33,7 @@ __all__ = [
     "InvalidSettingError",
     "InvalidTypeError",
     "LockTimeoutError",
+    "MissingExtraError",
     "NoActiveRecorderError",
     "PlotUnavailableError",
     "SchemaVersionError",
@@ -132,7 +134,8 @@ class InvalidRecordError(StageTimerError, ValueError):
 
 
 class InvalidSettingError(StageTimerError, ValueError):
-    """A setting of ``Recorder`` is not valid; nothing was created or written.
+    """A setting is not valid (a ``Recorder`` parameter, ``compare``'s threshold);
+    nothing was created or written.
 
     ``.value`` holds the offending value.
     """
@@ -212,12 +215,17 @@ class LockTimeoutError(StageTimerError, TimeoutError):
         self.timeout = timeout
 
 
-class PlotUnavailableError(StageTimerError, ImportError):
-    """matplotlib cannot be imported; the message says how to install it.
+class MissingExtraError(StageTimerError, ImportError):
+    """An optional package (an extra: ``pandas``, ``plot``) cannot be imported; the
+    message says how to install it.
 
-    An ``ImportError``: what is missing is an optional package, as for
-    ``to_frame`` without pandas, and ``except ImportError`` is how callers test for one.
+    An ``ImportError``: what is missing is an optional package, and
+    ``except ImportError`` is how callers test for one.
     """
+
+
+class PlotUnavailableError(MissingExtraError):
+    """matplotlib cannot be imported (the ``plot`` extra)."""
 
 
 class StageTimerWarning(UserWarning):

@@ -59,6 +59,7 @@ BUILTINS = {
     "SchemaVersionError": ValueError,
     "NoActiveRecorderError": RuntimeError,
     "LockTimeoutError": TimeoutError,
+    "MissingExtraError": ImportError,
     "PlotUnavailableError": ImportError,
 }
 
@@ -140,6 +141,46 @@ def test_plotting_without_matplotlib_is_a_stagetimer_import_error(
         load_pyplot()
 
     assert isinstance(caught.value, errors.PlotUnavailableError)
+
+
+def _public_misuse(tmp_path: Path) -> list[tuple[str, object]]:
+    """Each public function's bad argument, as a user would pass it."""
+    from stagetimer.hardware import hardware_differences
+
+    return [
+        ("Recorder resume_partial_runs without completed_runs",
+         lambda: Recorder(tmp_path, resume_partial_runs=True)),
+        ("Recorder completed_runs alone", lambda: Recorder(tmp_path, completed_runs=3)),
+        ("compare threshold of the wrong type",
+         lambda: stagetimer.compare(tmp_path, tmp_path, threshold="2%")),  # type: ignore[arg-type]
+        ("compare negative threshold",
+         lambda: stagetimer.compare(tmp_path, tmp_path, threshold=-1)),
+        ("load_tree without a path", lambda: stagetimer.load_tree()),
+        ("hardware_differences of a number", lambda: hardware_differences(1, 2)),  # type: ignore[arg-type]
+        ("stages.auto_resume of a stage without continuations",
+         lambda: stagetimer.stages.auto_resume("alpharank")),
+    ]
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_public_functions_raise_only_stagetimer_errors_for_bad_arguments(
+    tmp_path: Path, index: int
+) -> None:
+    what, call = _public_misuse(tmp_path)[index]
+
+    with pytest.raises(StageTimerError) as caught:
+        call()  # type: ignore[operator]
+
+    assert isinstance(caught.value, (ValueError, TypeError)), what
+
+
+def test_to_frame_without_pandas_is_a_stagetimer_import_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas: ImportError
+
+    with pytest.raises(errors.MissingExtraError, match="pip install 'stagetimer\\[pandas\\]'"):
+        stagetimer.to_frame(tmp_path)
 
 
 def _run_script(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:

@@ -39,6 +39,7 @@ from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import mean_and_variance, moments, welch_from_moments
 from stagetimer._analysis.tree import Artifact, load_tree
+from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations
 from stagetimer.hardware import Difference, Hardware, hardware_differences
 from stagetimer.software import Software, software_differences
@@ -289,10 +290,13 @@ def compare_stage(
 
 def _check_threshold(threshold: float) -> float:
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise TypeError(f"threshold must be a number (0.02 for 2 %), not {threshold!r}")
+        raise InvalidTypeError(
+            f"threshold must be a number (0.02 for 2 %), not {threshold!r}", threshold
+        )
     if not 0.0 <= threshold < math.inf:
-        raise ValueError(
-            f"threshold must be a finite fraction >= 0 (0.02 for 2 %), not {threshold!r}"
+        raise InvalidSettingError(
+            f"threshold must be a finite fraction >= 0 (0.02 for 2 %), not {threshold!r}",
+            threshold,
         )
     return float(threshold)
 

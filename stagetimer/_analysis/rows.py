@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stagetimer._analysis.tree import Artifact, load_tree
+from stagetimer._errors import MissingExtraError
 from stagetimer._escape import escape_text
 from stagetimer._format import continued_stage
 from stagetimer._store.records import RunTiming
@@ -160,7 +161,7 @@ def to_frame(*paths: str | os.PathLike[str]) -> pandas.DataFrame:
     try:
         import pandas
     except ImportError as exc:
-        raise ImportError(
+        raise MissingExtraError(
             f"to_frame needs pandas ({exc}); install it with: {INSTALL_HINT}"
         ) from None
     rows = to_records(*paths)

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.raw import HardwareCache, read_data
-from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._errors import InvalidTypeError, SchemaVersionError, SidecarCorruptError
 from stagetimer._escape import escape_text
 from stagetimer._format import HARDWARE_FILE, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
 from stagetimer._store.load import structure_timings
@@ -274,7 +274,7 @@ def load_tree(*paths: str | os.PathLike[str]) -> list[Artifact]:
     ...     print(artifact.relpath, list(artifact.timings.stages))
     """
     if not paths:
-        raise TypeError("load_tree() needs at least one path")
+        raise InvalidTypeError("load_tree() needs at least one path", paths)
     artifacts, problems = scan_tree(paths)
     if problems:
         first = problems[0]

@@ -5,7 +5,9 @@
 - ``compare BASE NEW``: is NEW faster than BASE, stage by stage (``compare``);
 - ``hardware``: this process's hardware description and its id (``hardware``);
 - ``recover DIR…``: fold rescue files back into ``timings.json`` (``recover``);
-- ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``).
+- ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``);
+- ``doctor DIR…``: what a directory's file system gives saves, and what would stop them
+  (``doctor``).
 
 The arguments are built in ``parser``, one function per command.
 

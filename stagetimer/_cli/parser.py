@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from stagetimer._cli import compare, hardware, migrate, recover, report, table
+from stagetimer._cli import compare, doctor, hardware, migrate, recover, report, table
 from stagetimer._cli.stderr import PROG
 
 __all__ = ["build_parser"]
@@ -20,11 +20,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Report, compare, tabulate, recover and migrate stagetimer timing "
-        "sidecars, and describe this machine's hardware.",
+        "sidecars, check what a directory gives saves, and describe this machine's hardware.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
-    for add in (_report, _table, _hardware, _migrate, _compare, _recover):
+    for add in (_report, _table, _hardware, _migrate, _compare, _recover, _doctor):
         add(commands)
     return parser
 
@@ -161,3 +161,19 @@ def _recover(commands: _Commands) -> None:
     )
     command.add_argument("directories", nargs="+", metavar="DIR", help="an artifact directory")
     command.set_defaults(run=recover.run, parser=command)
+
+
+def _doctor(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "doctor",
+        help="check directories: file system, cross-client locking, what would stop a save",
+        description="For each DIR: the file system type and mount options, whether its "
+        "locks exclude writers on other clients (yes, no or unknown, and why), the protocol "
+        "saves use there, and what would stop or slow a save (permissions, group write, free "
+        "space, stale claims, rescue files, corrupt sidecars). Reads only. Exit status 1 "
+        "when a DIR does not exist or a sidecar cannot be read.",
+    )
+    command.add_argument("directories", nargs="+", metavar="DIR", help="an artifact directory")
+    command.add_argument("--json", action="store_true",
+                        help='print {"directories": [...]} instead of text')
+    command.set_defaults(run=doctor.run, parser=command)

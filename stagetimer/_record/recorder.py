@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from stagetimer._errors import InvalidRecordError, NoActiveRecorderError, StageTimerWarning
+from stagetimer._errors import (
+    InvalidRecordError,
+    InvalidSettingError,
+    NoActiveRecorderError,
+    StageTimerWarning,
+)
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.reentry import defer, reentered, section
@@ -135,12 +140,16 @@ class Recorder:
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
-            raise ValueError(
+            raise InvalidSettingError(
                 "resume_partial_runs=True needs completed_runs=n, the number of runs "
-                "validated against the checkpoints"
+                "validated against the checkpoints",
+                self.completed_runs,
             )
         if not self.resume_partial_runs and self.completed_runs is not None:
-            raise ValueError("completed_runs is only meaningful with resume_partial_runs=True")
+            raise InvalidSettingError(
+                "completed_runs is only meaningful with resume_partial_runs=True",
+                self.completed_runs,
+            )
         from stagetimer._record.likely_mistakes import LikelyMistakes
 
         self._saver = self._new_saver()

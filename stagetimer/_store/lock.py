@@ -1,4 +1,5 @@
-"""The advisory lock of one sidecar: an ``flock`` on a descriptor each save opens itself.
+"""The advisory lock of one sidecar: an ``flock`` on a descriptor each save opens itself,
+and the cross-client claim (``stagetimer._store.claims``) taken under it.
 
 The lock file ``<sidecar>.lock`` is opened without following symbolic links and with
 ``O_CLOEXEC``; when it may not be opened for writing (a lock file another member of a
@@ -27,6 +28,7 @@ import time
 from typing import Any
 
 from stagetimer._errors import LockTimeoutError
+from stagetimer._store import claims
 
 __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
 
@@ -45,9 +47,10 @@ _POLL_MAX = 0.02
 class _Gate:
     """This process's state for one lock file: which thread holds it, with which descriptor."""
 
-    __slots__ = ("fd", "guard", "owner")
+    __slots__ = ("claim", "fd", "guard", "owner")
 
     def __init__(self) -> None:
+        self.claim: claims.Claim | None = None  # the cross-client claim, once it may exist
         self.guard = threading.Lock()  # only ever taken with ``with`` (interrupt-safe)
         self.owner: int | None = None  # thread ident of the holder
         self.fd: int | None = None  # the holder's descriptor, locked or about to be
@@ -113,6 +116,10 @@ def _gate(lock_path: str) -> _Gate:
 
 def _drop(gate: _Gate) -> None:
     """Release what ``gate`` holds. Every step may be interrupted and done again."""
+    claim = gate.claim
+    if claim is not None:
+        claim.release()  # first: other clients wait on it, and it is held under our flock
+        gate.claim = None
     fd = gate.fd
     if fd is not None:
         # Unlock first: from here on nobody waits on this descriptor (should the unlock
@@ -126,6 +133,20 @@ def _drop(gate: _Gate) -> None:
 
 
 def _open(lock_path: str) -> int:
+    """The lock file's descriptor, tried again a few times when a network or FUSE client
+    answers from a stale view of the directory (``ESTALE``, or ``ENOENT`` for a name
+    another client removed or made since this one looked it up)."""
+    for wait in (0.01, 0.05, 0.2, 0.5, 1.0):
+        try:
+            return _open_once(lock_path)
+        except OSError as exc:
+            if exc.errno not in (errno.ESTALE, errno.ENOENT):
+                raise
+        time.sleep(wait)
+    return _open_once(lock_path)
+
+
+def _open_once(lock_path: str) -> int:
     try:
         return os.open(lock_path, _OPEN_RW, 0o666)
     except FileNotFoundError:  # the artifact directory does not exist yet
@@ -156,10 +177,13 @@ def _pause(delay: float, deadline: float, lock_path: str, timeout: float) -> flo
     return min(delay * 2, _POLL_MAX)
 
 
-def acquire(lock_path: str, timeout: float) -> None:
+def acquire(lock_path: str, timeout: float, sidecar: str | None = None) -> claims.Claim | None:
     """Hold the advisory lock ``lock_path`` for this thread; wait at most ``timeout`` s.
 
-    ``timeout`` may be ``math.inf`` (wait as long as it takes). Raises
+    ``timeout`` may be ``math.inf`` (wait as long as it takes). With ``sidecar``, the
+    cross-client claim of that file is taken too (``stagetimer._store.claims``), after the
+    flock (so the writers of one client contend for the claim one at a time) and within
+    the same deadline; it is returned for the holder's fence. Raises
     ``LockTimeoutError``, or ``OSError`` when the lock file cannot be opened or locked.
     Pair with :func:`release`; the gate records what an interrupt leaves held.
     """
@@ -181,6 +205,13 @@ def acquire(lock_path: str, timeout: float) -> None:
         delay = _POLL_FIRST
         while not lock_descriptor(gate.fd, blocking=False):
             delay = _pause(delay, deadline, lock_path, timeout)
+        if sidecar is None:
+            return None
+
+        def record(claim: claims.Claim) -> None:
+            gate.claim = claim
+
+        return claims.take(sidecar, deadline, timeout, on_token=record)
     except BaseException:
         _drop(gate)
         raise

@@ -23,8 +23,9 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
-from typing import Any
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._errors import short_repr as _short
@@ -39,7 +40,10 @@ __all__ = [
     "parse_timings",
     "read_all",
     "read_bytes",
+    "retry_replaced",
 ]
+
+_T = TypeVar("_T")
 
 
 
@@ -76,7 +80,13 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
     ``SidecarCorruptError``. A symlink is followed. The caller closes the descriptor.
     """
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except FileNotFoundError:
+            # Once more at once: on a network file system a name being replaced by another
+            # client can be missing for one lookup. A file that is really missing costs one
+            # system call more.
+            fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -114,8 +124,39 @@ def read_all(fd: int, size: int) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+#: How often a read that a concurrent replace made fail is tried, the waits doubling
+#: from 1 ms (about 30 ms in all).
+_STALE_TRIES = 6
+
+
+def retry_replaced(read: Callable[[], _T]) -> _T:
+    """``read()``, tried again when it fails with ``ESTALE``.
+
+    On NFS, a file that another client replaced after this client looked it up answers
+    ``ESTALE`` to the open, the stat or a read (nfs(5)); looking the name up again finds
+    the new file. ``read`` must open the file itself, so that each try looks it up anew.
+    """
+    delay = 0.001
+    for _ in range(_STALE_TRIES - 1):
+        try:
+            return read()
+        except OSError as exc:
+            if exc.errno != errno.ESTALE:
+                raise
+        time.sleep(delay)
+        delay *= 2
+    return read()
+
+
 def read_bytes(path: str) -> bytes | None:
-    """The file's bytes, or None when it does not exist (see ``open_sidecar`` for refusals)."""
+    """The file's bytes, or None when it does not exist (see ``open_sidecar`` for refusals).
+
+    A read that a concurrent replace made fail is tried again (``retry_replaced``).
+    """
+    return retry_replaced(lambda: _read_bytes_once(path))
+
+
+def _read_bytes_once(path: str) -> bytes | None:
     opened = open_sidecar(path)
     if opened is None:
         return None

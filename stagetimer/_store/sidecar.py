@@ -8,21 +8,25 @@ sidecar of a newer schema, is never overwritten.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import itertools
 import json
 import os
-import re
 import time
 from collections.abc import Callable
 from typing import Any
 
-from stagetimer._format import TIMINGS_FILE
+from stagetimer._errors import SidecarCorruptError
+from stagetimer._store.claims import Claim
+from stagetimer._store.leftovers import clear_leftovers
+from stagetimer._store.leftovers import temp_path as _temp_path
+from stagetimer._store.leftovers import token as _token  # noqa: F401 (read here by tests)
+from stagetimer._store.leftovers import unclean as _unclean
 from stagetimer._store.lock import acquire, release
+from stagetimer._store.mounts import is_local
 from stagetimer._store.parse import (
     open_sidecar,
     read_all,
+    retry_replaced,
 )
 from stagetimer._store.rules import is_stage
 
@@ -35,7 +39,6 @@ __all__ = [
     "dumps_hardware",
     "dumps_timings",
     "locked",
-    "reset_after_fork",
     "timings_bytes",
     "update_file",
     "write_atomic",
@@ -44,21 +47,27 @@ __all__ = [
 
 
 class locked:  # lower case: used like a function, ``with locked(path, timeout):``
-    """Hold the advisory lock ``path + ".lock"`` (see ``stagetimer._store.lock``).
+    """Hold the advisory lock ``path + ".lock"`` and the claim ``path + ".claim"``.
 
-    The artifact directory is created when it is missing. ``timeout`` may be infinite.
+    See ``stagetimer._store.lock`` and ``stagetimer._store.claims``: the flock excludes
+    the writers of one client, the claim those of every client. ``with`` gives the claim,
+    whose ``fence`` a writer calls right before it publishes. The artifact directory is
+    created when it is missing. ``timeout`` (one budget for both) may be infinite.
     A class, not a generator: an interrupt in its exit never lands in a generator's
     finaliser (where Python only prints it).
     """
 
-    __slots__ = ("lock_path", "timeout")
+    __slots__ = ("lock_path", "path", "timeout")
 
     def __init__(self, path: str, timeout: float) -> None:
+        self.path = path
         self.lock_path = path + ".lock"
         self.timeout = timeout
 
-    def __enter__(self) -> None:
-        acquire(self.lock_path, self.timeout)
+    def __enter__(self) -> Claim:
+        claim = acquire(self.lock_path, self.timeout, self.path)
+        assert claim is not None
+        return claim
 
     def __exit__(self, *exc_info: object) -> None:
         release(self.lock_path)
@@ -220,99 +229,13 @@ class Attempt:
             return False
 
 
-_token_cache: tuple[int, str] | None = None
-_counter = itertools.count()
-_TMP_MARK = ".tmp"
-_RESCUE_TMP = ".timings.rescue-"
-_FOREIGN_AGE = 3600.0  # seconds after which another host's temporary file is a leftover
-_unclean: set[str] = set()  # sidecars whose last save by this process did not finish
-
-
-def _token() -> str:
-    """``host-pid-random`` of this process (a fork gets its own)."""
-    global _token_cache
-    pid = os.getpid()
-    if _token_cache is None or _token_cache[0] != pid:
-        import socket
-
-        host = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:64] or "host"
-        _token_cache = (pid, f"{host}-{pid}-{os.urandom(4).hex()}")
-    return _token_cache[1]
-
-
-def _temp_path(path: str) -> str:
-    """A name of its own beside ``path``: ``.<name>.tmp-<host>-<pid>-<random>-<n>``."""
-    directory, base = os.path.split(path)
-    return os.path.join(directory, f".{base}{_TMP_MARK}-{_token()}-{next(_counter)}")
-
-
-def _is_leftover(directory: str, name: str, prefix: str, locked: bool = True) -> bool:
-    """Whether the temporary file ``name`` is what a writer left.
-
-    ``locked``: it is written under the lock we hold (a sidecar's), so this process's own
-    are leftovers too; a rescue file's is written without a lock, by its recorder alone.
-    """
-    rest = name[len(prefix) :]
-    if rest == "":
-        return True  # the fixed name older versions used
-    if not rest.startswith("-"):
-        return False
-    parts = rest[1:].rsplit("-", 3)
-    mine = _token().rsplit("-", 2)
-    if len(parts) == 4 and parts[0] == mine[0] and parts[1].isdigit():
-        pid = int(parts[1])
-        if pid == os.getpid():
-            return locked  # ours, from an interrupted save (we hold the lock now)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True  # its writer is gone
-        except OSError:
-            return False  # alive, someone else's
-        return False
-    # Another host's: only on file systems whose locks are per client could a live writer
-    # still be using it; past an hour it is a leftover.
-    try:
-        age = time.time() - os.lstat(os.path.join(directory, name)).st_mtime
-    except OSError:
-        return False
-    return age > _FOREIGN_AGE
-
-
-def clear_leftovers(path: str) -> None:
-    """Remove the temporary files killed or interrupted writers left beside ``path``.
-
-    Called under ``path``'s lock: no live writer of this file system's locks is writing.
-    """
-    directory, base = os.path.split(path)
-    directory = directory or "."
-    prefix = f".{base}{_TMP_MARK}"
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        if name.startswith(prefix):
-            gone = _is_leftover(directory, name, prefix)
-        elif base == TIMINGS_FILE and name.startswith(_RESCUE_TMP) and _TMP_MARK + "-" in name:
-            # A rescue file's temporary file, left by a writer that was killed.
-            head = name[: name.index(_TMP_MARK + "-") + len(_TMP_MARK)]
-            gone = _is_leftover(directory, name, head, locked=False)
-        else:
-            continue
-        if gone:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(directory, name))
-    _unclean.discard(path)
-
-
-def reset_after_fork() -> None:
-    """In a forked child: the parent's unfinished saves are not the child's to clear."""
-    _unclean.clear()
-
-
 def write_atomic(
-    path: str, content: bytes, mode: int | None, attempt: Attempt | None = None
+    path: str,
+    content: bytes,
+    mode: int | None,
+    attempt: Attempt | None = None,
+    fence: Callable[[], None] | None = None,
+    published: Callable[[], None] | None = None,
 ) -> None:
     """Replace ``path`` by ``content`` atomically and durably.
 
@@ -320,7 +243,11 @@ def write_atomic(
     file (the umask decides). The temporary file is created new (``O_EXCL``, no link
     followed) under a name of its own in the same directory, so nothing planted there
     and no other writer's file is ever written through. ``attempt`` records the progress
-    (see ``Attempt``).
+    (see ``Attempt``). ``fence``, called right before ``os.replace``, raises when this
+    writer may no longer publish (its cross-client claim was broken); ``published``,
+    called right after it, lets the claim go before the directory's ``fsync`` (the
+    change is visible: other clients may start theirs, and the claim's own creation
+    and removal are not left for that ``fsync`` to write).
     """
     if attempt is None:
         attempt = Attempt()
@@ -347,8 +274,12 @@ def write_atomic(
             os.fsync(fd)
         finally:
             os.close(fd)
+        if fence is not None:
+            fence()
         os.replace(tmp, path)
         attempt.done = True
+        if published is not None:
+            published()
     except BaseException:
         attempt.replaced()  # removes the temporary file
         raise
@@ -414,6 +345,32 @@ def _read_locked(
     return parse(path, raw), mode
 
 
+#: Waits before reading again a sidecar that did not parse on a network or FUSE file
+#: system (about 3 s in all: past FUSE's default attribute timeout of 1 s).
+_SETTLE_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
+def _read_settled(
+    path: str, parse: Callable[[str, bytes | None], dict[str, Any]], cache: TimingsCache | None
+) -> tuple[dict[str, Any], int | None]:
+    """``_read_locked``, read again while a network or FUSE client may show a stale size.
+
+    A FUSE client keeps a file's attributes for ``attr_timeout`` (1 s unless the mount
+    says otherwise, fuse(8)); after another client replaced the file, reads through the
+    old size return the new content cut short, which does not parse. On a local file
+    system a file that does not parse is corrupt at once.
+    """
+    waits = iter(_SETTLE_WAITS)
+    while True:
+        try:
+            return retry_replaced(lambda: _read_locked(path, parse, cache))
+        except SidecarCorruptError:
+            wait = next(waits, None)
+            if wait is None or is_local(os.path.dirname(path) or "."):
+                raise
+            time.sleep(wait)
+
+
 def update_file(
     path: str,
     parse: Callable[[str, bytes | None], dict[str, Any]],
@@ -431,10 +388,10 @@ def update_file(
     clear what killed writers left (a recorder does at its first save of each file, and
     after an interrupted save of this process).
     """
-    with locked(path, timeout):
+    with locked(path, timeout) as claim:
         if sweep or path in _unclean:
             clear_leftovers(path)
-        data, mode = _read_locked(path, parse, cache)
+        data, mode = _read_settled(path, parse, cache)
         if cache is not None:
             # ``change`` edits ``data`` in place: until the new bytes are on disk the
             # cache must not claim to hold what the file holds.
@@ -443,10 +400,7 @@ def update_file(
         if content is None:
             return
         encoded = content.encode("utf-8") if isinstance(content, str) else content
-        write_atomic(path, encoded, mode, attempt)
+        write_atomic(path, encoded, mode, attempt, claim.fence, claim.release)
         if cache is not None:
             cache.raw, cache.data = encoded, data
 
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=reset_after_fork)

@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 
+from stagetimer._errors import InvalidTypeError
 from stagetimer.hardware._model import Hardware, description
 from stagetimer.hardware._units import format_bytes, format_rate, significant
 
@@ -128,7 +129,7 @@ def _as_dict(hardware: Hardware | Mapping[str, Any]) -> Mapping[str, Any]:
         return description(hardware)
     if isinstance(hardware, Mapping):
         return hardware
-    raise TypeError(
+    raise InvalidTypeError(
         f"expected a Hardware or a stored description (dict), not {type(hardware).__name__}:"
         f" {hardware!r}"
     )

@@ -10,12 +10,13 @@ import json
 import math
 import random
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+from helpers.trees import GIB, MACHINE, write_artifact
 
 from stagetimer import compare
 from stagetimer._analysis.compare import (
@@ -25,45 +26,11 @@ from stagetimer._analysis.compare import (
     TOO_FEW_RUNS,
     HardwareDifference,
 )
-from stagetimer.hardware import CpuInfo, Hardware, MemoryInfo, description, hardware_id
+from stagetimer.hardware import MemoryInfo, hardware_id
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
-GIB = 1024**3
 FIRST_EDITION = Path(__file__).parent.parent / "data" / "first_edition_slurm"
-MACHINE = Hardware(
-    host="node1",
-    os="Linux 6.1.0-18-amd64",
-    python="CPython 3.11.7",
-    machine="x86_64",
-    cpu=CpuInfo(affinity=(0, 1), logical_cpus=2, physical_cores=2, model_name="AMD EPYC"),
-    memory=MemoryInfo(limit_bytes=16 * GIB, source="cgroup_v1"),
-)
-
-
-def write_artifact(
-    directory: Path,
-    stages: Mapping[str, Sequence[float]],
-    hardware: Sequence[Hardware] = (MACHINE,),
-) -> Path:
-    """timings.json + timings_hardware.json; run i points at hardware[i % len(hardware)]."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ids = [hardware_id(hw) for hw in hardware]
-    timings = {
-        name: {
-            "total_seconds": sum(v for v in seconds if math.isfinite(v)),
-            "runs": [
-                {"seconds": s, "hardware_id": ids[i % len(ids)], "run_idx": i}
-                for i, s in enumerate(seconds)
-            ],
-        }
-        for name, seconds in stages.items()
-    }
-    (directory / "timings.json").write_text(json.dumps(timings, indent=2))
-    described = {hid: description(hw) for hid, hw in zip(ids, hardware, strict=True)}
-    sidecar = {"schema_version": 1, "hardware": described}
-    (directory / "timings_hardware.json").write_text(json.dumps(sidecar, indent=2))
-    return directory
 
 
 def lognormal(seed: int, median: float, sigma: float, n: int) -> list[float]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 from helpers.cli import Ran, run_cli
-from test_compare import GIB, MACHINE, write_artifact
+from helpers.trees import GIB, MACHINE, write_artifact
 
 from stagetimer.hardware import GpuInfo, MemoryInfo
 

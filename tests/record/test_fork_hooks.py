@@ -14,7 +14,8 @@ MODULES_WITH_STATE = [
     "stagetimer._record.reentry",  # the running save section
     "stagetimer._record.recorder",  # pending records of each recorder
     "stagetimer._store.lock",  # locks held, their descriptors
-    "stagetimer._store.sidecar",  # unfinished writes to clear
+    "stagetimer._store.leftovers",  # unfinished writes to clear
+    "stagetimer._store.claims",  # claims held, other writers' claims seen
 ]
 
 

@@ -1,0 +1,213 @@
+"""``doctor(directory)``: what a directory gives stagetimer's saves, and what would stop them.
+
+Read-only: it opens no lock file and takes no claim, so it may be run beside a live suite.
+The file system and its options come from ``/proc/self/mountinfo``
+(``stagetimer._analysis.mounts``); the rest from the directory itself.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import stat
+import time
+from typing import Any
+
+import attrs
+
+from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
+from stagetimer._store.claims import CLAIM_SUFFIX, read_claim, stale_after, this_machine
+from stagetimer._store.mounts import Mount, lock_verdict, mount_of
+from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
+from stagetimer._store.rescue import rescue_files
+
+__all__ = ["PROTOCOL", "DirectoryReport", "Finding", "doctor", "examine"]
+
+#: What every save does, on every file system (see docs/shared-filesystems.md).
+PROTOCOL = "flock + claim file (O_EXCL, checked before rename): exact across clients"
+#: Below this many free bytes a save is likely to fail soon.
+_LOW_SPACE = 64 * 1024 * 1024
+
+
+@attrs.frozen(kw_only=True)
+class Finding:
+    """One thing that stops (``stop``), slows (``slow``) or is worth knowing (``note``).
+
+    ``kind`` names it for scripts: ``missing``, ``read_only``, ``not_writable``,
+    ``group_cannot_write``, ``low_space``, ``no_inodes``, ``stale_claim``, ``claim_held``,
+    ``foreign_claim``, ``corrupt_sidecar``, ``rescue_files``.
+    """
+
+    kind: str
+    severity: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class DirectoryReport:
+    """What ``doctor`` found for one directory; ``to_dict()`` for JSON."""
+
+    path: str
+    exists: bool
+    fs_type: str | None
+    mount_point: str | None
+    mount_source: str | None
+    mount_options: tuple[str, ...]
+    #: "yes", "no" or "unknown": whether flock excludes writers on other clients
+    locks_across_clients: str
+    locks_reason: str
+    protocol: str
+    free_bytes: int | None
+    findings: tuple[Finding, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values."""
+        out = attrs.asdict(self, recurse=True)
+        out["mount_options"] = list(self.mount_options)
+        out["findings"] = [attrs.asdict(f) for f in self.findings]
+        return out
+
+    @property
+    def ok(self) -> bool:
+        """Whether nothing found stops a save."""
+        return all(f.severity != "stop" for f in self.findings)
+
+
+def _add(out: list[Finding], kind: str, severity: str, message: str) -> None:
+    out.append(Finding(kind=kind, severity=severity, message=message))
+
+
+def _existing(path: str) -> str:
+    """``path`` or its nearest existing ancestor (where a save would create it)."""
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def _permissions(directory: str, mount: Mount | None, out: list[Finding]) -> None:
+    if mount is not None and "ro" in mount.options:
+        _add(out, "read_only", "stop", "the file system is mounted read-only")
+    elif not os.access(directory, os.W_OK | os.X_OK):
+        _add(out, "not_writable", "stop", "this user cannot create files here")
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return
+    if not st.st_mode & stat.S_IWGRP:
+        try:
+            group = grp.getgrgid(st.st_gid).gr_name
+        except KeyError:
+            group = str(st.st_gid)
+        mode = stat.filemode(st.st_mode)
+        _add(out, "group_cannot_write", "note", (
+            f"group {group} cannot write here (mode {mode}): jobs of other members of the "
+            "group cannot save (chmod g+ws for a shared directory)"
+        ))
+
+
+def _space(directory: str, out: list[Finding]) -> int | None:
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free < _LOW_SPACE:
+        severity = "stop" if free == 0 else "slow"
+        _add(out, "low_space", severity, f"only {free} bytes free: saves fail once it is full")
+    if st.f_files and st.f_favail == 0:
+        _add(out, "no_inodes", "stop", "no free inodes: no file can be created")
+    return free
+
+
+def _claims(directory: str, out: list[Finding]) -> None:
+    me = this_machine()
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith(CLAIM_SUFFIX) or name.startswith("."):
+            continue
+        info = read_claim(os.path.join(directory, name))
+        if info is None:
+            continue
+        try:
+            age = time.time() - os.lstat(info.path).st_mtime
+        except OSError:
+            continue
+        holder = info.holder or {}
+        who = f"pid {holder.get('pid')} on {holder.get('host')}"
+        if info.same_machine(me) and info.holder_dead(me):
+            _add(out, "stale_claim", "note",
+                 f"{name}: stale claim of {who} (gone); the next save clears it at once")
+        elif info.same_machine(me):
+            _add(out, "claim_held", "note", f"{name}: held by {who}, alive")
+        else:
+            _add(out, "foreign_claim", "slow", (
+                f"{name}: held by {who}, last sign of life {age:.0f} s ago; saves wait, "
+                f"and break it after {stale_after():g} s without one"
+            ))
+
+
+def _sidecars(directory: str, out: list[Finding]) -> None:
+    for name, parse in ((TIMINGS_FILE, parse_timings), (HARDWARE_FILE, parse_hardware)):
+        path = os.path.join(directory, name)
+        try:
+            parse(path, read_bytes(path))
+        except (SidecarCorruptError, SchemaVersionError) as exc:
+            _add(out, "corrupt_sidecar", "stop", f"{exc}; saves never overwrite it")
+        except OSError as exc:
+            _add(out, "corrupt_sidecar", "stop", f"{path}: cannot be read ({exc.strerror})")
+    rescued = rescue_files(directory)
+    if rescued:
+        _add(out, "rescue_files", "note", (
+            f"{len(rescued)} rescue file(s) hold records of failed saves: "
+            f"stagetimer recover {directory}"
+        ))
+
+
+def doctor(directory: str | os.PathLike[str]) -> DirectoryReport:
+    """Say what ``directory`` gives stagetimer's saves: file system, locks, what stops them.
+
+    Reads only: no lock is taken and nothing is written. Example:
+    ``stagetimer.doctor("exports").locks_across_clients`` is ``"no"`` on an NFS mount
+    with ``local_lock=all``, where saves still stay exact through their claim files.
+    """
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            mountinfo = f.read()
+    except OSError:
+        mountinfo = ""
+    return examine(directory, mountinfo)
+
+
+def examine(directory: str | os.PathLike[str], mountinfo: str) -> DirectoryReport:
+    """``doctor`` with the text of a mountinfo file given (tests give fixtures)."""
+    path = os.path.abspath(os.fspath(directory))
+    exists = os.path.isdir(path)
+    where = path if exists else _existing(path)
+    mount = mount_of(where, mountinfo)
+    verdict, reason = lock_verdict(mount)
+    findings: list[Finding] = []
+    if not exists:
+        _add(findings, "missing", "note",
+             f"does not exist yet: the first save creates it under {where}")
+    _permissions(where, mount, findings)
+    free = _space(where, findings)
+    if exists:
+        _claims(path, findings)
+        _sidecars(path, findings)
+    return DirectoryReport(
+        path=path,
+        exists=exists,
+        fs_type=mount.fs_type if mount else None,
+        mount_point=mount.mount_point if mount else None,
+        mount_source=mount.source if mount else None,
+        mount_options=tuple(dict.fromkeys(mount.options)) if mount else (),
+        locks_across_clients=verdict,
+        locks_reason=reason,
+        protocol=PROTOCOL,
+        free_bytes=free,
+        findings=tuple(findings),
+    )

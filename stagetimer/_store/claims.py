@@ -1,0 +1,401 @@
+"""Cross-client exclusion: a claim file created with ``O_EXCL``, fenced before each publish.
+
+``flock`` excludes the writers of one client only on some shared file systems (NFS
+mounted ``nolock`` or ``local_lock=flock|all``, Lustre ``localflock``, FUSE file systems
+that keep locks in the client's kernel, CIFS ``nobrl``): a second client's save then
+reads the old file and replaces the first one's change. Every save therefore also holds
+a *claim*, ``<sidecar>.claim``, which rests only on what such file systems make atomic
+across clients:
+
+- **Take**: create the claim's name with ``O_CREAT | O_EXCL`` and write who we are into
+  it. The creation fails with ``EEXIST`` on every client when the name exists (atomic on
+  NFSv3 and later, open(2) "O_EXCL"; NFSv2 is not supported). Writing a file of our own
+  first and ``link``-ing it costs two more metadata operations per save, which a local
+  disk's save budget does not have room for.
+- **Fence**: right before the ``rename`` that publishes, the holder touches the claim (a
+  sign of life; a claim younger than a second needs none) and checks that its name still
+  holds the holder's token; a holder whose claim was broken publishes nothing (its save
+  fails and its record stays pending). The claim is released right after the
+  ``rename``.
+- **Break**: a stale claim is renamed away to a name of the breaker's own; only one
+  ``rename`` of one name succeeds, and the breaker checks that what it moved is the
+  claim it judged stale (a fresh claim taken in between is put back with ``link``).
+
+Stale: on the same machine (same ``/proc/sys/kernel/random/boot_id`` and the same pid
+namespace) at once, when the holder's pid is gone or now belongs to a process with
+another start time (``/proc/<pid>/stat`` field 22, see proc(5)); a claim of another
+machine, or one whose content cannot be read, once this process has seen it unchanged
+(same token, inode, size and mtime) for ``STAGETIMER_CLAIM_STALE_SECONDS`` (default 30)
+seconds of its own monotonic clock, so clocks of different hosts never need to agree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import math
+import os
+import threading
+import time
+from typing import Any
+
+from stagetimer._errors import InvalidRecordError, LockTimeoutError
+
+__all__ = [
+    "CLAIM_SUFFIX",
+    "STALE_ENV",
+    "Claim",
+    "ClaimInfo",
+    "breakable",
+    "claim_path",
+    "forget",
+    "read_claim",
+    "stale_after",
+    "take",
+    "this_machine",
+]
+
+#: ``<sidecar>.claim``: held by the writer of any client whose save is under way.
+CLAIM_SUFFIX = ".claim"
+#: The environment variable with the seconds after which another host's claim is stale.
+STALE_ENV = "STAGETIMER_CLAIM_STALE_SECONDS"
+_STALE_DEFAULT = 30.0
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_READ = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_POLL_FIRST = 0.0005
+_POLL_MAX = 0.05
+_MAX_CLAIM_BYTES = 4096
+#: Seconds after which a claim seen empty (or unparsable) all along is stale.
+_UNREADABLE_STALE = 1.0
+#: Seconds after its creation during which a claim needs no other sign of life (at most
+#: a quarter of the stale time: breakers wait at least that long).
+_QUIET = 1.0
+
+#: Tokens of claims this process holds now (a claim of our own pid not listed here was
+#: left by an interrupted save of ours and is stale).
+_held: set[str] = set()
+#: claim path -> (what we saw: token, inode, size, mtime_ns; monotonic time first seen)
+_seen: dict[str, tuple[tuple[Any, ...], float]] = {}
+_seen_guard = threading.Lock()
+
+
+def claim_path(sidecar: str) -> str:
+    """The claim file of ``sidecar``."""
+    return sidecar + CLAIM_SUFFIX
+
+
+def stale_after(environ: dict[str, str] | None = None) -> float:
+    """Seconds without a sign of life after which another host's claim is stale.
+
+    From ``STAGETIMER_CLAIM_STALE_SECONDS`` (a number > 0), else 30. A bad value raises
+    ``InvalidRecordError`` naming it: a typo must not silently make claims break early.
+    """
+    raw = (os.environ if environ is None else environ).get(STALE_ENV)
+    if raw is None or raw.strip() == "":
+        return _STALE_DEFAULT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise InvalidRecordError(
+            f"{STALE_ENV}={raw!r} is not valid: expected a number of seconds > 0", raw
+        )
+    return value
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+_me: dict[str, Any] = {}
+
+
+def this_machine() -> dict[str, Any]:
+    """Who this process is, as a claim records it (host, boot id, pid namespace, pid, start).
+
+    Read once per process (a forked child reads its own).
+    """
+    pid = os.getpid()
+    if _me.get("pid") != pid:
+        _me.clear()
+        _me.update(_identify(pid))
+    return _me
+
+
+def _identify(pid: int) -> dict[str, Any]:
+    import socket
+
+    try:
+        pidns: int | None = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        pidns = None
+    return {
+        "host": socket.gethostname(),
+        "boot_id": _read_text("/proc/sys/kernel/random/boot_id"),
+        "pidns": pidns,
+        "pid": pid,
+        "start": _start_time(pid),
+    }
+
+
+def _start_time(pid: int) -> int | None:
+    """Field 22 of ``/proc/<pid>/stat``: start time in clock ticks after boot (proc(5))."""
+    text = _read_text(f"/proc/{pid}/stat")
+    if text is None or ")" not in text:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    try:
+        return int(fields[19])  # fields 3.. follow the name: 22 is index 19
+    except (IndexError, ValueError):
+        return None
+
+
+class ClaimInfo:
+    """What a claim file says about its holder, and what is known of its liveness."""
+
+    __slots__ = ("holder", "key", "path")
+
+    def __init__(self, path: str, holder: dict[str, Any] | None, key: tuple[Any, ...]) -> None:
+        self.path = path
+        self.holder = holder  # None: unreadable (being written, or not ours to parse)
+        self.key = key  # what changes when its holder shows a sign of life
+
+    @property
+    def token(self) -> str | None:
+        token = self.holder.get("token") if self.holder else None
+        return token if isinstance(token, str) else None
+
+    def same_machine(self, me: dict[str, Any]) -> bool:
+        h = self.holder
+        return bool(
+            h is not None
+            and me["boot_id"] is not None
+            and h.get("boot_id") == me["boot_id"]
+            and h.get("pidns") == me["pidns"]
+        )
+
+    def holder_dead(self, me: dict[str, Any]) -> bool:
+        """On this machine: whether the holder is gone (or is an interrupted save of ours)."""
+        assert self.holder is not None
+        pid = self.holder.get("pid")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return True  # no writer wrote that: nothing alive holds it
+        if pid == me["pid"] and self.holder.get("start") == me["start"]:
+            return self.token not in _held
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            pass  # EPERM: alive, another user's
+        recorded, start = self.holder.get("start"), _start_time(pid)
+        return recorded is not None and start is not None and start != recorded  # pid reused
+
+
+def read_claim(path: str) -> ClaimInfo | None:
+    """The claim at ``path``, or None when there is none. Never follows a link."""
+    try:
+        fd = os.open(path, _READ)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ESTALE:
+            return None  # replaced under us: look again
+        if exc.errno != errno.ELOOP:
+            raise
+        return ClaimInfo(path, None, ("link",))  # planted symlink: nobody's claim
+    try:
+        st = os.fstat(fd)
+        raw = os.read(fd, _MAX_CLAIM_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        holder = json.loads(raw)
+    except ValueError:
+        holder = None
+    if not isinstance(holder, dict):
+        holder = None
+    key = (holder.get("token") if holder else raw, st.st_ino, st.st_size, st.st_mtime_ns)
+    return ClaimInfo(path, holder, key)
+
+
+def forget() -> None:
+    """In a forked child: the parent's claims and observations are not the child's."""
+    _held.clear()
+    with _seen_guard:
+        _seen.clear()
+
+
+def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> bool:
+    """Whether the claim ``info`` may be broken now (see the module docstring)."""
+    if info.same_machine(me):
+        return info.holder_dead(me)
+    if info.holder is None:
+        # Empty or not ours to parse: a live writer fills its claim right after creating
+        # it, so one that stays so died in between (a wrong guess costs that writer only
+        # a retry: its fence refuses to publish).
+        stale = min(stale, _UNREADABLE_STALE)
+    with _seen_guard:
+        seen = _seen.get(info.path)
+        if seen is None or seen[0] != info.key:
+            _seen[info.path] = (info.key, now)
+            return False
+        return now - seen[1] >= stale
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _break(info: ClaimInfo, token: str) -> None:
+    """Move the stale claim ``info`` away; put back a fresh one moved by mistake."""
+    directory, base = os.path.split(info.path)
+    aside = os.path.join(directory, f".{base}-broken-{token}")
+    try:
+        os.rename(info.path, aside)
+    except OSError:
+        return  # another breaker was first, or its holder released it
+    moved = read_claim(aside)
+    if moved is not None and moved.key != info.key:
+        # A claim taken (or touched) after we judged: give it back (EEXIST when a third
+        # writer took the name meanwhile; its holder's fence then refuses to publish).
+        with contextlib.suppress(OSError):
+            os.link(aside, info.path)
+    _unlink(aside)
+    with _seen_guard:
+        _seen.pop(info.path, None)
+
+
+def _holds(path: str, token: str) -> bool:
+    """Whether the claim file ``path`` holds ``token`` (raw bytes: a save's hot path)."""
+    try:
+        fd = os.open(path, _READ)
+    except OSError:
+        return False
+    try:
+        raw = os.read(fd, _MAX_CLAIM_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return f'"token": "{token}"'.encode("ascii") in raw
+
+
+class Claim:
+    """A claim this thread holds on one sidecar: :meth:`fence` before publishing, then release."""
+
+    __slots__ = ("fenced", "path", "quiet", "released", "taken", "token")
+
+    def __init__(self, path: str, token: str, quiet: float = _QUIET) -> None:
+        self.path = path
+        self.token = token
+        self.taken = time.monotonic()  # reset when the claim exists
+        self.quiet = quiet  # seconds after ``taken`` before the fence touches the claim
+        self.fenced = False  # the fence found the claim ours a moment ago
+        self.released = False
+
+    def fence(self) -> None:
+        """Show a sign of life, and raise unless the claim is still ours (before ``rename``).
+
+        A claim made less than a second ago is its own sign of life (its creation): it is
+        touched only when the save has taken longer, which saves a metadata write per save.
+        """
+        if time.monotonic() - self.taken > self.quiet:
+            with contextlib.suppress(OSError):
+                os.utime(self.path, follow_symlinks=False)
+        self.fenced = _holds(self.path, self.token)
+        if not self.fenced:
+            raise OSError(
+                errno.ENOLCK,
+                "the claim of this save was broken as stale by another writer; "
+                "nothing was written (the record stays pending)",
+                self.path,
+            )
+
+    def release(self) -> None:
+        """Remove the claim when it is still ours. May be interrupted and done again.
+
+        Right after a fence that found it ours (and touched it), it is still ours: nobody
+        breaks a claim that showed a sign of life within the stale time, so the check is
+        not read again.
+        """
+        if self.released:
+            return
+        if self.fenced or _holds(self.path, self.token):
+            self.fenced = False
+            _unlink(self.path)
+        self.released = True
+        _held.discard(self.token)
+
+
+def _create(path: str, token: str, me: dict[str, Any]) -> bool:
+    """Create the claim ``path`` holding who we are; False when it exists already.
+
+    One ``open(O_CREAT | O_EXCL)`` and one ``write``: between the two the claim is empty,
+    which a breaker treats as a holder that died there (see ``breakable``).
+    """
+    body = json.dumps({**me, "token": token, "at": time.time()}).encode("ascii")
+    try:
+        fd = os.open(path, _CREATE, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        try:
+            if os.write(fd, body) != len(body):
+                raise OSError(errno.ENOSPC, "short write of a claim", path)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _unlink(path)  # a full disk: leave no empty claim behind
+        raise
+    return True
+
+
+def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None) -> Claim:
+    """Hold the claim of ``sidecar`` before the monotonic ``deadline``.
+
+    Raises ``LockTimeoutError`` naming the claim file when another writer holds it past
+    the deadline. ``on_token`` (a callable) learns the claim before it can exist, so that
+    an interrupt anywhere leaves something its caller can release.
+    """
+    path = claim_path(sidecar)
+    token = f"{os.getpid()}-{os.urandom(8).hex()}"
+    me = this_machine()
+    stale = stale_after()
+    _held.add(token)
+    claim = Claim(path, token, min(_QUIET, stale / 4))
+    if on_token is not None:
+        on_token(claim)
+    delay = _POLL_FIRST
+    try:
+        while not _create(path, token, me):
+            info = read_claim(path)
+            now = time.monotonic()
+            if info is not None and breakable(info, me, stale, now):
+                _break(info, token)
+                continue
+            if now >= deadline:
+                raise LockTimeoutError(path, timeout)
+            time.sleep(min(delay, max(deadline - now, 0.0)))
+            delay = min(delay * 2, _POLL_MAX)
+    except BaseException:
+        _held.discard(token)
+        raise
+    claim.taken = time.monotonic()
+    return claim
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=forget)

@@ -1,0 +1,127 @@
+"""What killed or interrupted writers leave beside a sidecar, and clearing it.
+
+Each save's temporary file is named ``.<sidecar>.tmp-<host>-<pid>-<random>-<n>``, so the
+next save (under the lock and the claim) can tell a dead writer's file from a live one's;
+a claim moved aside by a breaker that was killed is judged like the claim it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import time
+from typing import Any
+
+from stagetimer._format import TIMINGS_FILE
+from stagetimer._store.claims import CLAIM_SUFFIX, breakable, read_claim, stale_after, this_machine
+
+__all__ = ["clear_leftovers", "reset_after_fork", "temp_path", "token", "unclean"]
+
+
+_token_cache: tuple[int, str] | None = None
+_counter = itertools.count()
+_TMP_MARK = ".tmp"
+_RESCUE_TMP = ".timings.rescue-"
+_FOREIGN_AGE = 3600.0  # seconds after which another host's temporary file is a leftover
+#: sidecars whose last save by this process did not finish (``write_atomic`` adds them)
+unclean: set[str] = set()
+
+
+def token() -> str:
+    """``host-pid-random`` of this process (a fork gets its own)."""
+    global _token_cache
+    pid = os.getpid()
+    if _token_cache is None or _token_cache[0] != pid:
+        import socket
+
+        host = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:64] or "host"
+        _token_cache = (pid, f"{host}-{pid}-{os.urandom(4).hex()}")
+    return _token_cache[1]
+
+
+def temp_path(path: str) -> str:
+    """A name of its own beside ``path``: ``.<name>.tmp-<host>-<pid>-<random>-<n>``."""
+    directory, base = os.path.split(path)
+    return os.path.join(directory, f".{base}{_TMP_MARK}-{token()}-{next(_counter)}")
+
+
+def _is_leftover(directory: str, name: str, prefix: str, locked: bool = True) -> bool:
+    """Whether the temporary file ``name`` is what a writer left.
+
+    ``locked``: it is written under the lock we hold (a sidecar's), so this process's own
+    are leftovers too; a rescue file's is written without a lock, by its recorder alone.
+    """
+    rest = name[len(prefix) :]
+    if rest == "":
+        return True  # the fixed name older versions used
+    if not rest.startswith("-"):
+        return False
+    parts = rest[1:].rsplit("-", 3)
+    mine = token().rsplit("-", 2)
+    if len(parts) == 4 and parts[0] == mine[0] and parts[1].isdigit():
+        pid = int(parts[1])
+        if pid == os.getpid():
+            return locked  # ours, from an interrupted save (we hold the lock now)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True  # its writer is gone
+        except OSError:
+            return False  # alive, someone else's
+        return False
+    # Another host's: only on file systems whose locks are per client could a live writer
+    # still be using it; past an hour it is a leftover.
+    try:
+        age = time.time() - os.lstat(os.path.join(directory, name)).st_mtime
+    except OSError:
+        return False
+    return age > _FOREIGN_AGE
+
+
+def _claim_leftover(directory: str, name: str, me: dict[str, Any]) -> bool:
+    """Whether ``name``, a claim's own file or one moved aside, belongs to no live writer."""
+    info = read_claim(os.path.join(directory, name))
+    return info is not None and breakable(info, me, stale_after(), time.monotonic())
+
+
+def clear_leftovers(path: str) -> None:
+    """Remove the temporary files killed or interrupted writers left beside ``path``.
+
+    Called under ``path``'s lock: no live writer of this file system's locks is writing.
+    """
+    directory, base = os.path.split(path)
+    directory = directory or "."
+    prefix = f".{base}{_TMP_MARK}"
+    claim_prefix = f".{base}{CLAIM_SUFFIX}-"
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    me: dict[str, Any] | None = None
+    for name in names:
+        if name.startswith(claim_prefix):
+            me = me or this_machine()
+            gone = _claim_leftover(directory, name, me)
+        elif name.startswith(prefix):
+            gone = _is_leftover(directory, name, prefix)
+        elif base == TIMINGS_FILE and name.startswith(_RESCUE_TMP) and _TMP_MARK + "-" in name:
+            # A rescue file's temporary file, left by a writer that was killed.
+            head = name[: name.index(_TMP_MARK + "-") + len(_TMP_MARK)]
+            gone = _is_leftover(directory, name, head, locked=False)
+        else:
+            continue
+        if gone:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+    unclean.discard(path)
+
+
+def reset_after_fork() -> None:
+    """In a forked child: the parent's unfinished saves are not the child's to clear."""
+    unclean.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=reset_after_fork)

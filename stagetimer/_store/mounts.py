@@ -1,0 +1,174 @@
+"""Which mount holds a path, and whether ``flock`` there excludes writers of other clients.
+
+Used by ``doctor`` (what it says) and by the save (``is_local``: whether a sidecar that
+does not parse may be a stale view of another client's write, worth reading again).
+
+Read from ``/proc/self/mountinfo`` (proc(5), "/proc/pid/mountinfo"): one line per mount,
+
+    36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+
+mount id, parent id, device, root, mount point, per-mount options, optional fields up to
+a lone ``-``, then the file system type, the source and the per-superblock options.
+Spaces, tabs, newlines and backslashes in paths are written as octal escapes (``\\040``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import attrs
+
+__all__ = ["Mount", "find_mount", "is_local", "lock_verdict", "mount_of", "parse_mountinfo"]
+
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def _unescape(field: str) -> str:
+    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+@attrs.frozen(kw_only=True)
+class Mount:
+    """One line of mountinfo."""
+
+    mount_point: str
+    root: str
+    fs_type: str
+    source: str
+    #: per-mount options, then the superblock's (NFS and CIFS put theirs there)
+    options: tuple[str, ...]
+
+    def option(self, name: str) -> str | None:
+        """The value of ``name=value`` (the last one), ``""`` for a bare flag, else None."""
+        found: str | None = None
+        for option in self.options:
+            key, sep, value = option.partition("=")
+            if key == name:
+                found = value if sep else ""
+        return found
+
+
+def parse_mountinfo(text: str) -> list[Mount]:
+    """Every well-formed line of a mountinfo text, in order (later lines mount on top)."""
+    mounts = []
+    for line in text.splitlines():
+        fields = line.split(" ")
+        try:
+            sep = fields.index("-", 6)
+        except ValueError:
+            continue
+        if len(fields) < sep + 3:
+            continue
+        per_mount = fields[5].split(",")
+        per_super = fields[sep + 3].split(",") if len(fields) > sep + 3 else []
+        mounts.append(
+            Mount(
+                mount_point=_unescape(fields[4]),
+                root=_unescape(fields[3]),
+                fs_type=fields[sep + 1],
+                source=_unescape(fields[sep + 2]),
+                options=tuple(o for o in [*per_mount, *per_super] if o),
+            )
+        )
+    return mounts
+
+
+def _inside(path: str, mount_point: str) -> bool:
+    return mount_point == "/" or path == mount_point or path.startswith(mount_point + "/")
+
+
+def find_mount(path: str, mounts: list[Mount]) -> Mount | None:
+    """The mount that holds the absolute, resolved ``path``: the deepest, the last listed."""
+    best: Mount | None = None
+    for mount in mounts:
+        if _inside(path, mount.mount_point) and (
+            best is None or len(mount.mount_point) >= len(best.mount_point)
+        ):
+            best = mount
+    return best
+
+
+#: Local file systems: one kernel sees every writer, so flock excludes them all.
+_LOCAL = frozenset((
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "ramfs", "overlay",
+    "reiserfs", "jfs", "bcachefs", "hfsplus", "vfat", "exfat", "ntfs", "ntfs3",
+))
+
+
+def _nfs(mount: Mount) -> tuple[str, str]:
+    # nfs(5): "nolock" keeps locks local (and implies local_lock=all); "local_lock=flock"
+    # or "=all" keeps flock local; otherwise the client emulates flock with byte-range
+    # locks that the server (NLM for v3, the protocol itself for v4) arbitrates.
+    if mount.option("nolock") is not None:
+        return "no", "NFS mounted nolock: locks stay on this client"
+    local = mount.option("local_lock")
+    if local in ("flock", "all"):
+        return "no", f"NFS mounted local_lock={local}: flock stays on this client"
+    return "yes", f"NFS with local_lock={local or 'none'}: flock goes to the server"
+
+
+def _lustre(mount: Mount) -> tuple[str, str]:
+    # Lustre's operations manual, "Mounting with flock": flock coherent across clients,
+    # localflock client-local, noflock refused.
+    if mount.option("flock") is not None:
+        return "yes", "Lustre mounted flock: locks are coherent across clients"
+    if mount.option("localflock") is not None:
+        return "no", "Lustre mounted localflock: locks stay on this client"
+    if mount.option("noflock") is not None:
+        return "no", "Lustre mounted noflock: flock is refused"
+    return "unknown", "Lustre without flock/localflock/noflock: the default depends on the version"
+
+
+def lock_verdict(mount: Mount | None) -> tuple[str, str]:
+    """Whether ``flock`` on ``mount`` excludes writers of other clients: yes/no/unknown, why."""
+    if mount is None:
+        return "unknown", "no mount found for this path in /proc/self/mountinfo"
+    fs = mount.fs_type
+    if fs in ("nfs", "nfs4"):
+        return _nfs(mount)
+    if fs == "lustre":
+        return _lustre(mount)
+    if fs in ("cifs", "smb3"):
+        if mount.option("nobrl") is not None:
+            return "no", f"{fs} mounted nobrl: byte-range locks are not sent to the server"
+        return "yes", f"{fs}: flock is sent to the server as a byte-range lock"
+    if fs == "ceph" or fs == "fuse.ceph-fuse":
+        return "yes", "CephFS: the metadata server arbitrates flock"
+    if fs == "fuse" or fs.startswith(("fuse.", "fuseblk")):
+        return "unknown", (
+            f"FUSE ({fs}): flock stays in this client's kernel unless the file system "
+            "forwards locks, which mountinfo does not show"
+        )
+    if fs in _LOCAL:
+        return "yes", f"local file system ({fs}): one kernel sees every writer"
+    return "unknown", f"{fs}: not a file system stagetimer knows"
+
+
+def mount_of(path: str, mountinfo: str) -> Mount | None:
+    """The mount holding ``path`` (resolved; a missing tail is looked up by its parent)."""
+    return find_mount(os.path.realpath(path), parse_mountinfo(mountinfo))
+
+
+#: st_dev -> whether that file system is a known local one (read once per process).
+_local_by_device: dict[int, bool] = {}
+
+
+def is_local(directory: str) -> bool:
+    """Whether ``directory`` is on a known local file system (one kernel sees every write).
+
+    False for network and FUSE file systems and for anything unknown; cached per device.
+    """
+    try:
+        device = os.stat(directory).st_dev
+    except OSError:
+        return False
+    known = _local_by_device.get(device)
+    if known is None:
+        try:
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+                mount = mount_of(directory, f.read())
+        except OSError:
+            mount = None
+        known = _local_by_device[device] = mount is not None and mount.fs_type in _LOCAL
+    return known

@@ -1,0 +1,170 @@
+"""``stagetimer.doctor`` and ``stagetimer doctor`` on real mounts and directories.
+
+A bindfs (FUSE) mount, a tmpfs, the root file system, a read-only tmpfs and a directory
+its group cannot write; stale claims, rescue files and corrupt sidecars. The doctor only
+reads: every test that can checks that nothing changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from helpers.bindfs import BindfsUnavailable, bindfs_mounts, unavailable
+from helpers.reliability import is_root, remount, tmpfs
+
+import stagetimer
+from stagetimer import DirectoryReport, Recorder, doctor, record_timing
+from stagetimer._cli import main
+
+needs_root = pytest.mark.skipif(not is_root(), reason="mounting needs root")
+
+
+def _snapshot(directory: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in directory.iterdir()}
+
+
+def _kinds(report: DirectoryReport) -> dict[str, str]:
+    return {f.kind: f.severity for f in report.findings}
+
+
+def test_doctor_and_directory_report_are_public_and_lazy() -> None:
+    code = "import sys, stagetimer; print('stagetimer._analysis.doctor' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=tempfile.gettempdir(), timeout=60)
+    assert done.stdout.strip() == "False"
+    assert stagetimer.doctor is doctor
+    assert "doctor" in stagetimer.__all__ and "DirectoryReport" in stagetimer.__all__
+
+
+@needs_root
+@pytest.mark.root
+def test_a_bindfs_mount_is_fuse_with_unknown_cross_client_locks(tmp_path: Path) -> None:
+    if unavailable():
+        pytest.skip(str(unavailable()))
+    try:
+        with bindfs_mounts(tmp_path, 1) as (backing, (client,)):
+            record_timing("train", 1.0, recorder=Recorder(client / "exp", strict=True))
+            before = _snapshot(backing / "exp")
+            report = doctor(client / "exp")
+            assert _snapshot(backing / "exp") == before
+    except BindfsUnavailable as error:
+        pytest.skip(str(error))
+    assert (report.fs_type, report.mount_point, report.mount_source) == (
+        "fuse", str(client), str(backing)
+    )
+    assert report.locks_across_clients == "unknown"
+    assert "FUSE" in report.locks_reason
+    assert "claim" in report.protocol
+
+
+@needs_root
+@pytest.mark.root
+def test_a_tmpfs_is_local_and_its_options_are_shown(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "t", size="1m") as mounted:
+        report = doctor(mounted)
+    assert (report.fs_type, report.mount_point, report.locks_across_clients) == (
+        "tmpfs", str(tmp_path / "t"), "yes"
+    )
+    assert "size=1024k" in report.mount_options
+    assert report.free_bytes is not None and 0 < report.free_bytes <= 1024 * 1024
+    assert "low_space" in _kinds(report)  # 1 MiB free: a slow warning
+
+
+def test_the_root_file_system() -> None:
+    report = doctor("/")
+    assert report.mount_point == "/"
+    assert report.fs_type is not None
+    assert report.locks_across_clients in {"yes", "unknown"}
+
+
+@needs_root
+@pytest.mark.root
+def test_a_read_only_mount_stops_saves(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro") as mounted:
+        (mounted / "exp").mkdir()
+        remount(mounted, read_only=True)
+        report = doctor(mounted / "exp")
+        remount(mounted, read_only=False)
+    assert _kinds(report)["read_only"] == "stop"
+    assert not report.ok
+
+
+def test_a_directory_its_group_cannot_write_is_named(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    report = doctor(shared)
+    assert _kinds(report)["group_cannot_write"] == "note"
+    assert "chmod g+ws" in next(f.message for f in report.findings
+                                if f.kind == "group_cannot_write")
+    shared.chmod(0o2775)
+    assert "group_cannot_write" not in _kinds(doctor(shared))
+
+
+def test_stale_claims_rescue_files_and_corrupt_sidecars_are_found_and_left_alone(
+    art: Path,
+) -> None:
+    record_timing("train", 1.0, recorder=Recorder(art, strict=True))
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import math, sys; from stagetimer._store import claims; "
+         f"claims.take({str(art / 'timings_hardware.json')!r}, math.inf, math.inf); "
+         "print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert "claim_held" in _kinds(doctor(art))
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+    (art / "timings.rescue-host-1-x.json").write_text("{}")
+    (art / "timings.json").write_text("{")
+    before = _snapshot(art)
+    report = doctor(art)
+    assert _snapshot(art) == before
+    kinds = _kinds(report)
+    assert (kinds["stale_claim"], kinds["rescue_files"], kinds["corrupt_sidecar"]) == (
+        "note", "note", "stop"
+    )
+
+
+def test_the_command_prints_text_and_json_and_exits_1_for_a_missing_dir_or_bad_sidecar(
+    art: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record_timing("train", 1.0, recorder=Recorder(art, strict=True))
+    assert main(["doctor", str(art)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{art}\n  file system:")
+    assert "locks exclude other clients:" in out
+    assert main(["doctor", "--json", str(art), str(art / "missing")]) == 1
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert [d["exists"] for d in data["directories"]] == [True, False]
+    assert data["directories"][0] == doctor(art).to_dict()
+    assert captured.err == f"stagetimer doctor: {art / 'missing'}: no such directory\n"
+    (art / "timings_hardware.json").write_text("[]")
+    assert main(["doctor", str(art)]) == 1
+    assert "saves never overwrite it" in capsys.readouterr().out
+
+
+def test_a_directory_not_yet_made_says_where_the_first_save_creates_it(tmp_path: Path) -> None:
+    report = doctor(tmp_path / "a" / "b")
+    assert not report.exists
+    assert f"creates it under {tmp_path}" in report.findings[0].message
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.skipif(is_root(), reason="root may write anywhere")
+def test_a_directory_this_user_cannot_write_stops_saves(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    assert _kinds(doctor(locked))["not_writable"] == "stop"
+    os.chmod(locked, 0o755)
