@@ -177,3 +177,19 @@ def test_a_forked_child_captures_its_own_software(tmp_path: Path) -> None:
     child = software[stages["child"].runs[0].software_id]  # type: ignore[index]
 
     assert ("six" in parent.packages, "six" in child.packages) == (False, True)
+
+
+def test_stagetimer_hardware_says_where_this_process_runs() -> None:
+    from stagetimer._record.placement import placed_cpus
+
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK", "PMI_RANK")}
+    out = subprocess.run(
+        [sys.executable, "-m", "stagetimer", "hardware"], capture_output=True, text=True,
+        timeout=120, check=True, env={**environ, "RANK": "1", "WORLD_SIZE": "2"},
+    ).stdout
+
+    assert out.endswith(
+        f"placement (kept in each run, not in the description): cpus {placed_cpus()}, "
+        "rank 1 of 2\n"
+    )
