@@ -18,8 +18,8 @@ from __future__ import annotations
 import atexit
 import contextvars
 import functools
+import inspect
 import os
-import sys
 import threading
 import warnings
 import weakref
@@ -354,9 +354,9 @@ class Recorder:
 
     def _warn(self, message: str) -> None:
         """One ``StageTimerWarning``, attributed to the first caller outside stagetimer."""
-        level, frame = 1, sys._getframe()
+        level, frame = 1, inspect.currentframe()
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+            level, frame = level + 1, frame.f_back
         warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
 
 

@@ -8,8 +8,8 @@ queued on its recorder, never waits, and is saved before the outer section retur
 from __future__ import annotations
 
 import functools
+import inspect
 import os
-import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -42,7 +42,9 @@ def reentered(depth: int = 2) -> bool:
     outer: FrameType | None = getattr(_local, "frame", None)
     if outer is None:
         return False
-    frame: FrameType | None = sys._getframe(depth)
+    frame: FrameType | None = inspect.currentframe()
+    for _ in range(depth):
+        frame = frame.f_back if frame is not None else None
     while frame is not None:
         if frame is outer:
             return True
@@ -66,7 +68,7 @@ def section(work: Callable[[], None]) -> None:
     while True:
         deferred: list[Deferrable] = []
         _local.deferred = deferred
-        _local.frame = sys._getframe()
+        _local.frame = inspect.currentframe()
         try:
             work()
         except BaseException as exc:
