@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stagetimer import compare, load_timings, to_records
 from stagetimer._analysis.report import build_report
@@ -254,3 +256,40 @@ def test_a_real_torchrun_launch_keeps_every_rank(tmp_path: Path) -> None:
         (x.run_idx, x.rank, x.world_size) for x in runs
     ]
     assert json.loads((directory / "timings_hardware.json").read_text())["software"]
+
+
+# -- ranks are independent writers: a property over any interleaving -----------------------
+
+_RECORDS = st.lists(
+    st.tuples(
+        st.sampled_from([None, 0, 1, 2]),  # rank (None: a process without one)
+        st.sampled_from([None, 0, 1, 2, 3]),  # run_idx
+        st.sampled_from([None, "a"]),  # label
+    ),
+    max_size=25,
+)
+
+
+def _record(i: int, rank: int | None, run_idx: int | None, label: str | None) -> dict[str, Any]:
+    found = run(float(i), run_idx, rank)
+    if label is not None:
+        found["label"] = label
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=_RECORDS, policy=st.sampled_from(["sequential", "upsert"]))
+def test_each_rank_ends_as_if_it_had_written_alone(
+    records: list[tuple[int | None, int | None, str | None]], policy: str
+) -> None:
+    together: dict[str, Any] = {}
+    for i, fields in enumerate(records):
+        apply_run(together, "ippo_train", _record(i, *fields), policy)
+
+    for rank in {fields[0] for fields in records}:
+        alone: dict[str, Any] = {}
+        for i, fields in enumerate(records):
+            if fields[0] == rank:
+                apply_run(alone, "ippo_train", _record(i, *fields), policy)
+        mine = [r for r in together["ippo_train"]["runs"] if r.get("rank") == rank]
+        assert alone["ippo_train"]["runs"] == mine
