@@ -37,12 +37,16 @@ import attrs
 
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
+from stagetimer._analysis.software_pairs import (
+    SoftwareDifference,
+    SoftwareDifferences,
+    software_ids,
+)
 from stagetimer._analysis.stats import mean_and_variance, moments, welch_from_moments
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations
 from stagetimer.hardware import Difference, Hardware, hardware_differences
-from stagetimer.software import Software, software_differences
 
 __all__ = [
     "FASTER",
@@ -62,7 +66,6 @@ __all__ = [
 
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 _HARDWARE_ID = itertools.repeat("hardware_id")
-_SOFTWARE_ID = itertools.repeat("software_id")
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -133,21 +136,6 @@ class HardwareDifference:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"field", "base", "new", "base_hardware_id", "new_hardware_id"}``."""
-        return attrs.asdict(self)
-
-
-@attrs.frozen
-class SoftwareDifference:
-    """A field that differs between the software of the base side and that of the new."""
-
-    field: str
-    base: Any
-    new: Any
-    base_software_id: str
-    new_software_id: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"field", "base", "new", "base_software_id", "new_software_id"}``."""
         return attrs.asdict(self)
 
 
@@ -303,19 +291,11 @@ def _check_threshold(threshold: float) -> float:
 
 class _Differences:
     """hardware_differences per pair of hardware ids, computed once (an id is its content);
-    software_differences likewise per pair of software ids."""
+    ``software``: the same for software ids."""
 
     def __init__(self) -> None:
         self._known: dict[tuple[str, str], list[Difference]] = {}
-
-    def of_software(
-        self, base_id: str, base: Software, new_id: str, new: Software
-    ) -> list[Difference]:
-        key = (base_id, new_id)  # "sw-" ids never equal the "hw-" keys
-        found = self._known.get(key)
-        if found is None:
-            found = self._known[key] = software_differences(base, new)
-        return found
+        self.software = SoftwareDifferences()
 
     def between(self, base_id: str, base: Hardware, new_id: str, new: Hardware) -> list[Difference]:
         key = (base_id, new_id)
@@ -397,10 +377,12 @@ def _compare_pair(
             )
     undescribed = [i for i in base_ids if i not in base_described]
     undescribed += [i for i in new_ids if i not in new_described and i not in undescribed]
-    base_sw = _ids(list(map(_get, base_stages[n]["runs"], _SOFTWARE_ID)) for n in shared)
-    new_sw = _ids(list(map(_get, new_stages[n]["runs"], _SOFTWARE_ID)) for n in shared)
+    base_sw = software_ids(base_stages[name] for name in shared)
+    new_sw = software_ids(new_stages[name] for name in shared)
     return Pair(
-        software_differences=_software_differences(base, base_sw, new, new_sw, cache),
+        software_differences=cache.software.of_pair(
+            base.hardware.software, base_sw, new.hardware.software, new_sw
+        ),
         base_software_ids=tuple(base_sw),
         new_software_ids=tuple(new_sw),
         undescribed_hardware_ids=tuple(undescribed),
@@ -414,27 +396,6 @@ def _compare_pair(
         new_only_stages=tuple(name for name in new_stages if name not in base_stages),
         relpath=relpath,
     )
-
-
-def _software_differences(
-    base: Artifact, base_ids: list[str], new: Artifact, new_ids: list[str], cache: _Differences
-) -> tuple[SoftwareDifference, ...]:
-    """What differs between each software description of one side and each of the other
-    (ids their sidecar does not describe are not compared)."""
-    base_described = base.hardware.software
-    new_described = new.hardware.software
-    found: list[SoftwareDifference] = []
-    for base_id in base_ids:
-        base_sw = base_described.get(base_id)
-        for new_id in new_ids:
-            new_sw = new_described.get(new_id)
-            if base_sw is None or new_sw is None:
-                continue
-            found.extend(
-                SoftwareDifference(d.field, d.base, d.new, base_id, new_id)
-                for d in cache.of_software(base_id, base_sw, new_id, new_sw)
-            )
-    return tuple(found)
 
 
 def compare(

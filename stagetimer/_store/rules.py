@@ -116,6 +116,18 @@ def _upsert_key(run: object) -> tuple[tuple[int, int | str], tuple[int, int | st
     return (_order(_run_idx(run)), _order(_rank(run)))
 
 
+def _clear_continuation(data: dict[str, Any], continuation: str, rank: object) -> None:
+    """A reset of a stage clears its continuation's runs of the same rank (all of them
+    where no run has a rank); a continuation left with none is removed."""
+    if not is_stage(data.get(continuation)):
+        return
+    kept = _other_ranks(data[continuation]["runs"], rank)
+    if kept:
+        _set_runs(data[continuation], kept)
+    else:
+        del data[continuation]
+
+
 def apply_run(
     data: dict[str, Any],
     name: str,
@@ -171,13 +183,7 @@ def apply_run(
         )
     # Refusals are over: from here on ``data`` changes.
     if policy == "sequential" and run_idx == 0 and can_continue(name):
-        continuation = name + AUTO_RESUME_SUFFIX
-        if is_stage(data.get(continuation)):
-            kept = _other_ranks(data[continuation]["runs"], rank)
-            if kept:
-                _set_runs(data[continuation], kept)
-            else:
-                del data[continuation]
+        _clear_continuation(data, name + AUTO_RESUME_SUFFIX, rank)
     if append:
         old_runs.append(run)
     if existing is None:

@@ -50,27 +50,37 @@ def _torch(found: dict[str, str], sources: dict[str, str]) -> bool:
     if isinstance(hip, str):
         found["rocm"] = hip
         sources["accelerators.rocm"] = "torch.version.hip"
-    cudnn: Any = sys.modules.get("torch.backends.cudnn")
-    if cudnn is not None:
-        try:
-            value = cudnn.version()
-        except Exception as exc:  # a broken build must not break the capture
-            sources["accelerators.cudnn"] = f"torch.backends.cudnn.version() failed: {exc!r}"[:160]
-        else:
-            if isinstance(value, int):
-                found["cudnn"] = _cudnn(value)
-                sources["accelerators.cudnn"] = "torch.backends.cudnn.version()"
-    nccl: Any = sys.modules.get("torch.cuda.nccl")
-    if nccl is not None and isinstance(cuda, str):
-        try:
-            value = nccl.version()
-        except Exception as exc:
-            sources["accelerators.nccl"] = f"torch.cuda.nccl.version() failed: {exc!r}"[:160]
-        else:
-            if isinstance(value, tuple):
-                found["nccl"] = ".".join(str(part) for part in value)
-                sources["accelerators.nccl"] = "torch.cuda.nccl.version()"
+    _ask("cudnn", "torch.backends.cudnn", found, sources)
+    if isinstance(cuda, str):  # torch built for ROCm has RCCL under the same name
+        _ask("nccl", "torch.cuda.nccl", found, sources)
     return isinstance(cuda, str)
+
+
+def _version_text(value: object) -> str | None:
+    """``cudnn.version()`` (an int) and ``nccl.version()`` (a tuple) as text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _cudnn(value)
+    if isinstance(value, tuple):
+        return ".".join(str(part) for part in value)
+    return None
+
+
+def _ask(
+    library: str, module_name: str, found: dict[str, str], sources: dict[str, str]
+) -> None:
+    """``<module_name>.version()`` of a module already imported, as ``found[library]``."""
+    module: Any = sys.modules.get(module_name)
+    if module is None:
+        return  # not imported: not asked (that would import or initialise it)
+    key, call = f"accelerators.{library}", f"{module_name}.version()"
+    try:
+        text = _version_text(module.version())
+    except Exception as exc:  # a broken build must not break the capture
+        sources[key] = f"{call} failed: {exc!r}"[:160]
+        return
+    if text is not None:
+        found[library] = text
+        sources[key] = call
 
 
 def _driver_from_nvml() -> str | None:
