@@ -19,7 +19,8 @@ Each pair also lists the hardware differences between its sides: the fields of
 the descriptions their runs point at that can change a duration (see
 ``stagetimer.hardware.hardware_differences``), and the software differences (the
 commit, uncommitted changes, packages and accelerator libraries, see
-``stagetimer.software.software_differences``). A side whose runs span several
+``stagetimer.software.software_differences``), and the metadata keys of a compared stage
+whose values differ (``mp="fork"`` against ``mp="spawn"``). A side whose runs span several
 descriptions is compared against each.
 
 The runs of one seed's ranks (a distributed launch) count once, as the slowest rank.
@@ -35,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.metadata_pairs import MetadataDifference, metadata_differences
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.software_pairs import (
@@ -55,6 +57,7 @@ __all__ = [
     "TOO_FEW_RUNS",
     "Comparison",
     "HardwareDifference",
+    "MetadataDifference",
     "Pair",
     "SideStats",
     "SoftwareDifference",
@@ -164,6 +167,8 @@ class Pair:
     software_differences: tuple[SoftwareDifference, ...] = ()
     base_software_ids: tuple[str, ...] = ()
     new_software_ids: tuple[str, ...] = ()
+    #: metadata keys of a compared stage whose values differ between the sides
+    metadata_differences: tuple[MetadataDifference, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The pair as ``stagetimer compare --json`` prints it."""
@@ -187,6 +192,7 @@ class Pair:
                 "base": list(self.base_software_ids),
                 "new": list(self.new_software_ids),
             },
+            "metadata_differences": [d.to_dict() for d in self.metadata_differences],
         }
 
 
@@ -380,6 +386,9 @@ def _compare_pair(
     base_sw = software_ids(base_stages[name] for name in shared)
     new_sw = software_ids(new_stages[name] for name in shared)
     return Pair(
+        metadata_differences=metadata_differences(
+            (name, base_stages[name], new_stages[name]) for name in shared
+        ),
         software_differences=cache.software.of_pair(
             base.hardware.software, base_sw, new.hardware.software, new_sw
         ),

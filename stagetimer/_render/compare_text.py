@@ -30,7 +30,9 @@ from stagetimer._escape import escape_json_text, escape_text
 from stagetimer._render.duration import Unit, unit_for
 from stagetimer.hardware import Difference, format_differences
 
-__all__ = ["SAME_HARDWARE", "format_comparison", "render_json", "software_lines"]
+__all__ = [
+    "SAME_HARDWARE", "format_comparison", "metadata_lines", "render_json", "software_lines"
+]
 
 SAME_HARDWARE = "same hardware (by the fields that change timings)"
 
@@ -129,6 +131,21 @@ def software_lines(pair: Pair) -> list[str]:
     return [f"Software differs: {lines[0]}"]
 
 
+def metadata_lines(pair: Pair) -> list[str]:
+    """``["Metadata differs: load mp: fork → spawn"]``, or nothing (text and Markdown)."""
+    if not pair.metadata_differences:
+        return []
+    words = "; ".join(
+        f"{d.stage} {d.key}: {_values_text(d.base)} → {_values_text(d.new)}"
+        for d in pair.metadata_differences
+    )
+    return [f"Metadata differs: {escape_text(words)}"]
+
+
+def _values_text(values: tuple[Any, ...]) -> str:
+    return ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
+
+
 def _pair_block(pair: Pair, *, header: bool) -> list[str]:
     lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
     if not pair.stages:
@@ -140,6 +157,7 @@ def _pair_block(pair: Pair, *, header: bool) -> list[str]:
             lines.append(f"Only in {side}, not compared: {listed}")
     lines.extend(_hardware_lines(pair))
     lines.extend(software_lines(pair))
+    lines.extend(metadata_lines(pair))
     return lines
 
 

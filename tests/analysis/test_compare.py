@@ -266,6 +266,7 @@ def test_to_dict_has_the_documented_keys(tmp_path: Path) -> None:
             "undescribed_hardware_ids",
             "software_differences",
             "software_ids",
+            "metadata_differences",
         },
         {"name", "base", "new", "ratio", "ratio_ci", "verdict"},
         {"runs", "median_seconds", "mean_seconds", "stdev_seconds"},

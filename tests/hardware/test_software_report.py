@@ -1,5 +1,6 @@
-"""What the readers say about software: compare names what differs per pair, the report
-warns when one stage's runs ran different software, to_records has the code's columns."""
+"""What the readers say about software (and metadata): compare names what differs per
+pair, the report warns when one stage's runs ran different software, to_records has the
+code's columns."""
 
 from __future__ import annotations
 
@@ -121,3 +122,29 @@ def test_to_records_has_the_code_s_commit_and_dirty_state(tmp_path: Path) -> Non
 
     assert {(second, False)} == {(r["commit"], r["dirty"]) for r in rows}
     assert all(r["software_id"].startswith("sw-") for r in rows)
+
+
+LOADER = """
+import sys
+from stagetimer import Recorder, record_timing
+rec = Recorder(sys.argv[1], policy="upsert", software=False)
+for seed in range(3):
+    record_timing("load_data", float(sys.argv[3]) + seed * 0.01, run_idx=seed, recorder=rec,
+                  mp=sys.argv[2], seed=seed, workers=4)
+"""
+
+
+def test_compare_names_the_metadata_that_differs(tmp_path: Path) -> None:
+    # fork and spawn DataLoaders, as a new user compares them: the mp key is the change
+    for side, mp, seconds in (("base", "fork", "1.0"), ("new", "spawn", "3.26")):
+        subprocess.run([sys.executable, "-c", LOADER, str(tmp_path / side), mp, seconds],
+                       check=True, timeout=120)
+
+    text = run_cli("compare", str(tmp_path / "base"), str(tmp_path / "new")).stdout
+    data = compare(tmp_path / "base", tmp_path / "new").to_dict()
+
+    # seed differs in every run (it names the run, not a setting); workers is the same
+    assert "Metadata differs: load_data mp: fork → spawn" in text.splitlines(), text
+    assert [{"stage": "load_data", "key": "mp", "base": ["fork"], "new": ["spawn"]}] == (
+        data["pairs"][0]["metadata_differences"]
+    )
