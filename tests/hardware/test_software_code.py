@@ -317,3 +317,27 @@ def test_an_interrupted_capture_ends_its_git_commands(
         except ProcessLookupError:
             pass
     assert (2, []) == (len(started), alive)
+
+
+@pytest.mark.slow
+def test_a_repository_of_100000_files_past_the_time_limit_gives_none_in_bounded_time(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "big"
+    for i in range(100_000):
+        directory = repo / f"d{i // 1000:03d}"
+        if i % 1000 == 0:
+            directory.mkdir(parents=True)
+        (directory / f"f{i:06d}.txt").write_text(f"{i}\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "100,000 files")
+    for i in range(0, 100_000, 7):  # touched: stat data changed, git must read them again
+        os.utime(repo / f"d{i // 1000:03d}" / f"f{i:06d}.txt", (1, 1))
+
+    started = time.monotonic()
+    code, where = code_of(repo, timeout=0.05)
+    took = time.monotonic() - started
+
+    assert (None, "git did not answer within 0.05 s") == (code, where.split(";")[0])
+    assert took < 2, took
