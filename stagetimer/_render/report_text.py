@@ -104,8 +104,12 @@ def _run_rows(report: ArtifactReport) -> list[str]:
             seconds = format_duration(run.seconds)
             if not is_valid_seconds(run.seconds):
                 seconds += " (invalid)"
+            label = run.label or "-"
+            if run.rank is not None:  # each rank's run of a distributed launch is listed
+                rank = f"rank {run.rank} of {run.world_size}"
+                label = rank if run.label is None else f"{run.label} ({rank})"
             rows.append([
-                s.name, "-" if run.run_idx is None else str(run.run_idx), run.label or "-",
+                s.name, "-" if run.run_idx is None else str(run.run_idx), label,
                 run.started_at or "-", seconds, _metadata_text(run.metadata),
             ])
     widths = [max(len(row[i]) for row in rows) for i in range(5)]

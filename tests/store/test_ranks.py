@@ -293,3 +293,15 @@ def test_each_rank_ends_as_if_it_had_written_alone(
                 apply_run(alone, "ippo_train", _record(i, *fields), policy)
         mine = [r for r in together["ippo_train"]["runs"] if r.get("rank") == rank]
         assert alone["ippo_train"]["runs"] == mine
+
+
+def test_the_report_lists_each_rank_s_run_with_runs(tmp_path: Path) -> None:
+    launch("hydra", tmp_path, "upsert")
+
+    [artifact], _ = build_report([tmp_path])
+    text = render_text([artifact], runs=True)
+
+    listed = [line for line in text.splitlines() if line.startswith("    ippo_train ")]
+    assert 12 == len(listed)
+    ranks = [0, 1, 2, 3] * 3
+    assert all(f"  rank {r} of 4  " in line for line, r in zip(listed, ranks, strict=True))
