@@ -149,10 +149,16 @@ def _expect(kinds: tuple[type, ...], words: str) -> _Check:
     return check
 
 
-def _union(checks: list[_Check], words: str) -> _Check:
+def _union(checks: list[_Check], words: str, inner: _Check | None = None) -> _Check:
+    """One of ``checks`` must pass. ``inner``: the check of the one member that is not
+    null (``CodeInfo | None``): a value that is not null says what is wrong inside it
+    (``.code.dirty is a string``) instead of only that the whole does not fit."""
+
     def check(value: object) -> str | None:
         if any(c(value) is None for c in checks):
             return None
+        if inner is not None and value is not None:
+            return inner(value)
         return f"is {json_type(value)}, expected {words}"
 
     return check
@@ -201,7 +207,8 @@ def _checker(hint: Any) -> _Check:
         members = typing.get_args(hint)
         checks = [_checker(m) for m in members]
         words = " or ".join(_words(m) for m in members)
-        return _union(checks, words)
+        others = [c for m, c in zip(members, checks, strict=True) if m is not type(None)]
+        return _union(checks, words, others[0] if len(others) == 1 else None)
     if hint is type(None):
         return _expect((type(None),), "null")
     if hint is bool:
