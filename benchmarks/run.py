@@ -253,6 +253,38 @@ def disabled_stage(number: int, repeats: int, reuse: bool = False) -> tuple[floa
         del os.environ["STAGETIMER_DISABLE"]
 
 
+def counter_cost(number: int, repeats: int) -> tuple[float, float, float, float]:
+    """What reading the resource counters adds to a recorded stage: the counters alone
+    (``finish(start())``, as a stage's entry and exit read them) and a recorded stage with
+    them against the same stage with them replaced by nothing, timed in turns."""
+    import types
+
+    from stagetimer._record import resources
+    from stagetimer._record import stage as stage_module
+
+    resources.finish(resources.start())  # the probe, once per process, is not per stage
+    alone = per_call(lambda: resources.finish(resources.start()), number * 10, repeats)
+    none = types.SimpleNamespace(start=lambda: (), finish=lambda began: None)
+    with tempfile.TemporaryDirectory() as directory:
+        rec = Recorder(directory)
+
+        def recorded() -> None:
+            with stage("ippo_train", run_idx=0, recorder=rec):
+                pass
+
+        def without() -> None:
+            stage_module.resources = none  # type: ignore[assignment]
+            try:
+                recorded()
+            finally:
+                stage_module.resources = resources
+
+        with_them, without_them, ratio = paired(
+            lambda: per_call(recorded, number, 1), lambda: per_call(without, number, 1), repeats
+        )
+    return alone, with_them, without_them, ratio
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -312,6 +344,10 @@ def main() -> int:
     capture_hardware()
     cached = per_call(capture_hardware, 10_000, reps)
     row("capture_hardware cached", f"{cached * 1e6:.2f} µs", "<= 50 µs", cached <= 50e-6)
+    alone, with_them, without_them, ratio = counter_cost(200, reps)
+    row("resource counters per recorded stage", f"{alone * 1e6:.2f} µs (a stage with them "
+        f"{with_them * 1e3:.3f} ms vs without {without_them * 1e3:.3f} ms = {ratio:.3f}x)",
+        "<= 20 µs", alone <= 20e-6)
     ours_off, codetiming, ratio = disabled_stage(5_000, 3 * reps)
     row("stage() with STAGETIMER_DISABLE=1", f"{ours_off * 1e6:.2f} µs vs codetiming.Timer "
         f"{codetiming * 1e6:.2f} µs = {ratio:.2f}x", "<= 1.0x", ratio <= 1.0)

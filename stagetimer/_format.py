@@ -19,6 +19,7 @@ __all__ = [
     "RESCUE_PREFIX",
     "RESCUE_SUFFIX",
     "RESERVED_KEYS",
+    "RESOURCE_FIELDS",
     "RUN_FIELDS",
     "SCHEMA_VERSION",
     "TIMINGS_FILE",
@@ -45,7 +46,11 @@ RUN_FIELDS: tuple[str, ...] = (
     "seconds", "hardware_id", "run_idx", "label", "started_at", "job",
     # who ran it (0.3): the software, the rank of a distributed launch, the CPUs
     "software_id", "rank", "world_size", "cpus",
+    # what the stage used besides wall time (0.3)
+    "resources",
 )
+#: What a run's ``resources`` object holds, each where it was measured (docs/resources.md).
+RESOURCE_FIELDS = ("cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules")
 #: Keys of a run (and of a stage) that user metadata may not reuse. ``expected_runs``
 #: is a key of the stage object only, never of a run, so metadata may use it.
 RESERVED_KEYS = frozenset({*RUN_FIELDS, "total_seconds", "runs"})

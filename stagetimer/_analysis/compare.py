@@ -36,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.compute import with_resources
 from stagetimer._analysis.metadata_pairs import MetadataDifference, metadata_differences
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
@@ -114,10 +115,12 @@ class StageComparison:
     ratio_ci: tuple[float, float] | None
     #: "faster", "slower", "no significant difference" or "too few runs"
     verdict: str
+    #: what the stage used on each side (``compute.side_by_side``), None if never recorded
+    resources: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stage as ``stagetimer compare --json`` prints it."""
-        return {
+        data = {
             "name": self.name,
             "base": self.base.to_dict(),
             "new": self.new.to_dict(),
@@ -125,6 +128,9 @@ class StageComparison:
             "ratio_ci": None if self.ratio_ci is None else list(self.ratio_ci),
             "verdict": self.verdict,
         }
+        if self.resources is not None:
+            data["resources"] = self.resources
+        return data
 
 
 @attrs.frozen
@@ -364,6 +370,7 @@ def _compare_pair(
         compare_stage(name, b[0], n[0], threshold)
         for name, b, n in zip(shared, base_runs, new_runs, strict=True)
     )
+    stages = with_resources(stages, base_stages, new_stages)
     base_ids = _ids(ids for _, ids in base_runs)
     new_ids = _ids(ids for _, ids in new_runs)
     base_described: Mapping[str, Hardware] = base.hardware.hardware

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import MissingExtraError
 from stagetimer._escape import escape_text
-from stagetimer._format import continued_stage
+from stagetimer._format import RESOURCE_FIELDS, continued_stage
 from stagetimer._store.records import RunTiming
 from stagetimer.hardware import Hardware
 from stagetimer.software import Software
@@ -62,8 +62,11 @@ RECORD_COLUMNS = (
     *WHO_COLUMNS,
     "job_id",
     *HARDWARE_COLUMNS,
+    *RESOURCE_FIELDS,
 )
 INSTALL_HINT = "pip install 'stagetimer[pandas]'"
+_USED = RESOURCE_FIELDS  # what the stage used (``run.resources``), as stored
+_NO_RESOURCES = (None,) * len(RESOURCE_FIELDS)
 _RESERVED_META = frozenset({"job"})  # the scheduler job: its id is the job_id column
 
 
@@ -116,6 +119,7 @@ def records_from(artifacts: Iterable[Artifact]) -> list[dict[str, Any]]:
                     artifact.path, name, base, resumed, run.run_idx, run.label, run.seconds,
                     run.started_at, run.hardware_id, run.software_id, *_code_columns(sw),
                     run.rank, run.world_size, run.cpus, job_id(run), *hw,
+                    *(_NO_RESOURCES if run.resources is None else map(run.resources.get, _USED)),
                 ), strict=True))
                 for key, value in run.metadata.items():
                     if key not in _RESERVED_META:
@@ -141,8 +145,10 @@ def to_records(*paths: str | os.PathLike[str]) -> list[dict[str, Any]]:
     distributed launch is a row), ``cpus``, ``job_id``, the hardware summary (``cpu_model``,
     ``logical_cpus``, ``physical_cores``, ``memory_limit_bytes``, ``gpu_count``,
     ``gpu_name`` — distinct names joined by `` + `` —, ``gpu_peak_bandwidth_bytes_per_s``
-    of the first GPU; None where the description is missing) and ``meta.<key>`` per
-    metadata key. Errors as ``load_tree``.
+    of the first GPU; None where the description is missing), what the stage used
+    (``cpu_seconds``, ``children_cpu_seconds``, ``memory_peak_bytes``,
+    ``gpu_energy_joules``; None where not measured) and ``meta.<key>`` per metadata key.
+    Errors as ``load_tree``.
 
     >>> rows = to_records("exports")
     >>> sum(r["seconds"] for r in rows if r["base_stage"] == "ippo_train")

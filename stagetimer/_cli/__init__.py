@@ -3,6 +3,7 @@
 - ``report PATH…``: each stage's runs and statistics per artifact directory (``report``);
 - ``table PATH…``: a row per directory, a column per stage (``table``);
 - ``compare BASE NEW``: is NEW faster than BASE, stage by stage (``compare``);
+- ``compute PATH…``: GPU-hours, CPU core-hours and energy for a paper (``compute``);
 - ``hardware``: this process's hardware description and its id (``hardware``);
 - ``recover DIR…``: fold rescue files back into ``timings.json`` (``recover``);
 - ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``);

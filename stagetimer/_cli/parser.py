@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from stagetimer._cli import compare, doctor, hardware, migrate, recover, report, table
+from stagetimer._cli import (
+    compare,
+    compute,
+    doctor,
+    hardware,
+    migrate,
+    recover,
+    report,
+    table,
+)
 from stagetimer._cli.stderr import PROG
 
 __all__ = ["build_parser"]
@@ -24,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
-    for add in (_report, _table, _hardware, _migrate, _compare, _recover, _doctor):
+    for add in (
+        _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute
+    ):
         add(commands)
     return parser
 
@@ -177,3 +188,24 @@ def _doctor(commands: _Commands) -> None:
     command.add_argument("--json", action="store_true",
                         help='print {"directories": [...]} instead of text')
     command.set_defaults(run=doctor.run, parser=command)
+
+
+def _compute(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "compute",
+        help="the compute statement of a paper: GPU-hours, CPU core-hours, energy",
+        description="Sum every run at or under PATH per hardware description and per "
+        "stage family (training, checkpoint, NashConv, the rest): wall time, GPU-hours "
+        "(wall time x visible GPUs), CPU core-hours (recorded CPU time where the run has "
+        "it, else wall time x logical CPUs) and GPU energy where recorded, with a sentence "
+        "to paste into a paper. Reads only.",
+    )
+    _paths(command)
+    form = command.add_mutually_exclusive_group()
+    form.add_argument("--markdown", dest="format", action="store_const", const="markdown",
+                      help="GitHub Markdown")
+    form.add_argument("--latex", dest="format", action="store_const", const="latex",
+                      help="LaTeX, booktabs rules (\\usepackage{booktabs})")
+    form.add_argument("--json", dest="format", action="store_const", const="json",
+                      help="JSON")
+    command.set_defaults(run=compute.run, parser=command, format="text")

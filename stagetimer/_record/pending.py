@@ -113,7 +113,7 @@ def build_run(
     rank, world_size = where.rank or (None, None)
     values = (
         finished.seconds, hardware_id, finished.run_idx, finished.label, finished.started_at, job,
-        where.software_id, rank, world_size, where.cpus,
+        where.software_id, rank, world_size, where.cpus, finished.resources,
     )
     run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
     if finished.metadata:
@@ -134,6 +134,8 @@ class Finished:
     label: str | None
     started_at: str | None  # UTC, ``utc_iso``
     metadata: dict[str, Any] | None
+    #: what the stage used besides wall time (``resources.py``); None for ``record_timing``
+    resources: dict[str, Any] | None = None
 
 
 @attrs.define(eq=False)

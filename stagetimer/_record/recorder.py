@@ -236,15 +236,18 @@ class Recorder:
         label: str | None,
         started_at: float | None,
         metadata: dict[str, Any] | None,
+        resources: dict[str, Any] | None = None,
     ) -> None:
-        """``record`` for arguments its caller checked (``stage``, ``record_timing``)."""
+        """``record`` for arguments its caller checked (``stage``, ``record_timing``);
+        ``resources``: what a ``stage`` used (``resources.py``)."""
         from stagetimer._record.pending import Finished, Pending, utc_iso
 
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else utc_iso(started_at)
         pending = Pending(
-            Finished(name, seconds, run_idx, label, iso, metadata), with_software=self.software
+            Finished(name, seconds, run_idx, label, iso, metadata, resources),
+            with_software=self.software,
         )
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.

@@ -11,6 +11,7 @@ from time import perf_counter
 from typing import Any
 
 from stagetimer._format import MAX_RUN_IDX as _MAX
+from stagetimer._record import resources
 from stagetimer._record.recorder import Recorder, resolve_recorder
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
 
@@ -86,7 +87,8 @@ class Stage:
     """One timed block, made by :func:`stage`: its arguments, and ``.seconds`` after exit."""
 
     __slots__ = (
-        "_recorder", "_t0", "_target", "_wall0", "label", "metadata", "name", "run_idx", "seconds"
+        "_recorder", "_t0", "_target", "_used0", "_wall0", "label", "metadata", "name", "run_idx",
+        "seconds",
     )
     name: str
     run_idx: int | None
@@ -97,6 +99,7 @@ class Stage:
     _target: Recorder | None
     _t0: float
     _wall0: float
+    _used0: tuple[Any, ...]  # the resource counters at entry (resources.start)
 
     def __enter__(self) -> Stage:
         name, run_idx = self.name, self.run_idx
@@ -121,15 +124,20 @@ class Stage:
         else:
             self._target = resolve_recorder(self._recorder)
             self._wall0 = time.time()
+            # Read before the clock starts and after it stops: their cost is not the stage's.
+            self._used0 = resources.start()
         self._t0 = perf_counter()
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.seconds = seconds = perf_counter() - self._t0
-        if exc_type is None and self._target is not None:
-            self._target._record_checked(
-                self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata
-            )
+        if self._target is not None:
+            used = resources.finish(self._used0)  # also closes what start() opened
+            if exc_type is None:
+                self._target._record_checked(
+                    self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata,
+                    used,
+                )
 
     async def __aenter__(self) -> Stage:
         return self.__enter__()

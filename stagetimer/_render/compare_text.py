@@ -27,6 +27,7 @@ from stagetimer._analysis.compare import (
     StageComparison,
 )
 from stagetimer._escape import escape_json_text, escape_text
+from stagetimer._render.compute import used_side_by_side
 from stagetimer._render.duration import Unit, unit_for
 from stagetimer.hardware import Difference, format_differences
 
@@ -150,7 +151,10 @@ def _pair_block(pair: Pair, *, header: bool) -> list[str]:
     lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
     if not pair.stages:
         lines.append("no stage is recorded on both sides")
-    lines.extend(_stage_line(stage) for stage in pair.stages)
+    for stage in pair.stages:
+        lines.append(_stage_line(stage))
+        if stage.resources is not None:
+            lines.append(f"  used: {used_side_by_side(stage.resources)}")
     for side, names in (("base", pair.base_only_stages), ("new", pair.new_only_stages)):
         if names:
             listed = ", ".join(escape_text(name) for name in names)

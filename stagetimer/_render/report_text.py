@@ -14,6 +14,7 @@ from typing import Any
 from stagetimer._analysis.report import ArtifactReport, StageStats
 from stagetimer._escape import escape_text
 from stagetimer._format import HARDWARE_FILE
+from stagetimer._render.compute import used_lines
 from stagetimer._render.duration import format_duration
 from stagetimer._store.records import RunTiming
 from stagetimer._store.rules import is_valid_seconds
@@ -133,6 +134,7 @@ def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
         if (progress := progress_line(s)) is not None:
             lines.append(f"  progress: {progress}")
     lines.extend(f"  ranks: {line}" for s in report.stages if (line := rank_line(s)) is not None)
+    lines += used_lines(report)  # what the stages used besides wall time
     unknown = sum(s.runs_without_hardware for s in report.stages)
     if report.hardware or unknown:
         lines.append("  measured on:")

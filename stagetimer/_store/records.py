@@ -36,6 +36,10 @@ class RunTiming:
     world_size: int | None = None
     #: the CPUs the process was placed on, in the kernel's list format (``"0-3,8"``)
     cpus: str | None = None
+    #: what the stage used besides wall time: ``cpu_seconds``, ``children_cpu_seconds``,
+    #: ``memory_peak_bytes``, ``gpu_energy_joules``, each where measured (a plain dict, as
+    #: stored: keys a later version adds survive); None in older files
+    resources: dict[str, Any] | None = None
     #: user metadata and keys this version does not know
     metadata: dict[str, Any] = attrs.Factory(dict)
     #: ``system_ram_gb`` / ``gpu_ram_gb`` recorded by a legacy writer

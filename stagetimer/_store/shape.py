@@ -13,7 +13,7 @@ import typing
 from typing import Any
 
 from stagetimer._errors import SidecarCorruptError, short_repr
-from stagetimer._format import RUN_FIELDS
+from stagetimer._format import RESOURCE_FIELDS, RUN_FIELDS
 
 __all__ = ["check_hardware_shape", "check_timings_shape", "json_type"]
 
@@ -53,6 +53,7 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "rank": ((int, _NONE), "an integer"),
     "world_size": ((int, _NONE), "an integer"),
     "cpus": ((str, _NONE), "a string"),
+    "resources": ((dict, _NONE), "an object"),
 }
 #: ``(field, allowed types, words)`` in the format's order of the run fields
 _RUN_TYPES = tuple(
@@ -73,6 +74,21 @@ def _check_run(path: str, name: str, i: int, run: object) -> None:
             raise SidecarCorruptError(
                 path, f"{where} has {key!r} {json_type(value)}, expected {words}"
             )
+    problem = _resources_problem(run.get("resources"))
+    if problem is not None:
+        raise SidecarCorruptError(path, f"{where} has {problem}")
+
+
+def _resources_problem(resources: dict[str, Any] | None) -> str | None:
+    """What is wrong with a run's ``resources``: each known value a number where present
+    (a negative one parses and is kept, as a negative ``seconds`` is)."""
+    if resources is None:
+        return None
+    for key in RESOURCE_FIELDS:
+        value = resources.get(key)
+        if value is not None and not _is_number(value):
+            return f"'resources' {key!r} {json_type(value)}, expected a number"
+    return None
 
 
 def _runs_fit(runs: list[Any]) -> bool:
@@ -88,6 +104,8 @@ def _runs_fit(runs: list[Any]) -> bool:
         for key, kinds, _ in _RUN_TYPES:
             if type(get(run, key)) not in kinds:
                 return False
+        if "resources" in run and _resources_problem(run["resources"]) is not None:
+            return False
     return True
 
 
@@ -120,7 +138,8 @@ def check_timings_shape(path: str, data: dict[str, Any]) -> None:
 
     A top-level object with a ``runs`` key is a stage: ``runs`` is a list of objects,
     each with a number ``seconds`` and, where present, a string ``hardware_id``,
-    ``label`` and ``started_at``, an integer ``run_idx`` and an object ``job``; the
+    ``label`` and ``started_at``, an integer ``run_idx``, an object ``job`` and an object
+    ``resources`` of numbers; the
     stage's ``total_seconds`` is a number and ``expected_runs`` an integer.
     """
     for name, stage in data.items():

@@ -25,10 +25,12 @@ from stagetimer.hardware._cpu import (
 from stagetimer.hardware._gpu import probe_gpus
 from stagetimer.hardware._memory import probe_memory
 from stagetimer.hardware._model import CpuInfo, Hardware
+from stagetimer.hardware._resources import memory_peak_file, resource_sources
 from stagetimer.hardware._scheduler import probe_scheduler
 
 __all__ = ["capture_hardware", "clear_cache", "generalise_source"]
 
+_ENERGY = "resources.gpu_energy_joules"
 _live: Hardware | None = None
 _live_lock = threading.Lock()
 
@@ -125,6 +127,8 @@ def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
     sources.update(memory_sources)
     sources.update(gpu_sources)
     sources.update(scheduler_sources)
+    peak_source = memory_peak_file(root, cgroups)[1]
+    sources.update(resource_sources(peak_source, sources.pop(_ENERGY, "no GPU")))
     sources.update(
         {
             "host": "socket.gethostname()",

@@ -20,6 +20,8 @@ __all__ = ["peak_bandwidth", "probe_gpus", "select_visible"]
 
 _log = logging.getLogger("stagetimer")
 
+#: Where the energy per stage comes from, or why there is none (see _resources.py).
+_ENERGY = "resources.gpu_energy_joules"
 # pynvml.NVML_CLOCK_MEM; read from the module when it defines it.
 _NVML_CLOCK_MEM = 2
 
@@ -230,6 +232,10 @@ def probe_gpus(
         return _none(f"NVML unavailable: {type(err).__name__} at nvmlInit")
     try:
         gpus, reason, sources = _enumerate(reader, environ)
+        if reason is None:
+            from stagetimer.hardware._resources import energy_handles
+
+            sources[_ENERGY] = energy_handles(nvml, environ)[1]
     finally:
         try:
             nvml.nvmlShutdown()
@@ -242,4 +248,5 @@ def probe_gpus(
 
 
 def _none(reason: str) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
-    return (), reason, {"gpus": reason, "gpu_reason": reason}
+    no_energy = "no GPU (the gpus line says why)"
+    return (), reason, {"gpus": reason, "gpu_reason": reason, _ENERGY: no_energy}

@@ -197,7 +197,21 @@ def format_hardware(hw: Hardware) -> str:
         if note:
             lines.extend(_wrapped(note, width + 2))
         index = end
+    lines += _resource_lines(hw)
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _resource_lines(hw: Hardware) -> list[str]:
+    """Where each stage's ``resources`` come from in this process, or why one is missing."""
+    said = [(path, where) for path, where in sorted(hw.sources.items())
+            if path.startswith("resources.")]
+    if not said:
+        return []
+    lines = ["", "what a recorded stage used (resources of each run):"]
+    for path, where in said:
+        lines.append(f"  {path.removeprefix('resources.')}")
+        lines.extend(_wrapped(plain_words(where), 4))
+    return lines
 
 
 def summary_line(hw: Hardware) -> str:

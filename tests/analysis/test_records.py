@@ -37,6 +37,7 @@ def test_records_have_the_documented_columns_in_order() -> None:
         "started_at", "hardware_id", "software_id", "commit", "dirty", "rank", "world_size",
         "cpus", "job_id", "cpu_model", "logical_cpus", "physical_cores",
         "memory_limit_bytes", "gpu_count", "gpu_name", "gpu_peak_bandwidth_bytes_per_s",
+        "cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules",
     ) == RECORD_COLUMNS
 
 

@@ -30,7 +30,9 @@ def _commands() -> list[str]:
 def test_the_package_docstring_names_every_command_and_the_exit_statuses() -> None:
     doc = cli.__doc__ or ""
 
-    assert ["compare", "doctor", "hardware", "migrate", "recover", "report", "table"] == _commands()
+    assert [
+        "compare", "compute", "doctor", "hardware", "migrate", "recover", "report", "table"
+    ] == _commands()
     assert [] == [name for name in _commands() if f"``{name}" not in doc]
     assert all(f"{status} " in doc for status in ("0", "1", "2"))
 

@@ -148,7 +148,10 @@ def test_the_command_prints_text_and_json_and_exits_1_for_a_missing_dir_or_bad_s
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert [d["exists"] for d in data["directories"]] == [True, False]
-    assert data["directories"][0] == doctor(art).to_dict()
+    # Free space moves with every other writer of the disk: compared apart from the rest.
+    printed, direct = data["directories"][0], doctor(art).to_dict()
+    assert printed.pop("free_bytes") > 0 and direct.pop("free_bytes") > 0
+    assert printed == direct
     assert captured.err == f"stagetimer doctor: {art / 'missing'}: no such directory\n"
     (art / "timings_hardware.json").write_text("[]")
     assert main(["doctor", str(art)]) == 1

@@ -12,6 +12,7 @@ import attrs
 import pytest
 from helpers.fake_hardware import GIB, FakeNvml, FakeRoot, a100, cpuinfo_block, l4
 
+from stagetimer._format import RESOURCE_FIELDS
 from stagetimer.hardware import (
     Hardware,
     _capture,
@@ -24,12 +25,13 @@ from stagetimer.hardware import (
 
 
 def field_paths(hw: Hardware) -> set[str]:
-    """Every leaf field of the description except ``sources`` itself.
+    """Every leaf field of the description except ``sources`` itself, and the four values
+    of a run's ``resources``, whose source (or why one is missing) is said here once.
 
     ``cpu.numa_nodes`` is left out of a description where it is unknown (so that an
     older description read back keeps its id), but its source still says why.
     """
-    paths: set[str] = {"cpu.numa_nodes"}
+    paths: set[str] = {"cpu.numa_nodes", *(f"resources.{key}" for key in RESOURCE_FIELDS)}
     for key, value in description(hw).items():
         if key == "sources":
             continue

@@ -7,6 +7,7 @@ parsers meet what the kernel and the driver really print.
 from __future__ import annotations
 
 import string
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -282,6 +283,8 @@ class FakeGpu:
         *,
         bus_error: int | None = None,
         clock_error: int | None = None,
+        watts: float | None = 100.0,
+        energy_error: int | None = None,
     ) -> None:
         self.name = name
         self.uuid = uuid
@@ -290,6 +293,13 @@ class FakeGpu:
         self.mem_clock_mhz = mem_clock_mhz
         self.bus_error = bus_error
         self.clock_error = clock_error
+        # The energy counter: millijoules since the driver loaded, growing at ``watts``
+        # (monotonic, as NVML's). ``watts=0`` is a pre-Volta part that reports 0 for
+        # ever (codecarbon#1316); ``energy_error`` (NVML_ERROR_NOT_SUPPORTED) one that raises.
+        self.watts = watts
+        self.energy_error = energy_error
+        self.loaded_at = time.monotonic()
+        self.energy_base_mj = 0 if not watts else 123_456_789
 
 
 # NVML's own figures for real parts (as nvidia-smi and NVML report them).
@@ -297,8 +307,9 @@ def a100(uuid: str = "GPU-5fa8b3c2-1d4e-4f6a-9b7c-0123456789ab") -> FakeGpu:
     return FakeGpu("NVIDIA A100-SXM4-40GB", uuid, 42949672960, 5120, 1215)
 
 
-def h100(uuid: str = "GPU-9c1d2e3f-4a5b-6c7d-8e9f-abcdef012345") -> FakeGpu:
-    return FakeGpu("NVIDIA H100 80GB HBM3", uuid, 85520809984, 5120, 2619)
+def h100(uuid: str = "GPU-9c1d2e3f-4a5b-6c7d-8e9f-abcdef012345", **energy: Any) -> FakeGpu:
+    """``energy``: ``watts`` and/or ``energy_error`` of the energy counter."""
+    return FakeGpu("NVIDIA H100 80GB HBM3", uuid, 85520809984, 5120, 2619, **energy)
 
 
 def l4(uuid: str = "GPU-5f00aa11-2233-4455-6677-8899aabbccdd") -> FakeGpu:
@@ -396,6 +407,16 @@ class FakeNvml:
         if gpu.bus_error is not None:
             raise NVMLError(gpu.bus_error)
         return gpu.bus_bits
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
+        """Millijoules since the driver loaded (an unsigned long long in pynvml)."""
+        gpu = self._gpu(handle)
+        if gpu.energy_error is not None:
+            raise NVMLError(gpu.energy_error)
+        if not gpu.watts:
+            return 0
+        elapsed = time.monotonic() - gpu.loaded_at
+        return gpu.energy_base_mj + int(gpu.watts * elapsed * 1000)
 
     def nvmlDeviceGetMaxClockInfo(self, handle: Any, clock_type: int) -> int:
         gpu = self._gpu(handle)

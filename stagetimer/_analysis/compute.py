@@ -1,0 +1,345 @@
+"""What a suite's stages cost, for the report and for the compute statement of a paper.
+
+``stage_use`` sums one stage's ``resources`` (the report's "used:" lines);
+``compute_statement`` sums every run of a tree per hardware description and per stage
+family: wall time, GPU-hours (wall time x the GPUs the process could see), CPU
+core-hours (recorded CPU time of the process and its waited-for children where the run
+has it, else wall time x logical CPUs, and it says which), and GPU energy where recorded.
+Every rank's run counts: each rank used its own devices. Runs whose ``seconds`` no
+writer could have written count for nothing, as in the report.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
+
+import attrs
+
+from stagetimer._analysis.tree import Artifact, load_tree
+from stagetimer._format import TRAINING_SUFFIX, continued_stage
+from stagetimer._store.records import RunTiming
+from stagetimer._store.rules import is_valid_seconds
+from stagetimer.hardware import Hardware
+
+__all__ = [
+    "FAMILIES",
+    "SHORTEST_FOR_CPU_USE",
+    "Amounts",
+    "ComputeStatement",
+    "HardwareCompute",
+    "StageUse",
+    "compute_statement",
+    "family",
+    "side_by_side",
+    "stage_use",
+    "statement_from",
+    "with_resources",
+]
+
+#: The stage families of a compute statement, in the order it lists them.
+FAMILIES = ("training", "checkpoint", "NashConv", "the rest")
+_JOULES_PER_KWH = 3.6e6
+#: Wall time a stage's runs need in all before their CPU use is shown (seconds): the
+#: counters are read just outside the timed block, a few µs that a 40 µs stage would
+#: show as 1.15.
+SHORTEST_FOR_CPU_USE = 0.01
+
+
+def family(stage: str) -> str:
+    """``training`` (``*_train`` and its continuation), ``checkpoint`` (``checkpoint_*``),
+    ``NashConv`` (``nashconv``) or ``the rest``."""
+    base = continued_stage(stage) or stage
+    if base.endswith(TRAINING_SUFFIX) and base != TRAINING_SUFFIX:
+        return "training"
+    if base.startswith("checkpoint"):
+        return "checkpoint"
+    if base == "nashconv":
+        return "NashConv"
+    return "the rest"
+
+
+def _number(resources: Mapping[str, Any] | None, key: str) -> float | None:
+    """A stored resource value a writer could have written (a finite number ≥ 0), else None."""
+    value: Any = None if resources is None else resources.get(key)
+    if type(value) not in (int, float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a float
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+@attrs.define
+class _Tally:
+    """What a set of runs used, summed over the runs that recorded each figure: the one
+    sum behind the report's ``used:`` lines and ``compare``'s side by side."""
+
+    cpu: float = 0.0
+    #: wall time of the runs with a ``cpu_seconds``, the denominator of the CPU use
+    wall: float = 0.0
+    cpu_runs: int = 0
+    children: float = 0.0
+    children_runs: int = 0
+    energy: float = 0.0
+    energy_runs: int = 0
+    peak: int | None = None
+
+    def add(self, seconds: object, resources: object) -> bool:
+        """Count one run; True when it holds the largest memory peak so far."""
+        if type(resources) is not dict or not is_valid_seconds(seconds):
+            return False
+        if (value := _number(resources, "cpu_seconds")) is not None:
+            self.cpu += value
+            self.wall += seconds
+            self.cpu_runs += 1
+        if (value := _number(resources, "children_cpu_seconds")) is not None:
+            self.children, self.children_runs = self.children + value, self.children_runs + 1
+        if (value := _number(resources, "gpu_energy_joules")) is not None:
+            self.energy, self.energy_runs = self.energy + value, self.energy_runs + 1
+        value = _number(resources, "memory_peak_bytes")
+        if value is not None and (self.peak is None or value > self.peak):
+            self.peak = int(value)
+            return True
+        return False
+
+    @property
+    def empty(self) -> bool:
+        return self.cpu_use is None and not (self.children or self.energy_runs) and (
+            self.peak is None
+        )
+
+    @property
+    def cpu_use(self) -> float | None:
+        """CPU time / wall time; None below ``SHORTEST_FOR_CPU_USE`` of wall time, where
+        the few microseconds of the counters' own reads would show as use."""
+        return self.cpu / self.wall if self.wall >= SHORTEST_FOR_CPU_USE else None
+
+
+@attrs.frozen
+class StageUse:
+    """What one stage's runs used, summed over the runs that recorded it."""
+
+    name: str
+    #: cpu_seconds / seconds over the runs with both (above 1: several threads busy)
+    cpu_use: float | None
+    children_cpu_seconds: float | None
+    #: the largest memory peak of a run, and the memory limit of that run's hardware
+    peak_bytes: int | None
+    limit_bytes: int | None
+    energy_joules: float | None
+    #: runs with energy / runs in all (energy of only some runs is said so)
+    energy_runs: int
+    runs: int
+
+
+def stage_use(
+    name: str, runs: Sequence[RunTiming], hardware: Mapping[str, Hardware | None]
+) -> StageUse | None:
+    """The use of stage ``name``; None when none of its runs recorded any."""
+    tally = _Tally()
+    limit: int | None = None
+    for run in runs:
+        if tally.add(run.seconds, run.resources):
+            hw = hardware.get(run.hardware_id) if run.hardware_id else None
+            limit = hw.memory.limit_bytes if hw is not None else None
+    if tally.empty:
+        return None
+    return StageUse(
+        name=name,
+        cpu_use=tally.cpu_use,
+        children_cpu_seconds=tally.children if tally.children_runs else None,
+        peak_bytes=tally.peak,
+        limit_bytes=limit,
+        energy_joules=tally.energy if tally.energy_runs else None,
+        energy_runs=tally.energy_runs,
+        runs=len(runs),
+    )
+
+
+def _side(runs: Sequence[Any]) -> dict[str, float | None] | None:
+    """One side of ``compare``: CPU use over its runs, children CPU and energy per run,
+    the largest memory peak; None when no run recorded any (raw runs, as parsed)."""
+    tally = _Tally()
+    for run in runs:
+        if type(run) is dict:
+            tally.add(run.get("seconds"), run.get("resources"))
+    if tally.empty:
+        return None
+    return {
+        "cpu_use": tally.cpu_use,
+        "children_cpu_seconds_mean": (
+            tally.children / tally.children_runs if tally.children_runs else None
+        ),
+        "memory_peak_bytes_max": tally.peak,
+        "gpu_energy_joules_mean": tally.energy / tally.energy_runs if tally.energy_runs else None,
+    }
+
+
+def side_by_side(
+    base_runs: Sequence[Any], new_runs: Sequence[Any]
+) -> dict[str, dict[str, float | None] | None] | None:
+    """``{"base": ..., "new": ...}``: what a stage used on each side of a comparison (no
+    verdict: these are not tested), or None when neither side recorded any."""
+    base, new = _side(base_runs), _side(new_runs)
+    return None if base is None and new is None else {"base": base, "new": new}
+
+
+_Compared = TypeVar("_Compared")
+
+
+def with_resources(
+    stages: tuple[_Compared, ...], base: Mapping[str, Any], new: Mapping[str, Any]
+) -> tuple[_Compared, ...]:
+    """``compare``'s stage comparisons (attrs objects with ``name`` and ``resources``), each
+    with what the stage used on both sides (``base``/``new``: the raw stages by name)."""
+    out = []
+    for stage in stages:
+        name = stage.name  # type: ignore[attr-defined]
+        used = side_by_side(base[name]["runs"], new[name]["runs"])
+        out.append(stage if used is None else attrs.evolve(cast(Any, stage), resources=used))
+    return tuple(out)
+
+
+@attrs.define
+class Amounts:
+    """Sums over a set of runs on one hardware description."""
+
+    runs: int = 0
+    wall_seconds: float = 0.0
+    gpu_hours: float = 0.0
+    cpu_core_hours: float = 0.0
+    #: runs whose core-hours come from recorded CPU time, the others from wall x CPUs
+    cpu_recorded_runs: int = 0
+    energy_kwh: float = 0.0
+    energy_runs: int = 0
+
+    def add(self, run: RunTiming, gpus: int, logical_cpus: int) -> None:
+        hours = run.seconds / 3600.0
+        self.runs += 1
+        self.wall_seconds += run.seconds
+        self.gpu_hours += hours * gpus
+        cpu = _number(run.resources, "cpu_seconds")
+        if cpu is not None:
+            cpu += _number(run.resources, "children_cpu_seconds") or 0.0
+            self.cpu_core_hours += cpu / 3600.0
+            self.cpu_recorded_runs += 1
+        else:
+            self.cpu_core_hours += hours * logical_cpus
+        joules = _number(run.resources, "gpu_energy_joules")
+        if joules is not None:
+            self.energy_kwh += joules / _JOULES_PER_KWH
+            self.energy_runs += 1
+
+    @property
+    def cpu_source(self) -> str:
+        """How the CPU core-hours were found, in words."""
+        if self.cpu_recorded_runs == self.runs:
+            return "recorded CPU time"
+        if not self.cpu_recorded_runs:
+            return "wall time x logical CPUs"
+        return (
+            f"recorded CPU time for {self.cpu_recorded_runs} of {self.runs} runs, "
+            "wall time x logical CPUs for the others"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs,
+            "wall_seconds": self.wall_seconds,
+            "gpu_hours": self.gpu_hours,
+            "cpu_core_hours": self.cpu_core_hours,
+            "cpu_core_hours_source": self.cpu_source,
+            "cpu_recorded_runs": self.cpu_recorded_runs,
+            "energy_kwh": self.energy_kwh if self.energy_runs else None,
+            "energy_runs": self.energy_runs,
+        }
+
+
+@attrs.define
+class HardwareCompute:
+    """One hardware description and what its runs cost, in total and per stage family."""
+
+    hardware_id: str
+    cpu_model: str | None
+    logical_cpus: int
+    gpu_count: int
+    #: distinct GPU names, in the description's order
+    gpu_names: tuple[str, ...]
+    memory_limit_bytes: int | None
+    total: Amounts = attrs.Factory(Amounts)
+    families: dict[str, Amounts] = attrs.Factory(dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hardware_id": self.hardware_id,
+            "cpu_model": self.cpu_model,
+            "logical_cpus": self.logical_cpus,
+            "gpu_count": self.gpu_count,
+            "gpu_names": list(self.gpu_names),
+            "memory_limit_bytes": self.memory_limit_bytes,
+            "total": self.total.to_dict(),
+            "families": {name: self.families[name].to_dict() for name in FAMILIES
+                         if name in self.families},
+        }
+
+
+@attrs.define
+class ComputeStatement:
+    """Per hardware description, what the runs under some paths cost."""
+
+    hardware: list[HardwareCompute]
+    #: runs left out: no hardware_id, or one the hardware sidecar does not describe
+    undescribed_runs: int = 0
+    #: runs left out because their ``seconds`` is one no writer could have written
+    invalid_runs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hardware": [h.to_dict() for h in self.hardware],
+            "undescribed_runs": self.undescribed_runs,
+            "invalid_runs": self.invalid_runs,
+        }
+
+
+def _describe(hardware_id: str, hw: Hardware) -> HardwareCompute:
+    names = tuple(dict.fromkeys(g.name for g in hw.gpus if g.name))
+    return HardwareCompute(
+        hardware_id, hw.cpu.model_name, hw.cpu.logical_cpus, len(hw.gpus), names,
+        hw.memory.limit_bytes,
+    )
+
+
+def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
+    """The compute statement of artifacts already read (``load_tree``)."""
+    found: dict[str, HardwareCompute] = {}
+    statement = ComputeStatement([])
+    for artifact in artifacts:
+        described = artifact.hardware.hardware
+        for name, stage in artifact.timings.stages.items():
+            kind = family(name)
+            for run in stage.runs:
+                if not is_valid_seconds(run.seconds):
+                    statement.invalid_runs += 1
+                    continue
+                hw = described.get(run.hardware_id) if run.hardware_id else None
+                if hw is None or run.hardware_id is None:
+                    statement.undescribed_runs += 1
+                    continue
+                entry = found.get(run.hardware_id)
+                if entry is None:
+                    entry = found[run.hardware_id] = _describe(run.hardware_id, hw)
+                gpus, cpus = entry.gpu_count, entry.logical_cpus
+                entry.total.add(run, gpus, cpus)
+                entry.families.setdefault(kind, Amounts()).add(run, gpus, cpus)
+    statement.hardware = sorted(found.values(), key=lambda h: -h.total.wall_seconds)
+    return statement
+
+
+def compute_statement(*paths: str | os.PathLike[str]) -> ComputeStatement:
+    """The compute statement of every artifact directory at or under ``paths`` (errors as
+    ``load_tree``)."""
+    return statement_from(load_tree(*paths))

@@ -1,0 +1,214 @@
+"""What a stage used besides wall time, read from counters the system keeps at its boundaries.
+
+``start()`` is called as a recorded stage is entered and ``finish(start())`` as it ends
+normally; ``finish`` gives the run's ``resources``. No thread samples anything:
+
+- ``cpu_seconds``: ``getrusage(RUSAGE_SELF)`` user + system time, every thread of the
+  process (``getrusage(2)``; microseconds, unlike ``os.times``' clock ticks).
+- ``children_cpu_seconds``: ``getrusage(RUSAGE_CHILDREN)``, the children that ended and
+  were waited for during the stage. A child still running at the exit is not in it.
+- ``memory_peak_bytes``: the process's cgroup v2 ``memory.peak``, opened per stage and
+  reset by writing to that open file (Linux 6.12+: the reset is the file's own, nested
+  stages and other readers keep theirs); else the process's resident high-water mark
+  when the stage raised it. That mark is ``VmHWM`` of ``/proc/self/status``; reading the
+  file costs ~20 µs, so it is read once and, where ``getrusage``'s ``ru_maxrss`` mirrors
+  it, ``ru_maxrss`` is read instead (~1 µs). The kernel computes ``ru_maxrss`` as the
+  larger of the mark and the peak inherited across ``exec`` (``kernel/sys.c``
+  ``getrusage``): once the mark reaches the inherited value the two are the same number.
+  A lifetime peak is never taken for a stage's; nothing that resets for every reader
+  is written.
+- ``gpu_energy_joules``: NVML's total-energy counter of the visible GPUs (millijoules).
+  NVML is initialised once per process and left initialised (NVML counts its users).
+
+What cannot be measured is absent, never 0; why is said once, in the hardware
+description's ``sources`` (``stagetimer.hardware._resources``). The decision which
+counters to read is made at the first recorded stage of a process (again in a forked
+child) and costs that stage the probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import resource
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["Probe", "finish", "probe", "start", "use"]
+
+_getrusage = resource.getrusage
+_SELF = resource.RUSAGE_SELF
+_CHILDREN = resource.RUSAGE_CHILDREN
+_OPEN_FLAGS = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
+
+
+class Probe:
+    """Which counters this process reads, decided once."""
+
+    __slots__ = ("energy", "mirror", "nvml", "peak_path")
+
+    def __init__(self, peak_path: str | None, nvml: Any, energy: list[Any] | None) -> None:
+        #: where the resettable cgroup v2 memory.peak lies (a host path), or None
+        self.peak_path = peak_path
+        #: whether ru_maxrss equals VmHWM (see the module's docstring)
+        self.mirror = False
+        self.nvml = nvml
+        #: NVML handles of the visible GPUs, every one with the energy counter, or None
+        self.energy = energy
+
+
+_probe: Probe | None = None
+
+
+def _vmhwm_kib() -> int | None:
+    """``VmHWM`` of ``/proc/self/status`` in KiB (``proc(5)``), None where there is none."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    at = text.find(b"\nVmHWM:")
+    end = text.find(b"kB", at)
+    if at < 0 or end < 0:
+        return None
+    try:
+        return int(text[at + 7 : end])
+    except ValueError:  # a kernel that printed something else: no mark
+        return None
+
+
+def _open_energy(environ: Mapping[str, str], nvml: Any) -> tuple[Any, list[Any] | None]:
+    from stagetimer.hardware._resources import energy_handles
+
+    if nvml is None:
+        try:
+            nvml = importlib.import_module("pynvml")
+        except ImportError:
+            return None, None
+    try:
+        nvml.nvmlInit()
+    except Exception:  # NVMLError or a broken library inside ctypes: no energy
+        return None, None
+    handles = energy_handles(nvml, environ)[0]
+    if handles is None:
+        with contextlib.suppress(Exception):  # nothing to undo when NVML will not shut down
+            nvml.nvmlShutdown()
+        return None, None
+    return nvml, handles
+
+
+def probe(
+    root: str = "/", environ: Mapping[str, str] | None = None, nvml: Any = None
+) -> Probe:
+    """Decide which counters to read (the live system by default; a fixture in tests)."""
+    from stagetimer.hardware._resources import memory_peak_file, open_path
+
+    path = memory_peak_file(root)[0]
+    nvml, energy = _open_energy(os.environ if environ is None else environ, nvml)
+    found = Probe(None if path is None else open_path(root, path), nvml, energy)
+    hwm = _vmhwm_kib()
+    found.mirror = hwm is not None and hwm >= _getrusage(_SELF).ru_maxrss
+    return found
+
+
+def use(found: Probe | None) -> None:
+    """Read ``found``'s counters from now on (None: probe again at the next stage)."""
+    global _probe
+    _probe = found
+
+
+def _energy_mj(found: Probe) -> int | None:
+    nvml = found.nvml
+    try:
+        return sum(int(nvml.nvmlDeviceGetTotalEnergyConsumption(h)) for h in found.energy or ())
+    except Exception:  # a GPU lost mid-run: this stage has no energy
+        return None
+
+
+def start() -> tuple[Any, ...]:
+    """The counters at a stage's entry (an opaque tuple for ``finish``)."""
+    found = _probe
+    if found is None:
+        try:
+            found = probe()
+        except Exception:  # a probe must never fail a stage: read only getrusage then
+            found = Probe(None, None, None)
+        use(found)
+    fd = None
+    if found.peak_path is not None:
+        try:
+            fd = os.open(found.peak_path, _OPEN_FLAGS)
+            os.write(fd, b"reset\n")
+        except OSError:
+            # The file would not reset (a kernel without the per-file reset, no write
+            # permission): this process uses the high-water mark from now on.
+            if fd is not None:
+                os.close(fd)
+            fd = None
+            found.peak_path = None
+    energy = _energy_mj(found) if found.energy is not None else None
+    children = _getrusage(_CHILDREN)
+    hwm = None if found.mirror else _vmhwm_kib()
+    # The process's CPU time last here and first in finish(): its window is the clock's
+    # (perf_counter is read right after and right before), give or take one call.
+    mine = _getrusage(_SELF)
+    if found.mirror:
+        hwm = mine.ru_maxrss
+    return (
+        found, mine.ru_utime + mine.ru_stime, children.ru_utime + children.ru_stime,
+        hwm, fd, energy,
+    )
+
+
+def _cgroup_peak(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 64, 0)
+    except OSError:  # also a descriptor the program closed behind our back (closerange)
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    try:
+        return int(text) or None
+    except ValueError:
+        return None
+
+
+def finish(began: tuple[Any, ...]) -> dict[str, Any]:
+    """The run's ``resources``: what the stage used since ``began = start()``."""
+    found, cpu0, children0, hwm0, fd, energy0 = began
+    mine = _getrusage(_SELF)
+    children = _getrusage(_CHILDREN)
+    used: dict[str, Any] = {
+        "cpu_seconds": round(max(mine.ru_utime + mine.ru_stime - cpu0, 0.0), 6),
+        "children_cpu_seconds": round(
+            max(children.ru_utime + children.ru_stime - children0, 0.0), 6
+        ),
+    }
+    if fd is not None:
+        peak = _cgroup_peak(fd)
+    else:
+        hwm = mine.ru_maxrss if found.mirror else _vmhwm_kib()
+        # A mark the stage raised is the stage's peak; one it did not raise is older.
+        peak = hwm * 1024 if hwm is not None and hwm0 is not None and hwm > hwm0 else None
+        if not found.mirror and hwm is not None and hwm >= mine.ru_maxrss:
+            found.mirror = True  # the mark passed the inherited peak: they are one now
+    if peak is not None:
+        used["memory_peak_bytes"] = peak
+    if energy0 is not None:
+        energy = _energy_mj(found)
+        # A counter that did not move cannot tell the stage's energy: absent, not 0.
+        if energy is not None and energy > energy0:
+            used["gpu_energy_joules"] = round((energy - energy0) / 1000.0, 3)
+    return used
+
+
+def _reset_after_fork() -> None:
+    """A forked child probes again: NVML handles are not the child's, its cgroup may differ."""
+    global _probe
+    _probe = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

@@ -1,0 +1,242 @@
+"""What stages cost, as text: the report's "used:" lines and ``stagetimer compute``.
+
+The compute statement comes as plain text (default), GitHub Markdown, LaTeX (booktabs)
+or JSON; each form ends with a sentence a person can paste into a paper's compute
+statement. Text from the files (CPU and GPU names) is escaped for the terminal and, in
+LaTeX, for TeX.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from stagetimer._analysis.compute import (
+    FAMILIES,
+    Amounts,
+    ComputeStatement,
+    HardwareCompute,
+    StageUse,
+    stage_use,
+)
+from stagetimer._analysis.report import ArtifactReport
+from stagetimer._escape import escape_text
+from stagetimer._render.duration import format_duration
+from stagetimer.hardware import format_bytes
+from stagetimer.hardware._units import significant
+
+__all__ = ["render_compute", "sentence", "use_line", "used_lines", "used_side_by_side"]
+
+_HEADER = ("stages", "runs", "wall time", "GPU-hours", "CPU core-hours", "GPU energy")
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "\N{MULTIPLICATION SIGN}": r"$\times$",
+}
+
+
+def _joules(value: float) -> str:
+    for unit, size in (("MJ", 1e6), ("kJ", 1e3)):
+        if value >= size:
+            return f"{significant(value / size)} {unit}"
+    return f"{significant(value)} J"
+
+
+def use_line(use: StageUse) -> str:
+    """``ippo_train: CPU use 1.85 (CPU time / wall time), children 12.3 s CPU, peak
+    14.2 GiB of 16 GiB, GPU energy 312 kJ`` (the report's "used:" block)."""
+    parts = []
+    if use.cpu_use is not None:
+        parts.append(f"CPU use {significant(use.cpu_use)} (CPU time / wall time)")
+    if use.children_cpu_seconds:
+        parts.append(f"children {format_duration(use.children_cpu_seconds)} CPU")
+    if use.peak_bytes is not None:
+        limit = (
+            f"of {format_bytes(use.limit_bytes)}" if use.limit_bytes else "(no memory limit known)"
+        )
+        parts.append(f"peak {format_bytes(use.peak_bytes)} {limit}")
+    if use.energy_joules is not None:
+        energy = f"GPU energy {_joules(use.energy_joules)}"
+        if use.energy_runs < use.runs:
+            energy += f" ({use.energy_runs} of {use.runs} runs)"
+        parts.append(energy)
+    return f"{use.name}: " + ", ".join(parts)
+
+
+def used_lines(report: ArtifactReport) -> list[str]:
+    """The report's ``used:`` block: one line per stage whose runs recorded resources."""
+    uses = [stage_use(s.name, report.runs(s.name), report.hardware) for s in report.stages]
+    shown = [f"    {use_line(use)}" for use in uses if use is not None]
+    return ["  used:", *shown] if shown else []
+
+
+_CHILDREN = "children_cpu_seconds_mean"  # shown only where a child used CPU
+_SIDE_FIGURES = (
+    ("cpu_use", "CPU use", significant),
+    ("children_cpu_seconds_mean", "children CPU per run", format_duration),
+    ("memory_peak_bytes_max", "peak", format_bytes),
+    ("gpu_energy_joules_mean", "GPU energy per run", _joules),
+)
+
+
+def used_side_by_side(sides: dict[str, Any]) -> str:
+    """``CPU use 0.98 -> 1.9, peak 3.2 GiB -> 2.9 GiB`` for a stage of ``compare`` (no
+    verdict); ``-`` where a side did not record a figure."""
+    parts = []
+    for key, words, shown in _SIDE_FIGURES:
+        values = [None if side is None else side.get(key) for side in
+                  (sides.get("base"), sides.get("new"))]
+        if any(v is not None for v in values) and (key != _CHILDREN or any(values)):
+            base, new = ("-" if v is None else shown(v) for v in values)
+            parts.append(f"{words} {base} -> {new}")
+    return ", ".join(parts)
+
+
+def _machine(hw: HardwareCompute) -> str:
+    """``4 x NVIDIA H100 80GB HBM3 with AMD EPYC 9654 (64 logical CPUs, 512 GiB memory
+    limit)``."""
+    cpu = hw.cpu_model or "an unnamed CPU"
+    details = [f"{hw.logical_cpus} logical CPUs"]
+    details.append(
+        f"{format_bytes(hw.memory_limit_bytes)} memory limit"
+        if hw.memory_limit_bytes else "no memory limit known"
+    )
+    if not hw.gpu_count:
+        return f"{cpu} ({', '.join(details)}; no GPU)"
+    names = " + ".join(hw.gpu_names) or "unnamed GPU"
+    return f"{hw.gpu_count} \N{MULTIPLICATION SIGN} {names} with {cpu} ({', '.join(details)})"
+
+
+def _hours(value: float) -> str:
+    return significant(value) if value >= 0.01 or value == 0 else f"{value:.2g}"
+
+
+def _cells(name: str, amounts: Amounts, gpus: bool) -> list[str]:
+    energy = "-"
+    if amounts.energy_runs:
+        energy = f"{_hours(amounts.energy_kwh)} kWh"
+        if amounts.energy_runs < amounts.runs:
+            energy += f" ({amounts.energy_runs} of {amounts.runs} runs)"
+    cpu = _hours(amounts.cpu_core_hours)
+    if amounts.cpu_recorded_runs < amounts.runs:
+        cpu += "*"  # estimated from wall time x logical CPUs, at least in part
+    return [
+        name, str(amounts.runs), format_duration(amounts.wall_seconds),
+        _hours(amounts.gpu_hours) if gpus else "-", cpu, energy,
+    ]
+
+
+def _rows(hw: HardwareCompute) -> list[list[str]]:
+    rows = [
+        _cells(name, hw.families[name], bool(hw.gpu_count))
+        for name in FAMILIES if name in hw.families
+    ]
+    rows.append(_cells("all", hw.total, bool(hw.gpu_count)))
+    return rows
+
+
+def _footnote(hw: HardwareCompute) -> str:
+    return f"CPU core-hours: {hw.total.cpu_source}" + (
+        " (* marks estimates)" if hw.total.cpu_recorded_runs < hw.total.runs else ""
+    )
+
+
+def sentence(statement: ComputeStatement) -> str:
+    """The sentence to paste: ``Experiments ran on 4 x NVIDIA H100 ... ; training took 312
+    GPU-hours in all; in total 350 GPU-hours, ...``."""
+    if not statement.hardware:
+        return "No run with a described hardware was found."
+    said = []
+    for hw in statement.hardware:
+        total = hw.total
+        what = [f"{format_duration(total.wall_seconds)} of wall time"]
+        if hw.gpu_count:
+            what.append(f"{_hours(total.gpu_hours)} GPU-hours")
+        what.append(f"{_hours(total.cpu_core_hours)} CPU core-hours")
+        if total.energy_runs:
+            energy = f"{_hours(total.energy_kwh)} kWh of GPU energy"
+            if total.energy_runs < total.runs:
+                energy += f" (measured for {total.energy_runs} of {total.runs} runs)"
+            what.append(energy)
+        text = f"Experiments ran on {_machine(hw)}; they took " + ", ".join(what)
+        training = hw.families.get("training")
+        if training is not None and hw.gpu_count:
+            text += f"; training took {_hours(training.gpu_hours)} GPU-hours in all"
+        elif training is not None:
+            text += f"; training took {format_duration(training.wall_seconds)} of wall time"
+        said.append(text + ".")
+    return " ".join(said)
+
+
+def _text(statement: ComputeStatement) -> list[str]:
+    lines: list[str] = []
+    for hw in statement.hardware:
+        lines += [f"{hw.hardware_id}: {_machine(hw)}"]
+        rows = [list(_HEADER), *_rows(hw)]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
+        for row in rows:
+            cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:],
+                                                                              strict=True)]
+            lines.append("  " + "  ".join(cells).rstrip())
+        lines += [f"  {_footnote(hw)}", ""]
+    return lines
+
+
+def _markdown(statement: ComputeStatement) -> list[str]:
+    lines: list[str] = []
+    for hw in statement.hardware:
+        lines += [f"**{_md(_machine(hw))}** (`{hw.hardware_id}`)", ""]
+        lines.append("| " + " | ".join(_HEADER) + " |")
+        lines.append("|" + "|".join([":---"] + ["---:"] * (len(_HEADER) - 1)) + "|")
+        lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in _rows(hw)]
+        lines += ["", _md(_footnote(hw)), ""]
+    return lines
+
+
+def _md(text: str) -> str:
+    """Text as GitHub Markdown shows it literally: ``|``, ``*`` and ``_`` escaped (names
+    come from the files; a table cell ends at ``|``)."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+
+
+def _tex(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def _latex(statement: ComputeStatement) -> list[str]:
+    lines = ["% the compute statement; needs \\usepackage{booktabs}"]
+    for hw in statement.hardware:
+        lines += [
+            f"% {_tex(hw.hardware_id)}", f"{_tex(_machine(hw))}\\par", "",
+            "\\begin{tabular}{lrrrrr}", "\\toprule",
+            " & ".join(map(_tex, _HEADER)) + r" \\", "\\midrule",
+            *(" & ".join(map(_tex, row)) + r" \\" for row in _rows(hw)),
+            "\\bottomrule", "\\end{tabular}\\par", f"{_tex(_footnote(hw))}\\par", "",
+        ]
+    return lines
+
+
+def _left_out(statement: ComputeStatement) -> list[str]:
+    notes = []
+    if statement.undescribed_runs:
+        notes.append(f"{statement.undescribed_runs} run(s) left out: hardware not described")
+    if statement.invalid_runs:
+        notes.append(f"{statement.invalid_runs} run(s) left out: seconds no writer stores")
+    return notes
+
+
+def render_compute(statement: ComputeStatement, form: str = "text") -> str:
+    """The statement as ``text``, ``markdown``, ``latex`` or ``json``."""
+    if form == "json":
+        data = statement.to_dict()
+        data["sentence"] = sentence(statement)
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
+    paste = sentence(statement)
+    notes = _left_out(statement)
+    if form == "markdown":
+        lines = [*_markdown(statement), *(f"_{n}_\n" for n in notes), paste]
+    elif form == "latex":
+        lines = [*_latex(statement), *(f"% {n}" for n in notes), _tex(paste)]
+    else:
+        lines = [*_text(statement), *notes, "", "To paste:", paste]
+    return "\n".join(map(escape_text, lines)) + "\n"

@@ -1,0 +1,143 @@
+"""Which counters can say what a stage used, and why a missing one is missing.
+
+A recorder reads these counters at each stage's boundaries (``stagetimer._record.resources``);
+the hardware capture states once, in ``sources``, which of them this process uses:
+
+- CPU time: ``getrusage(2)`` ``RUSAGE_SELF`` (every thread of the process) and
+  ``RUSAGE_CHILDREN`` (children that ended and were waited for), in microseconds.
+- Memory peak: cgroup v2 ``memory.peak`` of the process's own group, which since Linux
+  6.12 a reader resets for its own open file only by writing to it (kernel
+  ``Documentation/admin-guide/cgroup-v2.rst``, "memory.peak"), so nested stages and other
+  readers each keep their own peak. Else the process's resident high-water mark
+  (``VmHWM``, ``proc(5)``), used only when the stage raised it. Never a counter that
+  resets for everyone: v1 ``memory.max_usage_in_bytes`` and ``/proc/self/clear_refs``
+  are what the program and Slurm's accounting read.
+- GPU energy: NVML's ``nvmlDeviceGetTotalEnergyConsumption`` (millijoules since the
+  driver loaded, Volta and later), summed over the visible GPUs. Older parts raise
+  ``NVMLError_NotSupported`` or report 0 (codecarbon#1316): no counter.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from stagetimer.hardware._cgroup import Cgroups, locate
+from stagetimer.hardware._files import host_path, read_text
+from stagetimer.hardware._gpu import select_visible
+
+__all__ = [
+    "CHILDREN_SOURCE",
+    "CPU_SOURCE",
+    "energy_handles",
+    "memory_peak_file",
+    "open_path",
+    "resource_sources",
+]
+
+CPU_SOURCE = "getrusage(RUSAGE_SELF) ru_utime + ru_stime at the stage's entry and exit"
+CHILDREN_SOURCE = (
+    "getrusage(RUSAGE_CHILDREN) ru_utime + ru_stime: children that ended and were waited for"
+)
+_RELEASE = re.compile(r"(\d+)\.(\d+)")
+#: The first Linux release whose memory.peak resets per open file (commit c6f53ed8f213,
+#: "mm, memcg: cg2 memory{.swap,}.peak write handlers").
+_PEAK_RESET_SINCE = (6, 12)
+_HWM = (
+    "VmHWM of /proc/self/status (read as getrusage ru_maxrss where that mirrors it), "
+    "only when the stage raised it"
+)
+
+
+def _kernel_release(root: str) -> tuple[int, int] | None:
+    text = read_text(root, "/proc/sys/kernel/osrelease")
+    match = _RELEASE.match(text.strip()) if text else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def memory_peak_file(root: str, cgroups: Cgroups | str | None = None) -> tuple[str | None, str]:
+    """``(path, source)``: the process's cgroup v2 ``memory.peak`` that resets per open
+    file (the system path; open it as ``host_path(root, path)``), or ``(None, why not)``
+    with the fall-back this process uses instead."""
+    located = locate(root, "memory", cgroups)
+    if isinstance(located, str):
+        return None, f"{_HWM} (no cgroup v2 memory.peak: {located})"
+    if located.version != 2:
+        return None, (
+            f"{_HWM} (memory is on cgroup v1, whose memory.max_usage_in_bytes "
+            "resets for every reader: never written)"
+        )
+    release = _kernel_release(root)
+    if release is None or release < _PEAK_RESET_SINCE:
+        said = "unknown" if release is None else f"{release[0]}.{release[1]}"
+        return None, (
+            f"{_HWM} (memory.peak resets per open file only since Linux 6.12; "
+            f"this kernel: {said})"
+        )
+    path = posixpath.join(located.dirs[0], "memory.peak")
+    if read_text(root, path) is None:
+        # The root group has no memory.peak (cgroup-v2.rst: "exists on non-root cgroups").
+        return None, f"{_HWM} ({path} does not exist)"
+    if not os.access(host_path(root, path), os.W_OK):
+        # A reset is a write; a group that is not delegated to the user (Slurm's job
+        # groups belong to root) cannot be reset by the job's own processes.
+        return None, f"{_HWM} ({path} is not writable by this user: no per-stage reset)"
+    return path, f"{path} of the process's cgroup, reset per open file at each stage's entry"
+
+
+def _counter(nvml: Any, handle: Any) -> int | None:
+    error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
+    try:
+        value = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+    except (error, AttributeError):
+        return None
+    return int(value) if value else None  # 0: a part without the counter (pre-Volta)
+
+
+def energy_handles(nvml: Any, environ: Mapping[str, str]) -> tuple[list[Any] | None, str]:
+    """``(handles, source)`` of the visible GPUs when every one has the energy counter,
+    else ``(None, why not)``. NVML must be initialised by the caller."""
+    error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and not visible.strip():
+        return None, "no GPU visible (CUDA_VISIBLE_DEVICES is empty)"
+    try:
+        count = int(nvml.nvmlDeviceGetCount())
+        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        uuids: list[str | None] = []
+        for handle in handles:
+            uuid = nvml.nvmlDeviceGetUUID(handle)
+            uuids.append(uuid.decode() if isinstance(uuid, bytes) else str(uuid))
+    except (error, OSError, ValueError) as err:  # OSError: a broken library inside ctypes
+        return None, f"NVML cannot list the GPUs: {type(err).__name__}"
+    chosen = [handles[index] for index, _ in select_visible(visible, uuids)[0]]
+    if not chosen:
+        return None, "no GPU visible"
+    for slot, handle in enumerate(chosen):
+        if _counter(nvml, handle) is None:
+            return None, (
+                f"gpus[{slot}] has no energy counter (nvmlDeviceGetTotalEnergyConsumption "
+                "not supported or 0: NVIDIA Volta and later have one)"
+            )
+    return chosen, (
+        f"nvmlDeviceGetTotalEnergyConsumption (millijoules) summed over the {len(chosen)} "
+        "visible GPU(s) at the stage's entry and exit"
+    )
+
+
+def resource_sources(peak_source: str, energy_source: str) -> dict[str, str]:
+    """The ``sources`` entries of the four per-run resource values."""
+    return {
+        "resources.cpu_seconds": CPU_SOURCE,
+        "resources.children_cpu_seconds": CHILDREN_SOURCE,
+        "resources.memory_peak_bytes": peak_source,
+        "resources.gpu_energy_joules": energy_source,
+    }
+
+
+def open_path(root: str, path: str) -> str:
+    """Where ``memory_peak_file``'s system path lies under ``root``."""
+    return host_path(root, path)
