@@ -20,7 +20,7 @@ from stagetimer._format import LEGACY_KEYS, RUN_FIELDS
 
 __all__ = ["MetadataDifference", "metadata_differences"]
 
-_NOT_METADATA = frozenset(RUN_FIELDS) | frozenset(LEGACY_KEYS) | {"resources"}
+_NOT_METADATA = frozenset(RUN_FIELDS) | frozenset(LEGACY_KEYS)
 #: what stands for "no such key in a run": no JSON text is empty
 _ABSENT_TEXT, _ABSENT = "", "(absent)"
 
