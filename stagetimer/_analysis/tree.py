@@ -3,8 +3,10 @@
 The report, ``stagetimer table``, ``to_records`` and ``compare`` all stand on
 ``scan_tree``. An artifact directory is one holding ``timings.json``. The walk
 follows directory symlinks (an artifact directory linked into a suite is part of
-it) and never loops: a directory already entered on the way down is not entered
-again. A directory reached twice (``report D D``, ``report exp exp/pursuit``, or a
+it) and enters each real directory once, known by ``(st_dev, st_ino)`` whatever the
+links that reach it: links to each other (a link bomb), back up the tree or to
+``/`` (an ancestor of every path, never entered) cost one ``stat`` each. A directory
+reached twice (``report D D``, ``report exp exp/pursuit``, or a
 link to a sibling) is listed once, under the first path that reached it; repeats
 are not errors. Reading never writes, not even a lock file: the sidecars are
 replaced atomically, so a reader sees a whole old or a whole new file.
@@ -87,22 +89,42 @@ def _is_rescue_file(name: str) -> bool:
     return name.startswith(RESCUE_PREFIX) and name.endswith(RESCUE_SUFFIX)
 
 
+def _ancestors(root: str) -> set[_Key]:
+    """The keys of ``root``'s real directory and of every directory above it, up to ``/``.
+
+    A link to any of them leads back to a directory the walk is already in.
+    """
+    keys: set[_Key] = set()
+    path = os.path.realpath(root)
+    while True:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            keys.add((st.st_dev, st.st_ino))
+        parent = os.path.dirname(path)
+        if parent == path:
+            return keys
+        path = parent
+
+
 def _walk(
     root: str, problems: list[Problem], rescued: list[str]
 ) -> list[tuple[tuple[str, ...], str]]:
     """``(relative parts, directory)`` of every directory holding ``timings.json`` under
-    ``root``, following directory links; a directory on the current path is not re-entered.
+    ``root``, following directory links; each real directory is entered once.
 
     Directories holding rescue files (records a failed save kept) go to ``rescued``.
+    Iterative (a stack, not recursion): depth costs no Python frames.
     """
     found: list[tuple[tuple[str, ...], str]] = []
-
-    def visit(directory: str, parts: tuple[str, ...], ancestors: frozenset[_Key]) -> None:
+    visited = _ancestors(root)
+    stack: list[tuple[str, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        directory, parts = stack.pop()
         try:
             entries = list(os.scandir(directory))
         except OSError as exc:
             problems.append(_os_problem(exc, directory))
-            return
+            continue
         subdirs: list[tuple[str, os.DirEntry[str]]] = []
         rescue_here = False
         for entry in entries:
@@ -120,6 +142,7 @@ def _walk(
         if rescue_here:
             rescued.append(directory)
         subdirs.sort()
+        below: list[tuple[str, tuple[str, ...]]] = []
         for name, entry in subdirs:
             try:
                 st = entry.stat()
@@ -127,16 +150,11 @@ def _walk(
                 problems.append(_os_problem(exc, entry.path))
                 continue
             key = (st.st_dev, st.st_ino)
-            if key in ancestors:  # a link back up the tree: a cycle
+            if key in visited:  # reached before, by this path or a link
                 continue
-            visit(entry.path, (*parts, name), ancestors | {key})
-
-    try:
-        st = os.stat(root)
-    except OSError as exc:
-        problems.append(_os_problem(exc, root))
-        return found
-    visit(root, (), frozenset({(st.st_dev, st.st_ino)}))
+            visited.add(key)
+            below.append((entry.path, (*parts, name)))
+        stack.extend(reversed(below))  # depth first, in name order
     found.sort()
     return found
 

@@ -165,12 +165,18 @@ def _recover(commands: _Commands) -> None:
     command = commands.add_parser(
         "recover",
         help="fold rescue files back into timings.json",
-        description="Store the records of every timings.rescue-*.json in each DIR (written "
-        "where a save failed) into DIR/timings.json, under its lock and with the rules of "
-        "the recorder that wrote them, then remove each rescue file. A record already "
-        "stored is not stored again: running it twice changes nothing.",
+        description="Put the records of every timings.rescue-*.json in each DIR (written "
+        "where a save failed) back into DIR/timings.json where they are missing (by stage, "
+        "run_idx, label and rank: a run saved since is never replaced), under its lock, "
+        "then remove each rescue file. Files whose writer still runs, files another user "
+        "owns (unless --trust-owner names that user) and records no writer could have "
+        "written are named and left alone. Running it twice changes nothing.",
     )
     command.add_argument("directories", nargs="+", metavar="DIR", help="an artifact directory")
+    command.add_argument(
+        "--trust-owner", action="append", default=[], metavar="USER", dest="owners",
+        help="also fold rescue files that USER (a name or uid) owns; repeatable",
+    )
     command.set_defaults(run=recover.run, parser=command)
 
 

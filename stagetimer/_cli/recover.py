@@ -1,4 +1,8 @@
-"""``stagetimer recover DIR…``: fold rescue files back into ``timings.json``."""
+"""``stagetimer recover DIR…``: fold rescue files back into ``timings.json``.
+
+Names of files and records come from a directory anyone in the group may write to:
+they are printed escaped (``_escape.escape_text``), never raw to the terminal.
+"""
 
 from __future__ import annotations
 
@@ -11,25 +15,37 @@ __all__ = ["run"]
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Recover each directory in turn; 1 if one of them could not be recovered."""
+    """Recover each directory in turn; 1 if a directory could not be recovered or a
+    record was refused (it stays in its rescue file), else 0. Files left alone (their
+    writer runs, another user owns them) are named on standard error and are not errors.
+    """
     from stagetimer._errors import StageTimerError
+    from stagetimer._escape import escape_text as esc
     from stagetimer._store.rescue import recover
 
     status = 0
     for directory in args.directories:
         try:
-            done = recover(directory)
+            done = recover(directory, owners=args.owners)
         except (StageTimerError, OSError) as exc:
-            error("recover", str(exc))
+            error("recover", esc(str(exc)))
             status = 1
             continue
+        target = esc(os.path.join(directory, "timings.json"))
         for item in done:
+            path = esc(item.path)
+            if item.skipped is not None:
+                error("recover", f"{path}: left alone: {esc(item.skipped)}")
+                continue
+            for refusal in item.refused:
+                error("recover", f"{path}: refused, not stored: {esc(refusal)}")
+                status = 1
             print(
-                f"{item.path}: {item.stored} record(s) stored into "
-                f"{os.path.join(directory, 'timings.json')}"
+                f"{path}: {item.stored} record(s) stored into {target}"
                 + (f", {item.already} already there" if item.already else "")
-                + "; rescue file removed"
+                + ("; rescue file kept (refused records)" if item.refused else
+                   "; rescue file removed")
             )
         if not done:
-            print(f"{directory}: no rescue file, nothing to recover")
+            print(f"{esc(directory)}: no rescue file, nothing to recover")
     return status

@@ -13,7 +13,14 @@ import attrs
 
 from stagetimer._store.rules import is_stage
 
-__all__ = ["LikelyMistakes", "appended_again", "find_duplicate", "unindexed_again"]
+__all__ = [
+    "LikelyMistakes",
+    "appended_again",
+    "find_duplicate",
+    "find_overtaken",
+    "reset_dropped",
+    "unindexed_again",
+]
 
 
 @attrs.define(eq=False)
@@ -38,6 +45,10 @@ class LikelyMistakes:
     def appended_again(self, name: str, run_idx: int) -> None:
         """Under ``sequential``: a run k > 0 appended beside a run k already on disk."""
         self._say(name, "duplicate", appended_again(name, run_idx))
+
+    def reset_dropped(self, name: str, run_idxs: tuple[int, ...]) -> None:
+        """Under ``sequential``: a run 0 reset the stage and dropped runs started after it."""
+        self._say(name, "reset", reset_dropped(name, run_idxs))
 
     def _say(self, name: str, kind: str, message: str) -> None:
         if (name, kind) not in self._said:
@@ -83,3 +94,35 @@ def find_duplicate(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool
     rank = run.get("rank")  # another rank's run k is its own (ranks write the same stages)
     return any(isinstance(r, dict) and r.get("run_idx") == k and r.get("rank") == rank
                for r in runs)
+
+
+def reset_dropped(name: str, run_idxs: tuple[int, ...]) -> str:
+    """Under ``sequential``, run 0 finished last and its reset dropped newer runs."""
+    listed = ", ".join(map(str, run_idxs[:20])) + (", ..." if len(run_idxs) > 20 else "")
+    return (
+        f"stage {name!r}: run_idx 0 reset the stage (policy 'sequential') and dropped "
+        f"run_idx {listed}, which started after it did: seeds running in parallel (a "
+        "multiprocessing Pool, a job array) finish in any order. Use policy=\"upsert\", "
+        "which keeps each run_idx, and run the dropped seeds again"
+    )
+
+
+def find_overtaken(data: dict[str, Any], name: str, run: dict[str, Any]) -> tuple[int, ...]:
+    """The ``run_idx`` of runs ``k > 0`` on disk that a sequential ``run_idx=0`` would drop
+    although they started after it (``started_at``, ISO text in UTC: its order is the
+    order of time). A rerun's run 0 starts after the old runs and drops none of them.
+    Only runs of the record's own rank: a reset never drops another rank's runs."""
+    started = run.get("started_at")
+    if run.get("run_idx") != 0 or type(started) is not str or not is_stage(data.get(name)):
+        return ()
+    rank = run.get("rank")
+    return tuple(sorted(
+        r["run_idx"]
+        for r in data[name]["runs"]
+        if type(r) is dict
+        and type(r.get("run_idx")) is int
+        and r["run_idx"] > 0
+        and r.get("rank") == rank
+        and type(r.get("started_at")) is str
+        and r["started_at"] > started
+    ))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-import sys
-import threading
 import time
 from typing import Any
 
@@ -138,18 +137,26 @@ class Finished:
     resources: dict[str, Any] | None = None
 
 
+#: Serial numbers of this process's records (``next`` on a count is one atomic C call).
+_serials = itertools.count(1)
+
+
 @attrs.define(eq=False)
 class Pending:
     """One finished run waiting to be saved; its hardware is filled in by the first save.
 
     ``attempted``: it went through a write whose outcome may be unknown (an interrupt),
-    so a save first looks whether the file already holds it.
+    so a save first looks whether the file already holds it. ``serial``: the record's
+    identity in this process (its rescue file ``id``, what the last resort printed),
+    never reused, unlike ``id()`` of a freed object. Equality is identity (``eq=False``):
+    two identical runs are two records.
     """
 
     finished: Finished
     run: dict[str, Any] | None = None
     hardware: LiveHardware | None = None
     attempted: bool = False
+    serial: int = attrs.field(factory=_serials.__next__, init=False)
     #: whether to capture software (the recorder's setting, see ``software_wanted``)
     with_software: bool = True
     software: LiveSoftware | None = None
@@ -186,16 +193,9 @@ def _reset_after_fork() -> None:
     """In a forked child: capture again (the child may have set its own affinity, or
     import other modules before its first save)."""
     global _live_hardware, _live_software, _live_rank
-    _live_hardware = None
-    _live_software = None
+    _live_hardware = None  # the capture's own cache is reset by its own at-fork hook
+    _live_software = None  # likewise stagetimer.software's
     _live_rank = _NOT_READ
-    if "stagetimer.hardware._capture" in sys.modules:
-        from stagetimer.hardware import _capture
-
-        # The capture's own cache too. Its lock may have been copied held by a thread the
-        # child does not have. (This belongs in hardware/_capture.py's own at-fork hook.)
-        _capture._live_lock = threading.Lock()
-        _capture.clear_cache()
 
 
 if hasattr(os, "register_at_fork"):

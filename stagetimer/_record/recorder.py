@@ -20,11 +20,11 @@ import contextvars
 import functools
 import inspect
 import os
-import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -51,7 +51,7 @@ from stagetimer._store.validate import check_record, check_seconds, copy_metadat
 if TYPE_CHECKING:
     from stagetimer._record.likely_mistakes import LikelyMistakes
     from stagetimer._record.pending import Pending
-    from stagetimer._record.saver import Outcome, Refused, Saver
+    from stagetimer._record.saver import DroppedByReset, Noted, Outcome, Refused, Saved, Saver
 
 # The save path (saver.py and the modules it needs: pending, likely_mistakes,
 # rescue_file, the sidecar readers and writers) is imported by the first recorder, not by
@@ -60,11 +60,26 @@ if TYPE_CHECKING:
 
 __all__ = ["Recorder", "resolve_recorder"]
 
+# The save path's modules, bound once by the first recorder (``_bind_save_path``) and
+# used through these names afterwards: at interpreter shutdown ``sys.modules`` is emptied
+# before the finalisers of module globals run, so an import statement inside a method
+# fails there ("ImportError: sys.meta_path is None"), and a ``__del__`` that records a
+# stage would lose its record.
+_pending_module: ModuleType
+_saver_module: ModuleType
+
+
+def _bind_save_path() -> None:
+    global _pending_module, _saver_module
+    if "_saver_module" not in globals():
+        from stagetimer._record import pending, saver
+
+        _pending_module, _saver_module = pending, saver
+
 _stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
     "stagetimer_recorders", default=()
 )
 _env_recorders: dict[str, Recorder] = {}
-_env_guard = threading.Lock()
 # Recorders holding pending records, kept alive (strong references) until those are saved
 # or given up at exit: a recorder dropped by its user must not take its records with it.
 # Only added to, discarded from and copied: each one atomic operation, no lock.
@@ -152,15 +167,14 @@ class Recorder:
             )
         from stagetimer._record.likely_mistakes import LikelyMistakes
 
+        _bind_save_path()
         self._saver = self._new_saver()
         self._mistakes = LikelyMistakes(self.policy, self._warn)
         _instances.add(self)
 
     def _new_saver(self) -> Saver:
-        from stagetimer._record.saver import Saver, SaverSettings
-
-        return Saver(
-            SaverSettings(
+        return _saver_module.Saver(  # type: ignore[no-any-return]
+            _saver_module.SaverSettings(
                 self.directory, self.policy, self.strict, self.lock_timeout,
                 self.expected_runs, self.completed_runs,
             )
@@ -240,13 +254,12 @@ class Recorder:
     ) -> None:
         """``record`` for arguments its caller checked (``stage``, ``record_timing``);
         ``resources``: what a ``stage`` used (``resources.py``)."""
-        from stagetimer._record.pending import Finished, Pending, utc_iso
-
+        p = _pending_module
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
-        iso = None if started_at is None else utc_iso(started_at)
-        pending = Pending(
-            Finished(name, seconds, run_idx, label, iso, metadata, resources),
+        iso = None if started_at is None else p.utc_iso(started_at)
+        pending = p.Pending(
+            p.Finished(name, seconds, run_idx, label, iso, metadata, resources),
             with_software=self.software,
         )
         # Registered first (two atomic operations): from here on an interrupt cannot
@@ -273,15 +286,13 @@ class Recorder:
 
     def _save_now(self, pending: Pending) -> None:
         """A stage's own save: its caller gets a refusal (and, if strict, a failure)."""
-        from stagetimer._record.saver import HandedBack, Refused
-
         saver = self._saver
         with saver.lock:
             outcome = saver.save(waiting=pending)
             self._track()
-            if isinstance(outcome, HandedBack):
+            if isinstance(outcome, _saver_module.HandedBack):
                 raise outcome.error
-            if isinstance(outcome, Refused):
+            if isinstance(outcome, _saver_module.Refused):
                 self._report_refused(outcome)
                 raise outcome.error
             self._report(outcome)
@@ -295,14 +306,12 @@ class Recorder:
                 self._track()
 
     def _close_now(self) -> None:
-        from stagetimer._record.saver import KeptPending
-
         saver = self._saver
         with saver.lock:
             if not saver.pending:
                 return
             outcome = saver.save()
-            if isinstance(outcome, KeptPending):
+            if isinstance(outcome, _saver_module.KeptPending):
                 # Given up: the records live on in the rescue file, which this recorder
                 # no longer rewrites.
                 saver.give_up()
@@ -316,26 +325,29 @@ class Recorder:
 
     def _report(self, outcome: Outcome) -> None:
         """Warn about an outcome nobody waits for; a strict recorder raises a refusal."""
-        from stagetimer._record.saver import HandedBack, KeptPending, Refused
-
-        if isinstance(outcome, KeptPending):
+        if isinstance(outcome, _saver_module.KeptPending):
             finished = outcome.newest
             self._warn(
                 f"stage {finished.name!r} finished ({finished.seconds:.3f} s) but could not be "
                 f"saved: {outcome.error}; {outcome.count} record(s) kept pending, retried at "
                 f"the next save and at exit; {outcome.where}"
             )
-        elif isinstance(outcome, Refused):
+        elif isinstance(outcome, _saver_module.Refused):
             self._report_refused(outcome)
             if outcome.rescued is None:
                 raise outcome.error
-        elif not isinstance(outcome, HandedBack):
-            for again in outcome.appended_again:
-                self._mistakes.appended_again(again.stage, again.run_idx)
+        elif not isinstance(outcome, _saver_module.HandedBack):
+            self._noted(cast("Saved", outcome).appended_again)
+
+    def _noted(self, noted: tuple[Noted, ...]) -> None:
+        for note in noted:
+            if isinstance(note, _saver_module.AppendedAgain):
+                self._mistakes.appended_again(note.stage, note.run_idx)
+            else:
+                self._mistakes.reset_dropped(note.stage, cast("DroppedByReset", note).run_idxs)
 
     def _report_refused(self, outcome: Refused) -> None:
-        for again in outcome.appended_again:
-            self._mistakes.appended_again(again.stage, again.run_idx)
+        self._noted(outcome.appended_again)
         if outcome.rescued is not None:
             self._warn(f"{outcome.error}; {outcome.rescued}")
 
@@ -360,7 +372,14 @@ class Recorder:
         level, frame = 1, inspect.currentframe()
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
             level, frame = level + 1, frame.f_back
-        warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
+        try:
+            warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
+        except (ValueError, OSError) as exc:
+            if isinstance(exc, Warning):
+                raise  # the user's filter turned the warning into an error
+            # warnings writes to a closed sys.stderr (ValueError) or one whose reader
+            # left; the record itself is in its rescue file: a lost warning must not fail
+            # the stage.
 
 
 def resolve_recorder(recorder: Recorder | None) -> Recorder:
@@ -378,11 +397,14 @@ def resolve_recorder(recorder: Recorder | None) -> Recorder:
     if not directory:
         raise NoActiveRecorderError()
     key = os.path.abspath(directory)
-    with _env_guard:
-        rec = _env_recorders.get(key)
-        if rec is None:
-            rec = _env_recorders[key] = Recorder(directory)
-        return rec
+    rec = _env_recorders.get(key)
+    if rec is None:
+        # No lock: a signal handler or finaliser that records while this thread builds
+        # the recorder (the first stage() imports the save path) would wait forever for
+        # a lock its own thread holds. Built outside any lock and published with one
+        # atomic setdefault: of two built at once, both callers get the first published.
+        rec = _env_recorders.setdefault(key, Recorder(directory))
+    return rec
 
 
 @atexit.register
@@ -399,8 +421,6 @@ def _close_all() -> None:
 
 def _after_fork_in_child() -> None:
     """A forked child: no recorder lock is held, none of the parent's records is pending."""
-    global _env_guard
-    _env_guard = threading.Lock()
     _with_pending.clear()
     for rec in list(_instances):
         rec._reset_in_child()

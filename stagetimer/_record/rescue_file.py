@@ -1,8 +1,17 @@
 """Writing a recorder's rescue file: its records not yet saved, never only in memory.
 
-One file per recorder and process, ``timings.rescue-<UTC time>-<pid>.json`` beside the
-sidecar, rewritten atomically whenever that set of records changes and removed once it
-is empty (``recover`` in ``stagetimer._store.rescue`` folds it back).
+One file per recorder and process, ``timings.rescue-<UTC time>-<pid>-<random>.json``
+beside the sidecar (the random part keeps two recorders of one process apart even under
+a frozen clock), rewritten atomically whenever that set of records changes and removed
+once it is empty (``recover`` in ``stagetimer._store.rescue`` folds it back). The file
+names its writer (``owner``: host, boot, pid, start time; see ``_store/owner.py``), so
+that ``recover`` leaves it alone while the writer lives, and each record by an ``id`` of
+its own, so that two identical records are two records.
+
+The last resort, standard error, takes each record exactly once (known by its serial
+number, never by ``id()``, which Python reuses for a new object once the old one is
+freed), and nothing it meets (a closed or broken standard error, interpreter shutdown)
+raises out of a stage.
 """
 
 from __future__ import annotations
@@ -15,9 +24,37 @@ from typing import Any
 
 from stagetimer._format import RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
 from stagetimer._record.pending import Pending
+from stagetimer._store.leftovers import token
+from stagetimer._store.owner import this_process
 from stagetimer._store.sidecar import Attempt, write_atomic
 
-__all__ = ["RescueFile"]
+__all__ = ["RESCUE_FORMAT", "RescueFile", "to_stderr"]
+
+#: Version of a rescue file's content. 1: ``policy``, ``hardware``, ``records`` of
+#: ``{stage, run}``; 2 (0.3): adds ``format``, ``owner`` and each record's ``id``.
+RESCUE_FORMAT = 2
+
+
+def to_stderr(text: str) -> bool:
+    """Write ``text`` to standard error; whether it got there. Never raises.
+
+    ``sys.stderr`` may be None (``pythonw``, a closed descriptor at start), closed by
+    the program, or a pipe whose reader left (``... 2>&1 | head``: EPIPE, write(2));
+    then descriptor 2 is tried directly, and failing that the text is dropped.
+    """
+    stream = sys.stderr
+    if stream is not None:
+        try:
+            stream.write(text)
+            stream.flush()
+            return True
+        except Exception:  # ValueError (closed), OSError (EPIPE), anything a replacement raises
+            pass
+    try:
+        os.write(2, text.encode("utf-8", "backslashreplace"))
+        return True
+    except Exception:
+        return False
 
 
 class RescueFile:
@@ -27,10 +64,22 @@ class RescueFile:
         self.directory = directory
         self.policy = policy
         self.expected_runs = expected_runs
-        self.path: str | None = None
+        # Chosen now, not at the first failure: interpreter shutdown or a frozen clock
+        # must not stop a name from being made; the random part keeps recorders apart.
+        now = time.time()
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
+        name = (
+            f"{RESCUE_PREFIX}{stamp}{int(now % 1 * 1e6):06d}Z-{os.getpid()}-"
+            f"{os.urandom(4).hex()}{RESCUE_SUFFIX}"
+        )
+        self.name = os.path.join(directory, name)
+        self.owner = this_process()
+        token()  # the temporary file's name needs it: made now, not at interpreter shutdown
+        self.path: str | None = None  # set while the file exists
         self.attempt: Attempt | None = None  # the last write, to clear what an interrupt left
         self.refused: list[Pending] = []  # records the file refuses: kept here for the user
-        self.printed: set[int] = set()  # ids of records already printed to stderr
+        self.printed: set[int] = set()  # serials of records already printed to stderr
+        self.written: list[Pending] = []  # the records the file (or stderr) last took
 
     def _advice(self) -> str:
         return (
@@ -42,14 +91,28 @@ class RescueFile:
         """Make the rescue file hold ``pending`` and the refused records; say where it is.
 
         No record left: the file is removed. Where no file can be written, the records
-        not printed before go to standard error as one JSON line.
+        not printed before go to standard error as one JSON line. Never raises an
+        ``Exception`` (at interpreter shutdown an import fails with ``ImportError``).
         """
         self.refused.extend(refused)
-        records = [*pending, *self.refused]
-        if self.attempt is not None:
-            self.attempt.replaced()  # removes a temporary file an interrupt left behind
-        if not records:
-            return self._remove()
+        records = [*list(pending), *self.refused]  # a copy: a handler may append meanwhile
+        self.written = records
+        try:
+            if self.attempt is not None:
+                self.attempt.replaced()  # removes a temporary file an interrupt left behind
+            if not records:
+                return self._remove()
+            payload = self._payload(records)
+            text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+            self.attempt = attempt = Attempt()
+            os.makedirs(self.directory, exist_ok=True)
+            write_atomic(self.name, text.encode("utf-8"), None, attempt)
+            self.path = self.name
+        except Exception as exc:
+            return self._print(records, exc)
+        return f"they are in the rescue file {self.name} ({self._advice()})"
+
+    def _payload(self, records: list[Pending]) -> dict[str, Any]:
         entries = []
         hardware: dict[str, Any] = {}
         software: dict[str, Any] = {}
@@ -59,9 +122,11 @@ class RescueFile:
                 hardware[p.hardware.id] = p.hardware.description
             if p.software is not None:
                 software[p.software.id] = p.software.description
-            entries.append({"stage": p.name, "run": run})
+            entries.append({"id": f"{self.owner['pid']}-{p.serial}", "stage": p.name, "run": run})
         payload: dict[str, Any] = {
+            "format": RESCUE_FORMAT,
             "directory": os.path.abspath(self.directory),
+            "owner": self.owner,
             "policy": self.policy,
             "hardware": hardware,
             "records": entries,
@@ -70,21 +135,7 @@ class RescueFile:
             payload["software"] = software
         if self.expected_runs is not None:
             payload["expected_runs"] = self.expected_runs
-        text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
-        path = self.path
-        if path is None:
-            now = time.time()
-            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
-            name = f"{RESCUE_PREFIX}{stamp}{int(now % 1 * 1e6):06d}Z-{os.getpid()}{RESCUE_SUFFIX}"
-            # Chosen once: a write an interrupt cut short is redone under the same name.
-            path = self.path = os.path.join(self.directory, name)
-        self.attempt = attempt = Attempt()
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-            write_atomic(path, text.encode("utf-8"), None, attempt)
-        except OSError as exc:
-            return self._print(records, entries, payload, exc)
-        return f"they are in the rescue file {path} ({self._advice()})"
+        return payload
 
     def _remove(self) -> str:
         if self.path is not None:
@@ -93,29 +144,28 @@ class RescueFile:
             except FileNotFoundError:
                 pass
             except OSError:
-                return ""  # kept; recover skips records already stored
+                return ""  # kept; recover finds its records already stored
             self.path = None
         return ""
 
-    def _print(
-        self,
-        records: list[Pending],
-        entries: list[dict[str, Any]],
-        payload: dict[str, Any],
-        exc: OSError,
-    ) -> str:
+    def _print(self, records: list[Pending], exc: Exception) -> str:
         """No rescue file can be written: the records not printed before, to stderr."""
-        fresh = [e for p, e in zip(records, entries, strict=True) if id(p) not in self.printed]
+        fresh = [p for p in records if p.serial not in self.printed]
+        # Marked first: whatever happens below, no record is printed twice.
+        self.printed.update(p.serial for p in fresh)
+        reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OSError) else str(exc)
         if fresh:
-            line = json.dumps({**payload, "records": fresh}, ensure_ascii=False)
-            sys.stderr.write(
-                f"stagetimer: could not save {len(fresh)} record(s) for "
-                f"{payload['directory']} nor write a rescue file ({exc}); here they are "
-                f"as JSON: {line}\n"
+            try:
+                line = json.dumps(self._payload(fresh), ensure_ascii=False)
+                directory = os.path.abspath(self.directory)
+            except Exception:  # pragma: no cover - at shutdown, json itself may be gone
+                line = repr([(p.name, p.finished.seconds) for p in fresh])
+                directory = self.directory
+            to_stderr(
+                f"stagetimer: could not save {len(fresh)} record(s) for {directory} nor "
+                f"write a rescue file ({reason}); here they are as JSON: {line}\n"
             )
-            sys.stderr.flush()
-            self.printed.update(id(p) for p in records)
         return (
-            f"no rescue file could be written ({exc}): the records were printed to "
+            f"no rescue file could be written ({reason}): the records were printed to "
             "standard error as JSON"
         )

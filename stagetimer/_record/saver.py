@@ -26,6 +26,7 @@ the stage is taken as theirs).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -35,7 +36,7 @@ import attrs
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._record.likely_mistakes import find_duplicate
+from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending
 from stagetimer._record.rescue_file import RescueFile
 from stagetimer._store.parse import parse_hardware, parse_timings
@@ -53,8 +54,10 @@ from stagetimer._store.sidecar import (
 
 __all__ = [
     "AppendedAgain",
+    "DroppedByReset",
     "HandedBack",
     "KeptPending",
+    "Noted",
     "Outcome",
     "Refused",
     "Saved",
@@ -72,10 +75,21 @@ class AppendedAgain:
 
 
 @attrs.frozen
+class DroppedByReset:
+    """Under ``sequential``: a ``run_idx=0`` of ``stage`` dropped runs that started after it."""
+
+    stage: str
+    run_idxs: tuple[int, ...]
+
+
+Noted = AppendedAgain | DroppedByReset
+
+
+@attrs.frozen
 class Saved:
     """Every pending record is stored."""
 
-    appended_again: tuple[AppendedAgain, ...] = ()
+    appended_again: tuple[Noted, ...] = ()
 
 
 @attrs.frozen
@@ -87,7 +101,7 @@ class Refused:
 
     error: InvalidRecordError
     rescued: str | None
-    appended_again: tuple[AppendedAgain, ...] = ()
+    appended_again: tuple[Noted, ...] = ()
 
 
 @attrs.frozen
@@ -113,6 +127,27 @@ class HandedBack:
 Outcome = Saved | Refused | KeptPending | HandedBack
 
 
+def _discard(pending: list[Pending], records: list[Pending]) -> None:
+    """Remove ``records`` from ``pending`` in place, one atomic ``list.remove`` each.
+
+    Never a new list: a signal handler may append to ``pending`` between any two
+    bytecodes, and a record appended to a list about to be replaced would be lost (not
+    saved, not rescued, not printed). ``Pending`` compares by identity.
+    """
+    count = len(records)
+    # zip stops at ``records``' end: only the prefix of ``pending`` is compared.
+    if len(pending) >= count and all(
+        a is b for a, b in zip(pending, records, strict=False)
+    ):
+        # The usual case, a save of everything pending: one slice deletion, not a
+        # quadratic series of removals (a recorder that failed for hours holds many).
+        del pending[:count]
+        return
+    for record in records:
+        with contextlib.suppress(ValueError):  # already gone
+            pending.remove(record)
+
+
 @attrs.frozen
 class SaverSettings:
     """The recorder's settings the save path needs."""
@@ -136,7 +171,7 @@ class _Written:
     """What one write of ``timings.json`` refused and which appends repeat a run on disk."""
 
     rejections: tuple[_Rejection, ...]
-    appended_again: tuple[AppendedAgain, ...]
+    appended_again: tuple[Noted, ...]
 
 
 @attrs.define(eq=False)
@@ -201,15 +236,19 @@ class Saver:
     ) -> HandedBack | KeptPending:
         self._settle()
         if self.settings.strict and waiting is not None:
-            self.pending = [p for p in self.pending if p is not waiting]
+            _discard(self.pending, [waiting])
             self._rescue.write(self.pending, [])
             return HandedBack(exc)
         where = self._rescue.write(self.pending, [])
         return KeptPending(exc, newest, len(self.pending), where)
 
     def give_up(self) -> None:
-        """Stop saving what is pending: it lives on in the rescue file, no longer rewritten."""
-        self.pending = []
+        """Stop saving what is pending: it lives on in the rescue file, no longer rewritten.
+
+        Only the records that file holds are dropped; one a signal handler queued
+        meanwhile stays pending, for the next rescue file.
+        """
+        _discard(self.pending, self._rescue.written)
         self._rescue = self._new_rescue()
 
     def make_safe(self) -> None:
@@ -224,8 +263,7 @@ class Saver:
         if inflight is None:
             return
         if inflight.attempt.replaced():
-            stored = {id(p) for p in inflight.records}
-            self.pending = [p for p in self.pending if id(p) not in stored]
+            _discard(self.pending, inflight.records)
             if inflight.truncates:
                 self._resume_done = True
         self._inflight = None
@@ -244,7 +282,7 @@ class Saver:
             {p.software.id: p.software.description for p in records if p.software is not None},
         )
         rejections: list[_Rejection] = []
-        again: list[AppendedAgain] = []
+        again: list[Noted] = []
         truncate = s.completed_runs is not None and not self._resume_done
 
         def change(data: dict[str, Any]) -> bytes | None:
@@ -274,7 +312,7 @@ class Saver:
         self._settle()
         return _Written(tuple(rejections), tuple(again))
 
-    def _apply(self, data: dict[str, Any], pending: Pending, again: list[AppendedAgain]) -> bool:
+    def _apply(self, data: dict[str, Any], pending: Pending, again: list[Noted]) -> bool:
         """Apply one record to the parsed file; whether it changed it. Refusals raise."""
         run = pending.run
         assert run is not None
@@ -283,8 +321,12 @@ class Saver:
             return False  # an interrupted write of this process stored it already
         pending.attempted = True
         s = self.settings
-        if s.policy == "sequential" and find_duplicate(data, name, run):
-            again.append(AppendedAgain(name, run["run_idx"]))
+        if s.policy == "sequential":
+            if find_duplicate(data, name, run):
+                again.append(AppendedAgain(name, run["run_idx"]))
+            overtaken = find_overtaken(data, name, run)
+            if overtaken:
+                again.append(DroppedByReset(name, overtaken))
         trusted = self._cache.trusted_totals
         apply_run(data, name, run, s.policy, trusted_total=name in trusted)
         trusted.add(name)

@@ -41,6 +41,7 @@ import time
 from typing import Any
 
 from stagetimer._errors import InvalidRecordError, LockTimeoutError
+from stagetimer._store.processes import alive, is_pid
 
 __all__ = [
     "CLAIM_SUFFIX",
@@ -187,18 +188,18 @@ class ClaimInfo:
         """On this machine: whether the holder is gone (or is an interrupted save of ours)."""
         assert self.holder is not None
         pid = self.holder.get("pid")
-        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        if not is_pid(pid):
             return True  # no writer wrote that: nothing alive holds it
-        if pid == me["pid"] and self.holder.get("start") == me["start"]:
+        recorded = self.holder.get("start")
+        if pid == me["pid"] and recorded == me["start"]:
             return self.token not in _held
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            pass  # EPERM: alive, another user's
-        recorded, start = self.holder.get("start"), _start_time(pid)
-        return recorded is not None and start is not None and start != recorded  # pid reused
+        return not alive(pid) or _reused(pid, recorded)
+
+
+def _reused(pid: int, recorded: Any) -> bool:
+    """Whether ``pid`` now names another process than the one started at ``recorded``."""
+    start = _start_time(pid)
+    return recorded is not None and start is not None and start != recorded
 
 
 def read_claim(path: str) -> ClaimInfo | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from stagetimer._format import TIMINGS_FILE
 from stagetimer._store.claims import CLAIM_SUFFIX, breakable, read_claim, stale_after, this_machine
+from stagetimer._store.processes import alive
 
 __all__ = ["clear_leftovers", "reset_after_fork", "temp_path", "token", "unclean"]
 
@@ -61,20 +62,25 @@ def _is_leftover(directory: str, name: str, prefix: str, locked: bool = True) ->
     parts = rest[1:].rsplit("-", 3)
     mine = token().rsplit("-", 2)
     if len(parts) == 4 and parts[0] == mine[0] and parts[1].isdigit():
-        pid = int(parts[1])
-        if pid == os.getpid():
-            return locked  # ours, from an interrupted save (we hold the lock now)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True  # its writer is gone
-        except OSError:
-            return False  # alive, someone else's
-        return False
-    # Another host's: only on file systems whose locks are per client could a live writer
-    # still be using it; past an hour it is a leftover.
+        return _writer_gone(int(parts[1]), locked)
+    return _foreign_and_old(os.path.join(directory, name))
+
+
+def _writer_gone(pid: int, locked: bool) -> bool:
+    """Whether the writer ``pid`` of this host is gone (``locked``: see ``_is_leftover``)."""
+    if pid == os.getpid():
+        return locked  # ours, from an interrupted save (we hold the lock now)
+    return not alive(pid)
+
+
+def _foreign_and_old(path: str) -> bool:
+    """Whether another host's temporary file is older than an hour.
+
+    Only on file systems whose locks are per client could a live writer still be using
+    it; past an hour it is a leftover.
+    """
     try:
-        age = time.time() - os.lstat(os.path.join(directory, name)).st_mtime
+        age = time.time() - os.lstat(path).st_mtime
     except OSError:
         return False
     return age > _FOREIGN_AGE
@@ -86,6 +92,21 @@ def _claim_leftover(directory: str, name: str, me: dict[str, Any]) -> bool:
     return info is not None and breakable(info, me, stale_after(), time.monotonic())
 
 
+def _left_by_dead_writer(directory: str, base: str, name: str) -> bool:
+    """Whether ``name``, beside the sidecar ``base``, is a file a gone writer left there:
+    a claim (or one moved aside), a temporary file of a save or of a rescue file."""
+    if name.startswith(f".{base}{CLAIM_SUFFIX}-"):
+        return _claim_leftover(directory, name, this_machine())
+    prefix = f".{base}{_TMP_MARK}"
+    if name.startswith(prefix):
+        return _is_leftover(directory, name, prefix)
+    if base == TIMINGS_FILE and name.startswith(_RESCUE_TMP) and _TMP_MARK + "-" in name:
+        # A rescue file's temporary file, left by a writer that was killed.
+        head = name[: name.index(_TMP_MARK + "-") + len(_TMP_MARK)]
+        return _is_leftover(directory, name, head, locked=False)
+    return False
+
+
 def clear_leftovers(path: str) -> None:
     """Remove the temporary files killed or interrupted writers left beside ``path``.
 
@@ -93,26 +114,13 @@ def clear_leftovers(path: str) -> None:
     """
     directory, base = os.path.split(path)
     directory = directory or "."
-    prefix = f".{base}{_TMP_MARK}"
-    claim_prefix = f".{base}{CLAIM_SUFFIX}-"
     try:
         names = os.listdir(directory)
     except OSError:
         return
-    me: dict[str, Any] | None = None
     for name in names:
-        if name.startswith(claim_prefix):
-            me = me or this_machine()
-            gone = _claim_leftover(directory, name, me)
-        elif name.startswith(prefix):
-            gone = _is_leftover(directory, name, prefix)
-        elif base == TIMINGS_FILE and name.startswith(_RESCUE_TMP) and _TMP_MARK + "-" in name:
-            # A rescue file's temporary file, left by a writer that was killed.
-            head = name[: name.index(_TMP_MARK + "-") + len(_TMP_MARK)]
-            gone = _is_leftover(directory, name, head, locked=False)
-        else:
-            continue
-        if gone:
+        # Every name a writer leaves starts with a dot: the others are not looked at.
+        if name.startswith(".") and _left_by_dead_writer(directory, base, name):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(directory, name))
     unclean.discard(path)

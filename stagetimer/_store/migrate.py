@@ -65,29 +65,32 @@ def parse_template(text: str, option: str) -> Template:
     if stripped.startswith("/"):
         raise TemplateError(f"{option} {text!r} must be relative to --root")
     components = tuple(stripped.split("/"))
-    matchers: list[re.Pattern[str] | None] = []
     names: list[str] = []
-    for component in components:
-        if component in ("", ".", ".."):
-            raise TemplateError(
-                f"{option} {text!r} has an empty, '.' or '..' component; templates stay inside "
-                "--root"
-            )
-        pattern, pos, found = "", 0, False
-        for m in _PLACEHOLDER.finditer(component):
-            name = m.group(1)
-            if not name.isidentifier():
-                raise TemplateError(f"{option} {text!r}: {{{name}}} is not a valid placeholder")
-            if name in names:
-                raise TemplateError(f"{option} {text!r} uses {{{name}}} twice")
-            names.append(name)
-            pattern += re.escape(component[pos : m.start()]) + f"(?P<{name}>.+?)"
-            pos, found = m.end(), True
-        literal = _PLACEHOLDER.sub("", component)
-        if "{" in literal or "}" in literal:
-            raise TemplateError(f"{option} {text!r} has an unbalanced brace in {component!r}")
-        matchers.append(re.compile(pattern + re.escape(component[pos:])) if found else None)
-    return Template(stripped, components, tuple(matchers), tuple(names))
+    matchers = tuple(_matcher(component, names, f"{option} {text!r}") for component in components)
+    return Template(stripped, components, matchers, tuple(names))
+
+
+def _matcher(component: str, names: list[str], where: str) -> re.Pattern[str] | None:
+    """The pattern of one path component, None for a literal one; its placeholders are
+    appended to ``names`` (those of the components before it, for the repeat check)."""
+    if component in ("", ".", ".."):
+        raise TemplateError(
+            f"{where} has an empty, '.' or '..' component; templates stay inside --root"
+        )
+    pattern, pos = "", 0
+    for m in _PLACEHOLDER.finditer(component):
+        name = m.group(1)
+        if not name.isidentifier():
+            raise TemplateError(f"{where}: {{{name}}} is not a valid placeholder")
+        if name in names:
+            raise TemplateError(f"{where} uses {{{name}}} twice")
+        names.append(name)
+        pattern += re.escape(component[pos : m.start()]) + f"(?P<{name}>.+?)"
+        pos = m.end()
+    literal = _PLACEHOLDER.sub("", component)
+    if "{" in literal or "}" in literal:
+        raise TemplateError(f"{where} has an unbalanced brace in {component!r}")
+    return re.compile(pattern + re.escape(component[pos:])) if pos else None
 
 
 def check_templates(source: str, destination: str) -> tuple[Template, Template]:
@@ -133,19 +136,7 @@ def _walk(
     for component, matcher in zip(template.components, template.matchers, strict=True):
         following: list[tuple[str, dict[str, str]]] = []
         for rel, values in level:
-            if matcher is None:
-                candidates = [(component, values)]
-            else:
-                try:
-                    entries = sorted(os.listdir(os.path.join(root, rel)))
-                except OSError:
-                    continue
-                candidates = [
-                    (entry, {**values, **m.groupdict()})
-                    for entry in entries
-                    if (m := matcher.fullmatch(entry)) is not None
-                ]
-            for entry, found in candidates:
+            for entry, found in _candidates(os.path.join(root, rel), component, matcher, values):
                 child = os.path.join(rel, entry) if rel else entry
                 path = os.path.join(root, child)
                 if not os.path.isdir(path):
@@ -157,6 +148,24 @@ def _walk(
                 following.append((child, found))
         level = following
     yield from level
+
+
+def _candidates(
+    directory: str, component: str, matcher: re.Pattern[str] | None, values: dict[str, str]
+) -> list[tuple[str, dict[str, str]]]:
+    """The names in ``directory`` that match one template component, each with the values
+    found so far; a literal component names itself (whether it exists is checked after)."""
+    if matcher is None:
+        return [(component, values)]
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [
+        (entry, {**values, **m.groupdict()})
+        for entry in entries
+        if (m := matcher.fullmatch(entry)) is not None
+    ]
 
 
 def _read(path: str, parse: Parse) -> tuple[bytes | None, dict[str, Any]]:
@@ -204,11 +213,11 @@ class _Merge:
     def change_timings(self, exists: bool, data: dict[str, Any]) -> str | None:
         if self.t_raw is None:
             return None
-        stages = [k for k, v in self.timings.items() if is_stage(v)]
+        stages = _stage_names(self.timings)
         if not exists:
             self.notes[TIMINGS_FILE] = f"{len(stages)} stage{_s(len(stages))}"
             return _verbatim(self.t_raw, self.timings, dumps_timings)
-        own = sum(1 for v in data.values() if is_stage(v))
+        own = len(_stage_names(data))
         added = [k for k in stages if k not in data]
         if not added:
             return None
@@ -216,22 +225,31 @@ class _Merge:
         # those runs, never beside the destination's own stages.
         legacy = {k: v for k, v in self.timings.items() if k in LEGACY_KEYS}
         for name in added:
-            # New run objects: this runs twice (a check without the lock, then under it)
-            # and must not change the source's data.
-            source = self.timings[name]
-            runs = [
-                {**r, **{k: v for k, v in legacy.items() if k not in r}}
-                if isinstance(r, dict)
-                else r
-                for r in source["runs"]
-            ]
-            data[name] = {**source, "runs": runs}
+            data[name] = _with_legacy(self.timings[name], legacy)
         self.merged = True
         self.notes[TIMINGS_FILE] = (
             f"added {len(added)} stage{_s(len(added))} ({', '.join(added)}), "
             f"kept {own} of its own"
         )
         return dumps_timings(data)
+
+
+def _stage_names(timings: dict[str, Any]) -> list[str]:
+    return [name for name, value in timings.items() if is_stage(value)]
+
+
+def _with_legacy(stage: dict[str, Any], legacy: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``stage`` whose runs carry the ``legacy`` values they do not have.
+
+    New run objects: a merge runs twice (a check without the lock, then under it) and
+    must not change the source's data.
+    """
+    runs = [_filled(run, legacy) if isinstance(run, dict) else run for run in stage["runs"]]
+    return {**stage, "runs": runs}
+
+
+def _filled(run: dict[str, Any], legacy: dict[str, Any]) -> dict[str, Any]:
+    return {**run, **{k: v for k, v in legacy.items() if k not in run}}
 
 
 def _s(n: int) -> str:
@@ -299,22 +317,34 @@ def _migrate_one(
         merge = _Merge(src_dir)
         if merge.empty:
             return None
-        why = _outside(real_root, dst_dir)
+        why = _refusal(real_root, src_dir, dst_dir)
         if why is not None:
             return Outcome(rel, target, "refused", why)
-        if os.path.realpath(src_dir) == os.path.realpath(dst_dir):
-            return Outcome(rel, target, "refused", "source and destination are one directory")
         changed = _apply(merge, dst_dir, dry_run, timeout)
-    except (SidecarCorruptError, SchemaVersionError) as exc:
-        advice = "; upgrade stagetimer to migrate it" if isinstance(exc, SchemaVersionError) else ""
-        return Outcome(rel, target, "failed", f"{exc.path}: {exc.problem}{advice}")
-    except OSError as exc:
-        return Outcome(rel, target, "failed", str(exc))
+    except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
+        return Outcome(rel, target, "failed", _failure(exc))
     if not changed:
         return Outcome(rel, target, "unchanged")
     notes = sorted(merge.notes.items(), key=lambda item: item[0] != TIMINGS_FILE)
     details = "; ".join(f"{name}: {note}" for name, note in notes)
     return Outcome(rel, target, "merged" if merge.merged else "copied", details)
+
+
+def _refusal(real_root: str, src_dir: str, dst_dir: str) -> str | None:
+    """Why the destination may not receive the source's sidecars, or None."""
+    why = _outside(real_root, dst_dir)
+    if why is None and os.path.realpath(src_dir) == os.path.realpath(dst_dir):
+        why = "source and destination are one directory"
+    return why
+
+
+def _failure(exc: SidecarCorruptError | SchemaVersionError | OSError) -> str:
+    """The ``details`` of a ``"failed"`` outcome: the file and what is wrong, with advice."""
+    if isinstance(exc, SchemaVersionError):
+        return f"{exc.path}: {exc.problem}; upgrade stagetimer to migrate it"
+    if isinstance(exc, SidecarCorruptError):
+        return f"{exc.path}: {exc.problem}"
+    return str(exc)
 
 
 def migrate(

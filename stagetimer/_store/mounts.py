@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 import attrs
 
@@ -120,29 +121,55 @@ def _lustre(mount: Mount) -> tuple[str, str]:
     return "unknown", "Lustre without flock/localflock/noflock: the default depends on the version"
 
 
+def _cifs(mount: Mount) -> tuple[str, str]:
+    fs = mount.fs_type
+    if mount.option("nobrl") is not None:
+        return "no", f"{fs} mounted nobrl: byte-range locks are not sent to the server"
+    return "yes", f"{fs}: flock is sent to the server as a byte-range lock"
+
+
+def _ceph(mount: Mount) -> tuple[str, str]:
+    return "yes", "CephFS: the metadata server arbitrates flock"
+
+
+def _fuse(mount: Mount) -> tuple[str, str]:
+    return "unknown", (
+        f"FUSE ({mount.fs_type}): flock stays in this client's kernel unless the file system "
+        "forwards locks, which mountinfo does not show"
+    )
+
+
+def _local(mount: Mount) -> tuple[str, str]:
+    return "yes", f"local file system ({mount.fs_type}): one kernel sees every writer"
+
+
+def _unknown(mount: Mount) -> tuple[str, str]:
+    return "unknown", f"{mount.fs_type}: not a file system stagetimer knows"
+
+
+#: The verdict of each file system type known by name (FUSE ones are known by prefix).
+_VERDICTS: dict[str, Callable[[Mount], tuple[str, str]]] = {
+    "nfs": _nfs,
+    "nfs4": _nfs,
+    "lustre": _lustre,
+    "cifs": _cifs,
+    "smb3": _cifs,
+    "ceph": _ceph,
+    "fuse.ceph-fuse": _ceph,  # before the FUSE prefix: CephFS's own client
+    **dict.fromkeys(_LOCAL, _local),
+}
+
+
+def _is_fuse(fs_type: str) -> bool:
+    return fs_type == "fuse" or fs_type.startswith(("fuse.", "fuseblk"))
+
+
 def lock_verdict(mount: Mount | None) -> tuple[str, str]:
     """Whether ``flock`` on ``mount`` excludes writers of other clients: yes/no/unknown, why."""
     if mount is None:
         return "unknown", "no mount found for this path in /proc/self/mountinfo"
-    fs = mount.fs_type
-    if fs in ("nfs", "nfs4"):
-        return _nfs(mount)
-    if fs == "lustre":
-        return _lustre(mount)
-    if fs in ("cifs", "smb3"):
-        if mount.option("nobrl") is not None:
-            return "no", f"{fs} mounted nobrl: byte-range locks are not sent to the server"
-        return "yes", f"{fs}: flock is sent to the server as a byte-range lock"
-    if fs == "ceph" or fs == "fuse.ceph-fuse":
-        return "yes", "CephFS: the metadata server arbitrates flock"
-    if fs == "fuse" or fs.startswith(("fuse.", "fuseblk")):
-        return "unknown", (
-            f"FUSE ({fs}): flock stays in this client's kernel unless the file system "
-            "forwards locks, which mountinfo does not show"
-        )
-    if fs in _LOCAL:
-        return "yes", f"local file system ({fs}): one kernel sees every writer"
-    return "unknown", f"{fs}: not a file system stagetimer knows"
+    verdict = _VERDICTS.get(mount.fs_type) or (_fuse if _is_fuse(mount.fs_type) else _unknown)
+    return verdict(mount)
 
 
 def mount_of(path: str, mountinfo: str) -> Mount | None:

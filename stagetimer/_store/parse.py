@@ -37,6 +37,7 @@ __all__ = [
     "decode_unique",
     "open_sidecar",
     "parse_hardware",
+    "parse_json",
     "parse_timings",
     "read_all",
     "read_bytes",
@@ -49,8 +50,16 @@ _T = TypeVar("_T")
 
 # Open flags: O_NONBLOCK so that opening a FIFO returns at once instead of waiting for
 # a writer (fifo(7)); it changes nothing for a regular file. O_CLOEXEC: a child started
-# while a save holds the descriptor does not inherit it.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+# while a save holds the descriptor does not inherit it. O_NOFOLLOW: a sidecar that is a
+# symbolic link fails with ELOOP (open(2)) instead of being read through the link: in a
+# shared directory another user could point it at a private file of the reader, whose
+# next save would publish that content as its own sidecar.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+)
 
 
 def _kind(mode: int) -> str:
@@ -77,7 +86,8 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
 
     Opening never blocks (a FIFO opens at once), and anything but a regular file
     (FIFO, device, directory, socket), or one larger than ``MAX_BYTES``, raises
-    ``SidecarCorruptError``. A symlink is followed. The caller closes the descriptor.
+    ``SidecarCorruptError``. A symbolic link is never followed: it is refused as not a
+    regular file (nothing is read through it). The caller closes the descriptor.
     """
     try:
         try:
@@ -92,8 +102,11 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # open(2) of a UNIX socket
             raise SidecarCorruptError(path, "is a socket, not a regular file") from None
-        if exc.errno == errno.ELOOP:
-            raise SidecarCorruptError(path, "is a symlink loop, not a regular file") from None
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symbolic link
+            raise SidecarCorruptError(
+                path, "is a symbolic link, not a regular file (sidecars are never read "
+                "through links; replace it by the file itself)"
+            ) from None
         raise
     try:
         st = os.fstat(fd)
@@ -273,7 +286,7 @@ def _lone_surrogate(value: Any) -> str | None:
     return None
 
 
-def _loads(path: str, raw: bytes) -> Any:
+def _loads(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:
     """The JSON value of ``raw``, or ``SidecarCorruptError`` saying what is wrong."""
     if len(raw) > MAX_BYTES:
         raise _too_large(path, len(raw))
@@ -281,21 +294,31 @@ def _loads(path: str, raw: bytes) -> Any:
         # RFC 8259 section 8.1: a parser may ignore a byte order mark (editors add one);
         # the next rewrite drops it.
         raw = raw[len(_BOM) :]
+    text = _utf8(path, raw)
+    if _nesting_exceeds(raw, depth):
+        raise SidecarCorruptError(path, f"nests arrays and objects deeper than {depth} levels")
+    data = _decode(path, text)
+    if b"\\" in raw and _SURROGATE_ESCAPE.search(raw) is not None:  # no escape: none
+        _refuse_lone_surrogate(path, data)
+    return data
+
+
+def _utf8(path: str, raw: bytes) -> str:
+    """``raw`` decoded, or ``SidecarCorruptError`` naming the first byte that is not UTF-8."""
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SidecarCorruptError(
             path, f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
         ) from None
-    if _nesting_exceeds(raw, MAX_FILE_DEPTH):
-        raise SidecarCorruptError(
-            path, f"nests arrays and objects deeper than {MAX_FILE_DEPTH} levels"
-        )
+
+
+def _decode(path: str, text: str) -> Any:
+    """The JSON value of ``text`` (nesting already checked), each parser error in words."""
     try:
         if text.startswith("\ufeff"):  # a second mark: json.loads says what is wrong
-            data = json.loads(text, object_pairs_hook=_no_duplicates)
-        else:
-            data = decode_unique(text)
+            return json.loads(text, object_pairs_hook=_no_duplicates)
+        return decode_unique(text)
     except json.JSONDecodeError as exc:
         raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
     except DuplicateKey as exc:
@@ -308,13 +331,22 @@ def _loads(path: str, raw: bytes) -> Any:
         raise SidecarCorruptError(path, f"holds a number Python refuses to read ({exc})") from None
     except RecursionError:  # the caller's own stack was already deep
         raise SidecarCorruptError(path, "is nested too deeply to parse here") from None
-    if b"\\" in raw and _SURROGATE_ESCAPE.search(raw) is not None:  # no escape: none
-        lone = _lone_surrogate(data)
-        if lone is not None:
-            raise SidecarCorruptError(
-                path, f"holds the string {_short(lone)} with a lone surrogate escape (not UTF-8)"
-            )
-    return data
+
+
+def _refuse_lone_surrogate(path: str, data: Any) -> None:
+    """``SidecarCorruptError`` when a string inside ``data`` holds a lone surrogate."""
+    lone = _lone_surrogate(data)
+    if lone is not None:
+        raise SidecarCorruptError(
+            path, f"holds the string {_short(lone)} with a lone surrogate escape (not UTF-8)"
+        )
+
+
+def parse_json(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:
+    """The JSON value of ``raw`` with a sidecar's structural checks (size, UTF-8, nesting
+    deeper than ``depth``, keys twice, lone surrogates): for other files of the protocol
+    (rescue files, whose records are then checked one by one)."""
+    return _loads(path, raw, depth)
 
 
 def parse_timings(path: str, raw: bytes | None) -> dict[str, Any]:

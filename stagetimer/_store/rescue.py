@@ -1,32 +1,40 @@
-"""Rescue files: where a record whose save failed waits, and ``recover`` folding them back.
+"""``recover``: folding rescue files back into ``timings.json``, trusting them no more
+than a sidecar.
 
-A recorder keeps, per process, one rescue file ``timings.rescue-<UTC time>-<pid>.json``
-beside the sidecar holding exactly its records not yet saved. It is rewritten
-atomically whenever that set changes and removed once it is empty, so a record is
-never only in memory: ``os._exit``, SIGKILL or the order of exit handlers cannot lose
-it. ``recover(directory)`` (``stagetimer recover DIR``) stores the records of every
-rescue file in a directory under the usual lock and rules, then removes the file.
+A recorder keeps, per process, a rescue file beside the sidecar holding exactly its
+records not yet saved (``_record/rescue_file.py``). ``recover(directory)`` (``stagetimer
+recover DIR``) folds the files whose writer is gone back into ``timings.json``:
+
+- A rescued record is *put back where it is missing*, by stage, ``run_idx``, ``label``
+  and ``rank``, never replayed through the replacement rules: it is older than anything
+  saved since, so a stale sequential ``run_idx=0`` must not reset a stage that a rerun
+  filled, nor an upsert replace a newer run. Two identical records are two records.
+- A file whose writer still runs (``_store/owner.py``) is left alone and named: that
+  process saves or rewrites its records itself, so nothing is stored twice or lost.
+- Content is checked like a sidecar's (``rescue_content.py``); a bad record or file is
+  named and skipped, the others are folded in.
+- A file owned by another user than ``timings.json``'s owner (or root) is named and
+  left alone unless the caller names that user in ``owners``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import math
 import os
+import pwd
 import stat
+import time
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
 from stagetimer._errors import InvalidRecordError, InvalidTypeError, SidecarCorruptError
-from stagetimer._format import (
-    HARDWARE_FILE,
-    POLICIES,
-    RESCUE_PREFIX,
-    RESCUE_SUFFIX,
-    TIMINGS_FILE,
-)
-from stagetimer._store.rules import apply_run, is_stage
+from stagetimer._format import HARDWARE_FILE, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
+from stagetimer._store.owner import liveness
+from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
+from stagetimer._store.rules import add_seconds, is_stage
 from stagetimer._store.sidecar import (
     add_hardware,
     add_software,
@@ -35,14 +43,11 @@ from stagetimer._store.sidecar import (
     update_file,
 )
 
-__all__ = [
-    "Recovered",
-    "recover",
-    "rescue_files",
-    "run_is_stored",
-]
+__all__ = ["Recovered", "recover", "rescue_files", "run_is_stored"]
 
-_MAX_BYTES = 256 * 1024 * 1024
+#: Seconds after its last write past which another host's rescue file is taken as its
+#: writer's leftover (this host cannot see that host's processes).
+FOREIGN_AGE = 3600.0
 
 
 def run_is_stored(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
@@ -56,12 +61,22 @@ def run_is_stored(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
 
 @attrs.frozen
 class Recovered:
-    """What ``recover`` did with one rescue file: ``stored`` records written, ``already``
-    found in ``timings.json`` (stored before), the rescue file then removed."""
+    """What ``recover`` did with one rescue file.
+
+    ``stored``: records put back into ``timings.json``; ``already``: records whose place
+    (stage, ``run_idx``, ``label``, ``rank``) was taken, by them or by a newer run;
+    ``refused``: one line per record no writer could have written, or for the whole
+    file when it does not parse (never stored; the file is then kept); ``skipped``: why
+    the file was left alone by design (its writer runs, another user owns it, it is a
+    symbolic link), else None. The file is removed
+    when it was folded in with nothing refused.
+    """
 
     path: str
     stored: int
     already: int
+    refused: tuple[str, ...] = ()
+    skipped: str | None = None
 
 
 def rescue_files(directory: str) -> list[str]:
@@ -77,125 +92,253 @@ def rescue_files(directory: str) -> list[str]:
     )
 
 
-def _read_rescue(path: str) -> dict[str, Any]:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+def _uid_of(owner: str | int) -> int:
+    if isinstance(owner, int) and not isinstance(owner, bool):
+        return owner
+    if isinstance(owner, str):
+        try:
+            return pwd.getpwnam(owner).pw_uid
+        except KeyError:
+            if owner.isdecimal():
+                return int(owner)
+    raise InvalidTypeError(f"owner {owner!r} is not valid: expected a user name or a uid", owner)
+
+
+def _user(uid: int) -> str:
     try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise SidecarCorruptError(path, f"cannot be opened ({exc.strerror})") from None
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _trusted(directory: str, owners: Iterable[str | int]) -> set[int]:
+    """Root, the owner of ``timings.json`` (or, before it exists, the caller), and ``owners``."""
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SidecarCorruptError(path, "is not a regular file")
-        if st.st_size > _MAX_BYTES:
-            raise SidecarCorruptError(path, f"is {st.st_size} bytes, too large for a rescue file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
+        uid = os.lstat(os.path.join(directory, TIMINGS_FILE)).st_uid
+    except OSError:
+        uid = os.geteuid()
+    return {0, uid, *(_uid_of(o) for o in owners)}
+
+
+def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
+    """Why a rescue file must not be folded now, or None."""
+    if content.uid not in trusted:  # replaced since it was first looked at
+        return _not_trusted(content.uid)
+    owner = content.owner
+    state = liveness(owner) if owner is not None else _legacy_liveness(content.path)
+    if state == "live":
+        pid = owner.get("pid") if owner is not None else "?"
+        return (
+            f"its writer, process {pid} on this host, still runs: it saves or rescues these "
+            "records itself (run recover again once it has ended)"
+        )
+    if state == "elsewhere":
+        assert owner is not None
+        try:
+            age = time.time() - os.lstat(content.path).st_mtime
+        except OSError:
+            age = 0.0
+        if age < FOREIGN_AGE:
+            return (
+                f"written {age:.0f} s ago by process {owner.get('pid')} on host "
+                f"{owner.get('host')!s}, whose processes this host cannot see: taken as "
+                f"left over {FOREIGN_AGE:.0f} s after its last write (or run recover there)"
+            )
+    return None
+
+
+def _legacy_liveness(path: str) -> str:
+    """A file from before rescue files named their writer: its pid is in its name."""
+    stem = os.path.basename(path)[: -len(RESCUE_SUFFIX)]
+    pid_text = stem.rsplit("-", 1)[-1]
+    if not pid_text.isdecimal():
+        return "dead"
     try:
-        payload = json.loads(b"".join(chunks))
-    except (ValueError, RecursionError) as exc:
-        raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
-    if not isinstance(payload, dict):
-        raise SidecarCorruptError(path, "is not a JSON object")
-    if payload.get("policy") not in POLICIES:
-        problem = f"policy {payload.get('policy')!r} is not one of {POLICIES}"
-        raise SidecarCorruptError(path, problem)
-    records = payload.get("records")
-    if not isinstance(records, list) or not all(
-        isinstance(r, dict) and isinstance(r.get("stage"), str) and isinstance(r.get("run"), dict)
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return "dead"
+    except OSError:
+        return "live"
+    return "live"
+
+
+def _key(run: Any) -> tuple[Any, Any, Any]:
+    if type(run) is not dict:
+        return (object(), None, None)  # matches nothing
+    return (run.get("run_idx"), run.get("label"), run.get("rank"))
+
+
+def _put_back(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
+    """Insert ``run`` into stage ``name`` (in ``run_idx`` order); no other run changes."""
+    stage = data.get(name)
+    if name in data and not is_stage(stage):
+        raise InvalidRecordError(
+            f"stage name {name!r} holds other data in {TIMINGS_FILE} (not an object with a "
+            "'runs' list)",
+            name,
+        )
+    runs: list[Any] = [] if stage is None else stage["runs"]
+    idx = run.get("run_idx")
+    position = len(runs)
+    if idx is not None:
+        for i, other in enumerate(runs):
+            other_idx = other.get("run_idx") if type(other) is dict else None
+            if type(other_idx) is int and other_idx > idx:
+                position = i
+                break
+    grown = [*runs[:position], run, *runs[position:]]
+    total = add_seconds(0.0, grown)
+    if not math.isfinite(total):
+        raise InvalidRecordError(
+            f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
+        )
+    if stage is None:
+        data[name] = {"total_seconds": total, "runs": grown}
+    else:
+        stage["runs"] = grown
+        stage["total_seconds"] = total
+
+
+def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recovered:
+    """Put the file's records back where missing, hardware (and software) first."""
+    records = list(content.records)
+    refused = list(content.refused)
+    known: set[str] = set()
+    needed = {
+        r.run["hardware_id"]: content.hardware[r.run["hardware_id"]]
         for r in records
-    ):
-        raise SidecarCorruptError(path, "'records' is not a list of {stage, run} objects")
-    for key in ("hardware", "software"):
-        if not isinstance(payload.get(key, {}), dict):
-            raise SidecarCorruptError(path, f"{key!r} is not an object")
-    expected = payload.get("expected_runs")
-    if expected is not None and (
-        isinstance(expected, bool) or not isinstance(expected, int) or expected < 1
-    ):
-        raise SidecarCorruptError(path, f"expected_runs {expected!r} is not an int >= 1")
-    return payload
+        if r.run.get("hardware_id") in content.hardware
+    }
 
+    software = {
+        r.run["software_id"]: content.software[r.run["software_id"]]
+        for r in records
+        if r.run.get("software_id") in content.software
+    }
 
-def _recover_one(directory: str, path: str, lock_timeout: float) -> Recovered:
+    def change_hardware(data: dict[str, Any]) -> str | None:
+        known.update(data["hardware"])
+        known.update(needed)
+        added = add_hardware(data, needed)
+        added_software = add_software(data, software)
+        return dumps_hardware(data) if added or added_software else None
+
     from stagetimer._store.parse import parse_hardware, parse_timings
 
-    payload = _read_rescue(path)
-    records: list[dict[str, Any]] = payload["records"]
-    hardware: dict[str, Any] = payload.get("hardware", {})
-    needed = {
-        r["run"]["hardware_id"]: hardware[r["run"]["hardware_id"]]
-        for r in records
-        if r["run"].get("hardware_id") in hardware
-    }
-    software: dict[str, Any] = payload.get("software", {})
-    needed_software = {
-        r["run"]["software_id"]: software[r["run"]["software_id"]]
-        for r in records
-        if r["run"].get("software_id") in software
-    }
-    if needed or needed_software:
-
-        def change_hardware(data: dict[str, Any]) -> str | None:
-            added = add_hardware(data, needed)
-            added_software = add_software(data, needed_software)
-            return dumps_hardware(data) if added or added_software else None
-
-        update_file(
-            os.path.join(directory, HARDWARE_FILE), parse_hardware, change_hardware, lock_timeout
+    hardware_path = os.path.join(directory, HARDWARE_FILE)
+    update_file(hardware_path, parse_hardware, change_hardware, lock_timeout)
+    unresolved = [r for r in records if r.run.get("hardware_id") not in (None, *known)]
+    for r in unresolved:
+        refused.append(
+            f"stage {r.stage!r}: its hardware_id {r.run['hardware_id']!r} is described "
+            f"neither in the rescue file nor in {HARDWARE_FILE}"
         )
+    records = [r for r in records if r not in unresolved]
     counts = [0, 0]
-    policy: str = payload["policy"]
-    expected: int | None = payload.get("expected_runs")
+    put_refused: list[str] = []
 
     def change(data: dict[str, Any]) -> bytes | None:
         counts[:] = [0, 0]
+        put_refused.clear()
+        taken = {
+            (name, _key(run))
+            for name in {r.stage for r in records}
+            if is_stage(data.get(name))
+            for run in data[name]["runs"]
+        }
         for record in records:
-            name, run = record["stage"], record["run"]
-            if run_is_stored(data, name, run):
+            if (record.stage, _key(record.run)) in taken:
                 counts[1] += 1
                 continue
             try:
-                apply_run(data, name, run, policy)
+                _put_back(data, record.stage, record.run)
             except InvalidRecordError as exc:
-                raise InvalidRecordError(f"{path}: {exc}", exc.value) from None
+                put_refused.append(str(exc))
+                continue
             counts[0] += 1
-            if expected is not None and run.get("run_idx") is not None:
-                data[name]["expected_runs"] = expected
+            _note_expected(data, record, content.expected_runs)
         return timings_bytes(data) if counts[0] else None
 
     update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    return Recovered(path, counts[0], counts[1])
+    refused.extend(put_refused)
+    if not refused:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(content.path)
+    return Recovered(content.path, counts[0], counts[1], tuple(refused))
 
 
-def recover(directory: str | os.PathLike[str], *, lock_timeout: float = 60.0) -> list[Recovered]:
+def _note_expected(data: dict[str, Any], record: RescueRecord, expected: int | None) -> None:
+    """The writer's ``expected_runs``, where the stage has none yet (never replaced)."""
+    if expected is not None and record.run.get("run_idx") is not None:
+        data[record.stage].setdefault("expected_runs", expected)
+
+
+def _not_trusted(uid: int) -> str:
+    return (
+        f"owned by {_user(uid)}, not by the owner of {TIMINGS_FILE}: not trusted (fold it "
+        "only if you trust that user: recover(..., owners=[user]) or stagetimer recover "
+        "--trust-owner USER)"
+    )
+
+
+def _recover_one(
+    directory: str, path: str, lock_timeout: float, trusted: set[int]
+) -> Recovered:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return Recovered(path, 0, 0, skipped="removed meanwhile (its writer saved it)")
+    if stat.S_ISLNK(st.st_mode):
+        return Recovered(path, 0, 0, skipped="is a symbolic link: never read through")
+    if st.st_uid not in trusted:  # not even parsed
+        return Recovered(path, 0, 0, skipped=_not_trusted(st.st_uid))
+    try:
+        content = read_rescue(path)
+    except SidecarCorruptError as exc:
+        return Recovered(path, 0, 0, refused=(f"the whole file: {exc.problem}",))
+    except FileNotFoundError:
+        return Recovered(path, 0, 0, skipped="removed meanwhile (its writer saved it)")
+    why = _why_left_alone(content, trusted)
+    if why is not None:
+        return Recovered(path, 0, 0, skipped=why)
+    return _fold(directory, content, lock_timeout)
+
+
+def recover(
+    directory: str | os.PathLike[str],
+    *,
+    lock_timeout: float = 60.0,
+    owners: Iterable[str | int] = (),
+) -> list[Recovered]:
     """Fold the rescue files of ``directory`` back into its ``timings.json``.
 
-    Each rescue file's records are stored under the file's lock with the replacement
-    rules of the recorder that wrote it (its ``policy``); a record already in
-    ``timings.json`` is not stored again. Each rescue file is removed once its records
-    are stored, so running it again changes nothing. Returns what was done, one
-    ``Recovered`` per rescue file. Raises ``SidecarCorruptError`` for a rescue file or
-    sidecar that does not parse (nothing written, the rescue file kept),
-    ``InvalidRecordError`` for a record the file refuses, ``LockTimeoutError``,
-    ``InvalidTypeError`` (a ``TypeError``) for a ``directory`` that is not a path,
+    Each rescued record is put back where ``timings.json`` has no run of the same
+    stage, ``run_idx``, ``label`` and ``rank`` (a newer run there is never replaced),
+    under the file's lock. A file is left alone and named (``Recovered.skipped``) while
+    the process that wrote it runs, when it does not parse, or when another user than
+    the owner of ``timings.json`` (or root) owns it, unless ``owners`` names that user
+    (a name or a uid). A record no writer could have written is refused and named
+    (``Recovered.refused``), never stored; the file then stays. A file folded in whole
+    is removed, so running it again changes nothing. Returns one ``Recovered`` per
+    rescue file. Raises ``SidecarCorruptError`` for a sidecar that does not parse
+    (nothing written), ``LockTimeoutError``, ``InvalidTypeError`` (a ``TypeError``) for
+    a ``directory`` that is not a path or an owner that is not a user,
     ``NotADirectoryError``/``FileNotFoundError`` for a path that is not a directory.
 
     >>> recover("exports/pursuit/classic_3/ippo")
-    [Recovered(path='.../timings.rescue-20261129T222802123456Z-4242.json', stored=2, already=0)]
+    [Recovered(path='.../timings.rescue-20261129T222802123456Z-4242-1a2b3c4d.json', \
+stored=2, already=0, refused=(), skipped=None)]
     """
     if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
         raise InvalidTypeError(
             f"directory {directory!r} is not valid: expected a str or os.PathLike", directory
         )
+    if isinstance(owners, (str, int)):
+        owners = [owners]
     path = os.fspath(directory)
     if not os.path.isdir(path):
         if os.path.lexists(path):
             raise NotADirectoryError(f"{path}: not a directory")
         raise FileNotFoundError(f"{path}: no such directory")
-    return [_recover_one(path, rescue, lock_timeout) for rescue in rescue_files(path)]
+    trusted = _trusted(path, owners)
+    return [_recover_one(path, rescue, lock_timeout, trusted) for rescue in rescue_files(path)]

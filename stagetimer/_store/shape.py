@@ -15,7 +15,7 @@ from typing import Any
 from stagetimer._errors import SidecarCorruptError, short_repr
 from stagetimer._format import RESOURCE_FIELDS, RUN_FIELDS
 
-__all__ = ["check_hardware_shape", "check_timings_shape", "json_type"]
+__all__ = ["check_hardware_shape", "check_run_shape", "check_timings_shape", "json_type"]
 
 _short = short_repr
 
@@ -89,6 +89,11 @@ def _resources_problem(resources: dict[str, Any] | None) -> str | None:
         if value is not None and not _is_number(value):
             return f"'resources' {key!r} {json_type(value)}, expected a number"
     return None
+
+
+def check_run_shape(path: str, name: str, run: object) -> None:
+    """Refuse one run whose known fields do not have the format's types (as in a stage)."""
+    _check_run(path, name, 0, run)
 
 
 def _runs_fit(runs: list[Any]) -> bool:
@@ -220,24 +225,26 @@ def _fields(cls: type) -> _Check:
     return check
 
 
+#: The JSON a scalar type hint is stored as: the Python types that hold it, and its name.
+_SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
+    _NONE: ((_NONE,), "null"),
+    bool: ((bool,), "a boolean"),
+    int: ((int,), "an integer"),
+    float: ((int, float), "a number"),
+    str: ((str,), "a string"),
+}
+
+
 def _checker(hint: Any) -> _Check:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         members = typing.get_args(hint)
-        checks = [_checker(m) for m in members]
         words = " or ".join(_words(m) for m in members)
+        checks = [_checker(m) for m in members]
         others = [c for m, c in zip(members, checks, strict=True) if m is not type(None)]
         return _union(checks, words, others[0] if len(others) == 1 else None)
-    if hint is type(None):
-        return _expect((type(None),), "null")
-    if hint is bool:
-        return _expect((bool,), "a boolean")
-    if hint is int:
-        return _expect((int,), "an integer")
-    if hint is float:
-        return _expect((int, float), "a number")
-    if hint is str:
-        return _expect((str,), "a string")
+    if hint in _SCALARS:
+        return _expect(*_SCALARS[hint])
     if origin in (tuple, list):
         return _each(_checker(typing.get_args(hint)[0]), list)
     if origin is dict:
@@ -248,10 +255,8 @@ def _checker(hint: Any) -> _Check:
 
 
 def _words(hint: Any) -> str:
-    names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number",
-             str: "a string"}
-    if hint in names:
-        return names[hint]
+    if hint in _SCALARS:
+        return _SCALARS[hint][1]
     origin = typing.get_origin(hint)
     return "an array" if origin in (tuple, list) else "an object"
 

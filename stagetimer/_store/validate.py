@@ -12,16 +12,18 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from stagetimer._errors import InvalidRecordError, short_repr
-from stagetimer._format import MAX_DEPTH, MAX_RUN_IDX, RESERVED_KEYS
+from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
+from stagetimer._format import MAX_DEPTH, MAX_RUN_IDX, RESERVED_KEYS, RUN_FIELDS
 from stagetimer._store.parse import DuplicateKey, decode_unique
 from stagetimer._store.rules import is_valid_seconds
+from stagetimer._store.shape import check_run_shape
 
 __all__ = [
     "MAX_DEPTH",
     "check_label",
     "check_name",
     "check_record",
+    "check_run",
     "check_run_idx",
     "check_seconds",
     "copy_metadata",
@@ -196,5 +198,31 @@ def check_record(
     check_name(name)
     check_run_idx(run_idx)
     check_label(label)
+    if metadata:
+        copy_metadata(metadata)
+
+
+def check_run(name: object, run: object) -> None:
+    """A whole run, as it would be stored under stage ``name``: refused
+    (``InvalidRecordError``) unless a recorder could have written it.
+
+    The same checks as a record's arguments (``check_record``, ``check_seconds``) and
+    the same field types as a sidecar's (``shape.py``), for a run that reaches the file
+    another way than through a recorder (a rescue file).
+    """
+    check_name(name)
+    try:
+        check_run_shape("", str(name), run)
+    except SidecarCorruptError as exc:
+        raise InvalidRecordError(f"run {exc.problem}", run) from None
+    assert isinstance(run, dict)
+    check_seconds(run["seconds"])
+    check_run_idx(run.get("run_idx"))
+    check_label(run.get("label"))
+    for key in RUN_FIELDS:
+        value = run.get(key)
+        if key not in ("seconds", "run_idx", "label") and value is not None:
+            copy_metadata({"field " + key: value})  # strings, objects: JSON with UTF-8 form
+    metadata = {key: value for key, value in run.items() if key not in RUN_FIELDS}
     if metadata:
         copy_metadata(metadata)

@@ -27,12 +27,18 @@ from stagetimer.hardware._memory import probe_memory
 from stagetimer.hardware._model import CpuInfo, Hardware
 from stagetimer.hardware._resources import memory_peak_file, resource_sources
 from stagetimer.hardware._scheduler import probe_scheduler
+from stagetimer.hardware._text import json_text
 
 __all__ = ["capture_hardware", "clear_cache", "generalise_source"]
 
 _ENERGY = "resources.gpu_energy_joules"
 _live: Hardware | None = None
-_live_lock = threading.Lock()
+# Held while the first live capture probes, so that threads capturing at once probe once.
+# Re-entrant, and ``_in_capture`` marks the thread probing: a signal handler or finaliser
+# that captures while its own thread is inside the first capture computes a description
+# of its own without the cache, instead of waiting for a lock its own thread holds.
+_live_lock = threading.RLock()
+_in_capture = threading.local()
 
 
 def _probe_cpu(root: str, cgroups: Cgroups | str) -> tuple[CpuInfo, dict[str, str]]:
@@ -138,7 +144,7 @@ def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
         }
     )
     return Hardware(
-        host=socket.gethostname(),
+        host=json_text(socket.gethostname()),
         os=f"{platform.system()} {platform.release()}",
         python=f"{platform.python_implementation()} {platform.python_version()}",
         machine=platform.machine(),
@@ -176,10 +182,28 @@ def capture_hardware(
     cached = _live
     if cached is not None:
         return cached
-    with _live_lock:
-        if _live is None:
-            _live = _capture(root, os.environ, None)
-        return _live
+    if getattr(_in_capture, "active", False):
+        return _capture(root, os.environ, None)  # re-entered: see _live_lock
+    _in_capture.active = True
+    try:
+        with _live_lock:
+            if _live is None:
+                _live = _capture(root, os.environ, None)
+            return _live
+    finally:
+        _in_capture.active = False
+
+def _reset_after_fork() -> None:
+    """In a forked child: capture again (it may have set its own affinity); the lock may
+    have been copied held by a thread the child does not have."""
+    global _live, _live_lock, _in_capture
+    _live_lock = threading.RLock()
+    _in_capture = threading.local()
+    _live = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def clear_cache() -> None:

@@ -245,29 +245,31 @@ def _walk(version: int, mounts: list[Mount], path: str) -> tuple[Located, Mount]
     limit over the walk does not depend on the order of the mounts. Also returns the
     mount that shows the nearest group.
     """
-    ordered = _standard_first(mounts)
-    top_ups = max(_ups(m.root) for m in mounts)
-    dirs: list[str] = []
-    used: list[Mount] = []
-    for group in _ancestors(path, top_ups):
-        for mount in ordered:
-            directory = _shown_at(mount, group)
-            if directory is not None:
-                dirs.append(directory)
-                if mount not in used:
-                    used.append(mount)
-                break
-    if not dirs:
+    shown = _shown(_standard_first(mounts), _ancestors(path, max(_ups(m.root) for m in mounts)))
+    if not shown:
         # No mount shows the group or an ancestor: its mount point is the best guess.
         mount = _pick_mount(mounts, path)
         point = mount.mount_point
         return Located(version, point, (point,), _fallback_note(mount, path)), mount
-    first = used[0]
+    dirs = tuple(directory for directory, _ in shown)
+    first, *more = dict.fromkeys(mount for _, mount in shown)  # each mount once, in order
     note = ""
     if _shown_at(first, path) is None:
         note = f"cgroup path {path} is not shown by any mount; reading its ancestors"
-    others = dict.fromkeys(m.mount_point for m in used[1:] if m.mount_point != first.mount_point)
-    return Located(version, first.mount_point, tuple(dirs), note, tuple(others)), first
+    others = dict.fromkeys(m.mount_point for m in more if m.mount_point != first.mount_point)
+    return Located(version, first.mount_point, dirs, note, tuple(others)), first
+
+
+def _shown(ordered: list[Mount], groups: list[str]) -> list[tuple[str, Mount]]:
+    """Each of ``groups`` that a mount shows: its directory through the first such mount."""
+    found: list[tuple[str, Mount]] = []
+    for group in groups:
+        for mount in ordered:
+            directory = _shown_at(mount, group)
+            if directory is not None:
+                found.append((directory, mount))
+                break
+    return found
 
 
 @attrs.frozen
@@ -290,30 +292,41 @@ class Cgroups:
     def locate(self, controller: str) -> Located | str:
         """Find the directories holding ``controller``'s files for this process, or say why not."""
         # cgroup v1: a controller is bound to at most one hierarchy, so a v1 line naming it wins.
-        for hierarchy, controllers, path in self.entries:
-            if hierarchy == "0" or controller not in controllers:
-                continue
-            v1 = [m for m in self.mounts if m.fstype == "cgroup" and controller in m.super_options]
-            if not v1:
-                return f"the {controller} controller is on cgroup v1 but no such mount is visible"
-            return _walk(1, v1, path)[0]
-
-        for hierarchy, controllers, path in self.entries:
-            if hierarchy != "0" or controllers:
-                continue
-            v2 = [m for m in self.mounts if m.fstype == "cgroup2"]
-            if not v2:
-                return "cgroup v2 is in use but no cgroup2 mount is visible"
-            located, mount = _walk(2, v2, path)
-            listed = self.v2_controllers(mount.mount_point)
-            if listed is None or controller not in listed:
-                return (
-                    f"the {controller} controller is not enabled on cgroup v2 "
-                    f"({posixpath.join(mount.mount_point, 'cgroup.controllers')} does not list it)"
-                )
-            return located
-
+        path = self._v1_path(controller)
+        if path is not None:
+            return self._locate_v1(controller, path)
+        path = self._v2_path()
+        if path is not None:
+            return self._locate_v2(controller, path)
         return f"/proc/self/cgroup lists no hierarchy with the {controller} controller"
+
+    def _v1_path(self, controller: str) -> str | None:
+        """The cgroup path of the v1 line that names ``controller``, or None."""
+        lines = self.entries
+        return next((p for h, names, p in lines if h != "0" and controller in names), None)
+
+    def _v2_path(self) -> str | None:
+        """The cgroup path of the v2 line (hierarchy 0, no controllers), or None."""
+        return next((p for h, names, p in self.entries if h == "0" and not names), None)
+
+    def _locate_v1(self, controller: str, path: str) -> Located | str:
+        v1 = [m for m in self.mounts if m.fstype == "cgroup" and controller in m.super_options]
+        if not v1:
+            return f"the {controller} controller is on cgroup v1 but no such mount is visible"
+        return _walk(1, v1, path)[0]
+
+    def _locate_v2(self, controller: str, path: str) -> Located | str:
+        v2 = [m for m in self.mounts if m.fstype == "cgroup2"]
+        if not v2:
+            return "cgroup v2 is in use but no cgroup2 mount is visible"
+        located, mount = _walk(2, v2, path)
+        listed = self.v2_controllers(mount.mount_point)
+        if listed is None or controller not in listed:
+            return (
+                f"the {controller} controller is not enabled on cgroup v2 "
+                f"({posixpath.join(mount.mount_point, 'cgroup.controllers')} does not list it)"
+            )
+        return located
 
 
 def read_cgroups(root: str) -> Cgroups | str:

@@ -61,42 +61,65 @@ def select_visible(
     if value is None:
         return [(i, "") for i in range(len(uuids))], "CUDA_VISIBLE_DEVICES unset: every GPU"
     chosen: list[tuple[int, str]] = []
-    seen: set[int] = set()
-    ordinals: set[int] = set()
     notes: list[str] = []
     for raw in value.split(","):
         entry = raw.strip()
-        index: int | None = None
-        ordinal = _ORDINAL.match(entry) if entry.isascii() else None
-        if ordinal is not None:
-            index = int(ordinal.group(1))
-            if index in ordinals:
-                return [], (
-                    f"CUDA_VISIBLE_DEVICES={value!r} repeats ordinal {index}: "
-                    "CUDA fails to initialise (CUDA_ERROR_INVALID_DEVICE)"
-                )
-            ordinals.add(index)
-            if index >= len(uuids):
-                index = None
-        elif entry[:4].upper() == "MIG-":
-            exists = mig_exists(entry) if mig_exists is not None else None
-            if exists is not False:
-                checked = "" if exists else " (not checked)"
-                notes.append(f"MIG instance {entry!r}{checked} skipped: not described")
-                continue
-        elif entry[:4].upper() == "GPU-" and len(entry) > 4:
-            prefix = entry.lower()
-            matches = [i for i, u in enumerate(uuids) if u and u.lower().startswith(prefix)]
-            index = matches[0] if len(matches) == 1 else None
-        if index is None or index in seen:
+        ordinal = _ordinal(entry)
+        if _repeated(ordinal, chosen):
+            return [], (
+                f"CUDA_VISIBLE_DEVICES={value!r} repeats ordinal {ordinal}: "
+                "CUDA fails to initialise (CUDA_ERROR_INVALID_DEVICE)"
+            )
+        skipped = _mig_skipped(entry, mig_exists)
+        if skipped is not None:
+            notes.append(skipped)
+            continue
+        index = _index(entry, ordinal, uuids)
+        if index is None or index in (i for i, _ in chosen):
             notes.append(f"entry {entry!r} is invalid and ends the list")
             break
-        seen.add(index)
         chosen.append((index, entry))
-    note = f"CUDA_VISIBLE_DEVICES={value!r}"
-    if notes:
-        note += " (" + "; ".join(notes) + ")"
-    return chosen, note
+    return chosen, _visible_note(value, notes)
+
+
+def _repeated(ordinal: int | None, chosen: list[tuple[int, str]]) -> bool:
+    """Whether ``ordinal`` was an entry before. Every ordinal before the one that ends the
+    list was chosen, so the chosen entries hold all of them."""
+    return ordinal is not None and ordinal in (_ordinal(entry) for _, entry in chosen)
+
+
+def _visible_note(value: str, notes: list[str]) -> str:
+    return f"CUDA_VISIBLE_DEVICES={value!r}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _ordinal(entry: str) -> int | None:
+    """The number an entry starts with (``+0``, ``00``, ``0x0`` are 0), or None."""
+    match = _ORDINAL.match(entry) if entry.isascii() else None
+    return None if match is None else int(match.group(1))
+
+
+def _mig_skipped(entry: str, mig_exists: Callable[[str], bool | None] | None) -> str | None:
+    """The note for a ``MIG-`` entry that is skipped; None for any other entry and for a
+    MIG instance ``mig_exists`` rejects (it ends the list)."""
+    if entry[:4].upper() != "MIG-":
+        return None
+    exists = mig_exists(entry) if mig_exists is not None else None
+    if exists is False:
+        return None
+    checked = "" if exists else " (not checked)"
+    return f"MIG instance {entry!r}{checked} skipped: not described"
+
+
+def _index(entry: str, ordinal: int | None, uuids: list[str | None]) -> int | None:
+    """The NVML index an entry names: an ordinal in range, or the one GPU whose UUID
+    starts with a ``GPU-`` entry (any case); None when it names none."""
+    if ordinal is not None:
+        return ordinal if ordinal < len(uuids) else None
+    if entry[:4].upper() != "GPU-" or len(entry) <= 4:
+        return None
+    prefix = entry.lower()
+    matches = [i for i, u in enumerate(uuids) if u and u.lower().startswith(prefix)]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _text(value: Any) -> str:

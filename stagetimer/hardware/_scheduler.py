@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 
 from stagetimer.hardware._model import SchedulerInfo
+from stagetimer.hardware._text import json_text
 
 __all__ = [
     "PBS_IDENTITY",
@@ -105,7 +106,8 @@ def job_identity(environ: Mapping[str, str] | None = None) -> dict[str, str] | N
     ``{"scheduler": "slurm" | "pbs", "job_id": ...}`` plus, where the variable is
     set and not empty, ``array_job_id``, ``array_task_id``, ``step_id``,
     ``restart_count``, ``node_name``, ``node_list``, ``submit_host`` and
-    ``submit_dir`` (strings, as the scheduler wrote them). Reads only the
+    ``submit_dir`` (strings, as the scheduler wrote them; a byte that is not UTF-8 as
+    ``\\xNN``). Reads only the
     environment (default ``os.environ``), a dozen lookups; it returns a new dict
     each call, so a caller that caches it must not hand the same dict out to be
     changed.
@@ -126,7 +128,7 @@ def job_identity(environ: Mapping[str, str] | None = None) -> dict[str, str] | N
     for key, variable in SLURM_IDENTITY if scheduler == "slurm" else PBS_IDENTITY:
         value = environ.get(variable)
         if value and key not in identity:
-            identity[key] = value
+            identity[key] = json_text(value)  # undecodable bytes as \xNN (see _text.py)
     return identity
 
 
@@ -194,7 +196,7 @@ def probe_scheduler(environ: Mapping[str, str]) -> tuple[SchedulerInfo, dict[str
         reason = "neither SLURM_JOB_ID nor PBS_JOBID is set: not a batch job"
         return SchedulerInfo(), {"scheduler.kind": reason, "scheduler.env": reason}
     names = SLURM_VARIABLES if kind == "slurm" else PBS_VARIABLES
-    env = {name: environ[name] for name in names if name in environ}
+    env = {name: json_text(environ[name]) for name in names if name in environ}
     listed = f"environment: {', '.join(sorted(env))}" if env else "no allocation variable is set"
     return SchedulerInfo(kind=kind, env=env), {
         "scheduler.kind": "SLURM_JOB_ID is set" if kind == "slurm" else "PBS_JOBID is set",

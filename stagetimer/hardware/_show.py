@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from stagetimer.hardware._model import Hardware, description, hardware_id
@@ -82,13 +82,20 @@ def plain_words(text: str) -> str:
     return _NVML_ERROR.sub(_nvml_words, text)
 
 
+_GPU_ITEM = re.compile(r"^gpus\[\d+\]\.")
+
+
 def _value(path: str, value: Any) -> str:
+    """``value`` in words: by the format of its field (``gpus[0].`` dropped) or of its
+    last name, else as plain text."""
     if value is None:
         return "-"
-    leaf = re.sub(r"^gpus\[\d+\]\.", "", path).rsplit(".", 1)[-1]
-    fmt = _FORMATS.get(re.sub(r"^gpus\[\d+\]\.", "", path)) or _FORMATS.get(leaf)
-    if fmt:
-        return fmt(value)
+    field = _GPU_ITEM.sub("", path)
+    fmt = _FORMATS.get(field) or _FORMATS.get(field.rsplit(".", 1)[-1]) or _plain
+    return fmt(value)
+
+
+def _plain(value: Any) -> str:
     if isinstance(value, dict):
         return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
     if isinstance(value, list):
@@ -104,19 +111,27 @@ def _rows(stored: dict[str, Any]) -> list[tuple[str, Any]]:
     """
     rows: list[tuple[str, Any]] = []
     for key, value in stored.items():
-        if key == "sources":
-            continue
-        if isinstance(value, dict):
-            rows.extend((f"{key}.{name}", inner) for name, inner in value.items())
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            rows.append((key, f"{len(value)} listed"))
-            for slot, item in enumerate(value):
-                rows.extend((f"{key}[{slot}].{name}", inner) for name, inner in item.items())
-        elif isinstance(value, list) and key == "gpus":
-            rows.append((key, None))
-        else:
-            rows.append((key, value))
+        if key != "sources":
+            rows.extend(_rows_of(key, value))
     return rows
+
+
+def _rows_of(key: str, value: Any) -> list[tuple[str, Any]]:
+    """The rows of one top-level field of the stored description."""
+    if isinstance(value, dict):
+        return _fields_of(key, value)
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        rows: list[tuple[str, Any]] = [(key, f"{len(value)} listed")]
+        for slot, item in enumerate(value):
+            rows.extend(_fields_of(f"{key}[{slot}]", item))
+        return rows
+    if isinstance(value, list) and key == "gpus":
+        return [(key, None)]  # no GPU: one row that says why
+    return [(key, value)]
+
+
+def _fields_of(prefix: str, section: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(f"{prefix}.{name}", inner) for name, inner in section.items()]
 
 
 def _wrapped(text: str, indent: int) -> list[str]:
@@ -153,6 +168,10 @@ def _note(
     return f"({words})" if missing else f"(from {words})"
 
 
+#: A row as shown: its dotted path, its stored value and that value in words.
+_Row = tuple[str, Any, str]
+
+
 def format_hardware(hw: Hardware) -> str:
     """The description, its ``hardware_id`` and where each value came from, in 100 columns.
 
@@ -169,36 +188,57 @@ def format_hardware(hw: Hardware) -> str:
     value_width = min(max(len(text) for _, _, text in shown), 22)
     lines = [f"hardware_id  {hardware_id(hw)}", ""]
     said: set[tuple[str, str]] = set()
-    index = 0
-    while index < len(shown):
-        # The group: this row and the following ones whose source is the same.
-        source = hw.sources.get(shown[index][0])
-        end = index + 1
-        while end < len(shown) and source is not None and hw.sources.get(shown[end][0]) == source:
-            end += 1
-        group = shown[index:end]
+    for group, source in _groups(shown, hw.sources):
         note = _note(group, source, said)
-        for path, _, text in group:
-            head = path.ljust(width)
-            line = f"{head}  {text}"
-            if note and len(group) == 1:
-                aligned = f"{head}  {text.ljust(value_width)}  {note}"
-                one_line = aligned if len(aligned) <= WIDTH else f"{line}  {note}"
-                if len(one_line) <= WIDTH:
-                    lines.append(one_line)
-                    note = ""
-                    continue
-            if len(line) <= WIDTH:
-                lines.append(line)
-            else:  # a long value (scheduler.env) continues under its column
-                first, *more = _wrapped(text, len(head) + 2)
-                lines.append(head + first[len(head):])
-                lines.extend(more)
-        if note:
-            lines.extend(_wrapped(note, width + 2))
-        index = end
+        lines.extend(_group_lines(group, note, width, value_width))
     lines += _resource_lines(hw)
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _groups(shown: list[_Row], sources: dict[str, str]) -> Iterator[tuple[list[_Row], str | None]]:
+    """Each run of consecutive rows whose source is the same, with that source (a row
+    without a source is a group of its own)."""
+    index = 0
+    while index < len(shown):
+        source = sources.get(shown[index][0])
+        end = index + 1
+        while end < len(shown) and source is not None and sources.get(shown[end][0]) == source:
+            end += 1
+        yield shown[index:end], source
+        index = end
+
+
+def _group_lines(group: list[_Row], note: str, width: int, value_width: int) -> list[str]:
+    """The lines of one group: a single row with its note on one line where it fits, else
+    each row, then the note wrapped under the values."""
+    if note and len(group) == 1:
+        path, _, text = group[0]
+        one_line = _with_note(path.ljust(width), text, note, value_width)
+        if one_line is not None:
+            return [one_line]
+    lines: list[str] = []
+    for path, _, text in group:
+        lines.extend(_field_lines(path.ljust(width), text))
+    if note:
+        lines.extend(_wrapped(note, width + 2))
+    return lines
+
+
+def _with_note(head: str, text: str, note: str, value_width: int) -> str | None:
+    """A row and its note on one line, the note aligned where it fits; None when even the
+    unaligned line is wider than :data:`WIDTH`."""
+    aligned = f"{head}  {text.ljust(value_width)}  {note}"
+    one_line = aligned if len(aligned) <= WIDTH else f"{head}  {text}  {note}"
+    return one_line if len(one_line) <= WIDTH else None
+
+
+def _field_lines(head: str, text: str) -> list[str]:
+    """A row on one line, or a long value (scheduler.env) continued under its column."""
+    line = f"{head}  {text}"
+    if len(line) <= WIDTH:
+        return [line]
+    first, *more = _wrapped(text, len(head) + 2)
+    return [head + first[len(head) :], *more]
 
 
 def _resource_lines(hw: Hardware) -> list[str]:

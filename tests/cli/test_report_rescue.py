@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import Ran, run_cli
+from helpers.rescue import orphan
 
 from stagetimer import Recorder, StageTimerWarning, load_timings, stage
 
@@ -46,6 +47,7 @@ def test_after_recover_the_report_no_longer_mentions_rescue_files(
     art: Path, tmp_path: Path
 ) -> None:
     _rescue_while_the_lock_is_held(art)
+    orphan(art)  # its writer has ended (a live writer's file is left alone)
     recovered = run_cli("recover", art)
     assert 0 == recovered.returncode, recovered.stderr
     assert [0] == [run.run_idx for run in load_timings(art).stages["ippo_train"].runs]

@@ -204,7 +204,11 @@ def test_close_writes_a_rescue_file_when_the_save_keeps_failing(art: Path) -> No
     (rescue,) = art.glob("timings.rescue-*.json")
     payload = read_json(rescue)
     assert payload["records"] == [
-        {"stage": "ippo_train", "run": {**payload["records"][0]["run"], "seconds": 1.25}}
+        {
+            "id": payload["records"][0]["id"],
+            "stage": "ippo_train",
+            "run": {**payload["records"][0]["run"], "seconds": 1.25},
+        }
     ]
     run = payload["records"][0]["run"]
     assert (run["run_idx"], run["lr"]) == (0, 0.5)

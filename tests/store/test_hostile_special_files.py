@@ -73,10 +73,11 @@ def symlink_loop(path: Path) -> None:
 
 SPECIAL: dict[str, tuple[Callable[[Path], None], str]] = {
     "fifo": (fifo, "is a FIFO (named pipe), not a regular file"),
-    "symlink to /dev/zero": (dev_zero, "is a character device, not a regular file"),
+    # Sidecars are opened with O_NOFOLLOW: a link is refused as such, never read through.
+    "symlink to /dev/zero": (dev_zero, "is a symbolic link, not a regular file"),
     "directory": (directory, "is a directory, not a regular file"),
     "socket": (unix_socket, "is a socket, not a regular file"),
-    "symlink loop": (symlink_loop, "is a symlink loop, not a regular file"),
+    "symlink loop": (symlink_loop, "is a symbolic link, not a regular file"),
 }
 SIDECARS = ["timings.json", "timings_hardware.json"]
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.process_life import rescued_records, stage_runs, temp_files
+from helpers.rescue import orphan
 
 from stagetimer import Recorder, StageTimerWarning, record_timing, recover
 from stagetimer._cli import main
@@ -83,6 +84,7 @@ def test_recover_folds_the_rescue_file_back_and_removes_it(art: Path) -> None:
     with pytest.warns(StageTimerWarning):
         record_timing("alpharank", 9.0, recorder=rec)
     rec._saver.pending.clear()  # the process died: only the rescue file is left
+    orphan(art)
     _restore(art, good)
 
     (done,) = recover(art)
@@ -101,6 +103,7 @@ def test_recover_twice_changes_nothing(art: Path) -> None:
     with pytest.warns(StageTimerWarning):
         record_timing("train", 2.0, run_idx=1, recorder=rec)
     rec._saver.pending.clear()
+    orphan(art)
     _restore(art, good)
     recover(art)
     before = (art / "timings.json").read_bytes()
@@ -121,6 +124,7 @@ def test_recover_does_not_store_a_record_again_that_a_save_already_stored(art: P
     _restore(art, good)
     rec.close()
     rescue.write_bytes(kept)
+    orphan(art)
 
     (done,) = recover(art)
 
@@ -137,6 +141,7 @@ def test_the_recover_command_prints_one_line_per_rescue_file(
     with pytest.warns(StageTimerWarning):
         record_timing("train", 2.0, run_idx=1, recorder=rec)
     rec._saver.pending.clear()
+    orphan(art)
     _restore(art, good)
 
     assert 0 == main(["recover", str(art)])
@@ -155,6 +160,7 @@ def test_the_recover_command_names_a_rescue_file_that_does_not_parse(
     err = capsys.readouterr().err.splitlines()
     assert 1 == len(err)
     assert "timings.rescue-20261201T000000000000Z-1.json" in err[0]
+    assert "does not parse" in err[0]
     assert not (art / "timings.json").exists()
 
 

@@ -1,0 +1,171 @@
+"""What a rescue file holds, read and checked like a sidecar before ``recover`` trusts it.
+
+A rescue file is a second way for a record to reach ``timings.json``, and in a shared
+directory anyone may have written it. So it is opened as a sidecar is (no link
+followed, nothing but a regular file, a bounded size), parsed with a sidecar's
+structural checks (``parse_json``), and each record checked as a recorder checks its
+arguments (``validate.check_run``): a run no writer could have made is refused and
+named, never stored, and the other records of the file are still good.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+import attrs
+
+from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
+from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, POLICIES, SCHEMA_VERSION
+from stagetimer._store.parse import parse_json, read_all
+from stagetimer._store.shape import check_hardware_shape, json_type
+from stagetimer._store.validate import check_run
+
+__all__ = ["RescueContent", "RescueRecord", "read_rescue"]
+
+_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+@attrs.frozen
+class RescueRecord:
+    """One record of a rescue file that passed every check: a run of stage ``stage``."""
+
+    stage: str
+    run: dict[str, Any]
+
+
+@attrs.frozen
+class RescueContent:
+    """A rescue file as read: its good records, the ones refused (one line each, saying
+    which and why), the hardware they reference, its writer and its file owner."""
+
+    path: str
+    uid: int
+    owner: dict[str, Any] | None  # None: written before rescue files named their writer
+    policy: str
+    expected_runs: int | None
+    hardware: dict[str, Any]
+    records: tuple[RescueRecord, ...]
+    refused: tuple[str, ...]
+    #: the software descriptions its records reference (written since 0.3)
+    software: dict[str, Any] = attrs.Factory(dict)
+
+
+def _read(path: str) -> tuple[bytes, os.stat_result]:
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError as exc:
+        raise SidecarCorruptError(path, f"cannot be opened ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SidecarCorruptError(path, "is not a regular file")
+        if st.st_size > MAX_BYTES:
+            raise SidecarCorruptError(path, f"is {st.st_size} bytes, too large for a rescue file")
+        return read_all(fd, st.st_size), st
+    finally:
+        os.close(fd)
+
+
+def _header(path: str, payload: object) -> tuple[str, int | None, list[Any], dict[str, Any]]:
+    """The file-wide fields; a file whose own structure is wrong is refused whole."""
+    if type(payload) is not dict:
+        raise SidecarCorruptError(path, f"is {json_type(payload)}, expected an object")
+    policy = payload.get("policy")
+    if policy not in POLICIES:
+        raise SidecarCorruptError(path, f"policy {short_repr(policy)} is not one of {POLICIES}")
+    records = payload.get("records")
+    if type(records) is not list:
+        raise SidecarCorruptError(path, f"'records' is {json_type(records)}, expected an array")
+    hardware = payload.get("hardware", {})
+    if type(hardware) is not dict:
+        raise SidecarCorruptError(path, f"'hardware' is {json_type(hardware)}, expected an object")
+    expected = payload.get("expected_runs")
+    if expected is not None and (type(expected) is not int or expected < 1):
+        raise SidecarCorruptError(path, f"expected_runs {short_repr(expected)} is not an int >= 1")
+    return policy, expected, records, hardware
+
+
+def _good_hardware(path: str, hardware: dict[str, Any]) -> dict[str, Any]:
+    """The hardware entries with a description's shape; the others are left out."""
+    good = {}
+    for key, description in hardware.items():
+        try:
+            one = {"schema_version": SCHEMA_VERSION, "hardware": {key: description}}
+            check_hardware_shape(path, one)
+        except SidecarCorruptError:
+            continue
+        good[key] = description
+    return good
+
+
+def _good_software(path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The software entries with a description's shape; the others are left out (a run
+    whose software is not described keeps its ``software_id``, as an older writer's)."""
+    software = payload.get("software", {})
+    if type(software) is not dict:
+        return {}
+    good = {}
+    for key, description in software.items():
+        try:
+            one = {"schema_version": SCHEMA_VERSION, "hardware": {}, "software": {key: description}}
+            check_hardware_shape(path, one)
+        except SidecarCorruptError:
+            continue
+        good[key] = description
+    return good
+
+
+def _check_entry(entry: object) -> RescueRecord:
+    if type(entry) is not dict:
+        raise InvalidRecordError(f"is {json_type(entry)}, expected a {{stage, run}} object")
+    name, run = entry.get("stage"), entry.get("run")
+    check_run(name, run)
+    assert isinstance(name, str) and isinstance(run, dict)
+    return RescueRecord(name, run)
+
+
+def read_rescue(path: str) -> RescueContent:
+    """Read and check one rescue file; ``SidecarCorruptError`` when the file as a whole
+    cannot be read (not a regular file, not JSON, nested too deep, a key twice, a lone
+    surrogate, wrong file-wide fields). A bad record is refused on its own."""
+    raw, st = _read(path)
+    # Twice a sidecar's depth: a record nested too deep is refused on its own (by
+    # check_run) rather than with the whole file; past this, the file is refused.
+    payload = parse_json(path, raw, 2 * MAX_FILE_DEPTH)
+    policy, expected, entries, hardware = _header(path, payload)
+    good_hardware = _good_hardware(path, hardware)
+    records: list[RescueRecord] = []
+    refused: list[str] = []
+    for i, entry in enumerate(entries):
+        try:
+            record = _check_entry(entry)
+        except InvalidRecordError as exc:
+            refused.append(f"record {i}: {exc}")
+            continue
+        hardware_id = record.run.get("hardware_id")
+        if hardware_id in hardware and hardware_id not in good_hardware:
+            refused.append(
+                f"record {i}: its hardware description {short_repr(hardware_id)} does not "
+                "have the shape of one"
+            )
+            continue
+        records.append(record)
+    owner = payload.get("owner")
+    return RescueContent(
+        path=path,
+        uid=st.st_uid,
+        owner=owner if type(owner) is dict else None,
+        policy=policy,
+        expected_runs=expected,
+        hardware=good_hardware,
+        records=tuple(records),
+        refused=tuple(refused),
+        software=_good_software(path, payload),
+    )

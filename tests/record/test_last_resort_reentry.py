@@ -1,0 +1,153 @@
+"""A handler that records while its own thread is inside stagetimer neither deadlocks nor
+loses its record: a sweep that fires it at every point.
+
+The subject runs in a child interpreter with a watchdog (``faulthandler`` ends it after
+a few seconds stuck) and a timeout. A trace function picks the point: at the n-th
+bytecode of the code under test it either calls the handler directly (as a signal
+handler runs, between two bytecodes) or sends a real SIGUSR1 to the main thread, whose
+Python handler runs at the next check of the interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.process_life import run_script
+
+# The sweep of _settle's class of bug: every bytecode of the save path (_record/) with
+# a handler recording at that point; afterwards both records are in timings.json once.
+SETTLE_SWEEP = """
+import json, os, sys, warnings
+import stagetimer
+from stagetimer import Recorder, record_timing
+warnings.simplefilter("ignore")
+RECORD_DIR = os.path.join(os.path.dirname(stagetimer.__file__), "_record") + os.sep
+base = sys.argv[1]
+
+def trial(n):
+    directory = os.path.join(base, str(n))
+    rec = Recorder(directory)
+    state = {"events": 0}
+
+    def local(frame, event, arg):
+        if event == "opcode":
+            state["events"] += 1
+            if state["events"] == n:
+                record_timing("handler", 2.0, recorder=rec)
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename.startswith(RECORD_DIR):
+            frame.f_trace_opcodes = True
+            return local
+        return None
+
+    record_timing("warm", 0.5, recorder=rec)
+    sys.settrace(tracer)
+    try:
+        record_timing("main", 1.0, recorder=rec)
+    finally:
+        sys.settrace(None)
+    rec.close()
+    with open(os.path.join(directory, "timings.json")) as f:
+        data = json.load(f)
+    return state["events"], [len(data.get(k, {}).get("runs", [])) for k in ("main", "handler")]
+
+points, _ = trial(0)
+lost = [n for n in range(1, points + 1) if trial(n)[1] != [1, 1]]
+print(json.dumps({"points": points, "lost": lost}))
+"""
+
+
+@pytest.mark.slow
+def test_a_handler_recording_at_any_point_of_a_save_loses_nothing(tmp_path: Path) -> None:
+    done = run_script(SETTLE_SWEEP, tmp_path, timeout=170)
+    result = json.loads(done.stdout)
+
+    assert ([], True) == (result["lost"], result["points"] > 100), result
+
+
+# Real SIGUSR1 at the n-th bytecode of the code under test, each trial from a fresh state.
+SIGNAL_SWEEP = """
+import faulthandler, json, os, signal, sys, threading, warnings
+import stagetimer
+warnings.simplefilter("ignore")
+what, base, trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
+PKG = os.path.dirname(stagetimer.__file__) + os.sep
+from stagetimer import Recorder, capture_hardware, record_timing, stage
+from stagetimer._record import pending, recorder
+from stagetimer.hardware import _capture
+
+handled = []
+target = [None]
+
+def handler(signum, frame):
+    if what == "first stage":
+        with stage("handler"):  # the STAGETIMER_DIR recorder, maybe being built
+            pass
+    else:
+        record_timing("handler", 1.0, recorder=target[0])
+    handled.append(1)
+
+signal.signal(signal.SIGUSR1, handler)
+main = threading.main_thread().ident
+
+def run(n, directory):
+    os.environ["STAGETIMER_DIR"] = directory
+    recorder._env_recorders.clear()
+    target[0] = Recorder(directory)
+    _capture.clear_cache()
+    pending._live_hardware = None
+    state = {"events": 0}
+
+    def local(frame, event, arg):
+        if event == "opcode":
+            state["events"] += 1
+            if state["events"] == n:
+                signal.pthread_kill(main, signal.SIGUSR1)
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename.startswith(PKG):
+            frame.f_trace_opcodes = True
+            return local
+        return None
+
+    sys.settrace(tracer)
+    try:
+        if what == "first stage":
+            with stage("main"):
+                pass
+        else:
+            capture_hardware()
+    finally:
+        sys.settrace(None)
+    target[0].close()
+    return state["events"]
+
+points = run(0, os.path.join(base, "count"))
+step = max(1, points // trials)
+faulthandler.dump_traceback_later(20, exit=True)  # stuck: a deadlock, say where
+done = 0
+for n in range(1, points + 1, step):
+    run(n, os.path.join(base, str(n)))
+    faulthandler.dump_traceback_later(20, exit=True)
+    done += 1
+faulthandler.cancel_dump_traceback_later()
+print(json.dumps({"points": points, "trials": done, "handled": len(handled)}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("what", "trials"), [("first stage", 150), ("capture", 40)])
+def test_a_recording_sigusr1_handler_never_deadlocks(
+    tmp_path: Path, what: str, trials: int
+) -> None:
+    done = run_script(SIGNAL_SWEEP, what, tmp_path, trials, timeout=170, check=False)
+
+    assert 0 == done.returncode, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["trials"] >= min(trials, result["points"]) // 2
+    assert result["handled"] == result["trials"], result
