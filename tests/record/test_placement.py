@@ -193,3 +193,30 @@ def test_stagetimer_hardware_says_where_this_process_runs() -> None:
         f"placement (kept in each run, not in the description): cpus {placed_cpus()}, "
         "rank 1 of 2\n"
     )
+
+
+RESCUED = """
+import sys, warnings
+from stagetimer import Recorder, record_timing
+warnings.simplefilter("ignore")
+record_timing("ippo_train", 1.0, run_idx=0, recorder=Recorder(sys.argv[1]))
+"""
+
+
+def test_a_rescued_run_s_software_is_folded_back_by_recover(tmp_path: Path) -> None:
+    from stagetimer import recover
+
+    (tmp_path / "timings_hardware.json").write_text("not JSON")  # every save fails: rescued
+    run_child(RESCUED, str(tmp_path))  # a writer that has ended: its rescue file is folded
+    rescue = json.loads(next(tmp_path.glob("timings.rescue-*.json")).read_text())
+    (tmp_path / "timings_hardware.json").unlink()  # repaired
+
+    recover(tmp_path)
+
+    (run,) = load_timings(tmp_path).stages["ippo_train"].runs
+    software = load_hardware(tmp_path).software
+    assert run.software_id is not None and [run.software_id] == list(rescue["software"])
+    assert rescue["software"][run.software_id] == json.loads(
+        (tmp_path / "timings_hardware.json").read_text()
+    )["software"][run.software_id]
+    assert run.software_id in software
