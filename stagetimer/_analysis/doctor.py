@@ -18,9 +18,9 @@ import attrs
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._store.claims import CLAIM_SUFFIX, read_claim, stale_after, this_machine
-from stagetimer._store.mounts import Mount, lock_verdict, mount_of
 from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._store.rescue import rescue_files
+from stagetimer.hardware._mounts import Mount, lock_verdict, mount_of
 
 __all__ = ["PROTOCOL", "DirectoryReport", "Finding", "doctor", "examine"]
 

@@ -22,13 +22,13 @@ from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import token as _token  # noqa: F401 (read here by tests)
 from stagetimer._store.leftovers import unclean as _unclean
 from stagetimer._store.lock import acquire, release
-from stagetimer._store.mounts import is_local
 from stagetimer._store.parse import (
     open_sidecar,
     read_all,
     retry_replaced,
 )
 from stagetimer._store.rules import is_stage
+from stagetimer.hardware._mounts import is_local
 
 __all__ = [
     "Attempt",

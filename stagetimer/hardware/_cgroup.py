@@ -32,38 +32,27 @@ that shows it is found by matching that name against the mounts listed in
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import attrs
 
 from stagetimer.hardware._files import read_or_reason, read_text
+from stagetimer.hardware._mounts import Mount, parse_mountinfo
 
 __all__ = [
     "Cgroups",
     "Located",
     "Mount",
+    "cgroup_mounts",
     "locate",
     "parse_cgroup_file",
-    "parse_mountinfo",
     "read_cgroups",
     "smallest",
 ]
 
 _DELETED = " (deleted)"
-_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
 _Number = TypeVar("_Number", int, float)
-
-
-@attrs.frozen
-class Mount:
-    """One cgroup line of ``/proc/self/mountinfo``."""
-
-    root: str
-    mount_point: str
-    fstype: str
-    super_options: tuple[str, ...]
 
 
 @attrs.frozen
@@ -108,37 +97,9 @@ class Located:
         return smallest((read(path), path) for path in paths)
 
 
-def _unescape(field: str) -> str:
-    return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
-
-
-def parse_mountinfo(text: str) -> list[Mount]:
-    """The cgroup and cgroup2 mounts of a ``mountinfo`` text, in file order.
-
-    Fields: ``id parent maj:min ROOT MOUNTPOINT opts [optional...] - FSTYPE SOURCE SUPEROPTS``
-    (``proc(5)``); the optional fields end at the lone ``-``.
-    """
-    mounts: list[Mount] = []
-    for line in text.splitlines():
-        fields = line.split(" ")
-        try:
-            dash = fields.index("-", 6)
-        except ValueError:
-            continue
-        if len(fields) < dash + 4:
-            continue
-        fstype = fields[dash + 1]
-        if fstype not in ("cgroup", "cgroup2"):
-            continue
-        mounts.append(
-            Mount(
-                root=_unescape(fields[3]),
-                mount_point=_unescape(fields[4]),
-                fstype=fstype,
-                super_options=tuple(fields[dash + 3].split(",")),
-            )
-        )
-    return mounts
+def cgroup_mounts(text: str) -> list[Mount]:
+    """The cgroup and cgroup2 mounts of a ``mountinfo`` text, in file order."""
+    return [m for m in parse_mountinfo(text) if m.fs_type in ("cgroup", "cgroup2")]
 
 
 def parse_cgroup_file(text: str) -> list[tuple[str, tuple[str, ...], str]]:
@@ -310,13 +271,13 @@ class Cgroups:
         return next((p for h, names, p in self.entries if h == "0" and not names), None)
 
     def _locate_v1(self, controller: str, path: str) -> Located | str:
-        v1 = [m for m in self.mounts if m.fstype == "cgroup" and controller in m.super_options]
+        v1 = [m for m in self.mounts if m.fs_type == "cgroup" and controller in m.super_options]
         if not v1:
             return f"the {controller} controller is on cgroup v1 but no such mount is visible"
         return _walk(1, v1, path)[0]
 
     def _locate_v2(self, controller: str, path: str) -> Located | str:
-        v2 = [m for m in self.mounts if m.fstype == "cgroup2"]
+        v2 = [m for m in self.mounts if m.fs_type == "cgroup2"]
         if not v2:
             return "cgroup v2 is in use but no cgroup2 mount is visible"
         located, mount = _walk(2, v2, path)
@@ -340,7 +301,7 @@ def read_cgroups(root: str) -> Cgroups | str:
     return Cgroups(
         root,
         tuple(parse_cgroup_file(cgroup_text)),
-        tuple(parse_mountinfo(mountinfo_text)),
+        tuple(cgroup_mounts(mountinfo_text)),
     )
 
 

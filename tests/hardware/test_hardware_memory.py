@@ -9,7 +9,7 @@ import pytest
 from helpers.fake_hardware import GIB, MOUNTINFO_HYBRID, FakeRoot
 
 from stagetimer.hardware import _memory
-from stagetimer.hardware._cgroup import locate, parse_cgroup_file, parse_mountinfo
+from stagetimer.hardware._cgroup import cgroup_mounts, locate, parse_cgroup_file
 from stagetimer.hardware._memory import is_unlimited, node_total_bytes, probe_memory
 
 MIB = 1024**2
@@ -240,10 +240,10 @@ def test_deleted_suffix_is_dropped_from_the_cgroup_path() -> None:
 
 
 def test_mountinfo_parser_keeps_only_cgroup_mounts_with_their_options() -> None:
-    mounts = parse_mountinfo(MOUNTINFO_HYBRID)
+    mounts = cgroup_mounts(MOUNTINFO_HYBRID)
 
     assert (mounts[0].mount_point, mounts[0].super_options) == ("/sys/fs/cgroup/cpu", ("rw", "cpu"))
-    assert {"cgroup", "cgroup2"} == {m.fstype for m in mounts}
+    assert {"cgroup", "cgroup2"} == {m.fs_type for m in mounts}
 
 
 # --- several mounts of one hierarchy, mount ROOTs relative to the namespace ----------

@@ -1,7 +1,8 @@
 """Which mount holds a path, and whether ``flock`` there excludes writers of other clients.
 
-Used by ``doctor`` (what it says) and by the save (``is_local``: whether a sidecar that
-does not parse may be a stale view of another client's write, worth reading again).
+Used by ``doctor`` (what it says), by the save (``is_local``: whether a sidecar that
+does not parse may be a stale view of another client's write, worth reading again) and
+by the cgroup probe (which cgroup and cgroup2 mounts show the process's groups).
 
 Read from ``/proc/self/mountinfo`` (proc(5), "/proc/pid/mountinfo"): one line per mount,
 
@@ -37,8 +38,14 @@ class Mount:
     root: str
     fs_type: str
     source: str
-    #: per-mount options, then the superblock's (NFS and CIFS put theirs there)
-    options: tuple[str, ...]
+    mount_options: tuple[str, ...]
+    #: the superblock's options (NFS and CIFS put theirs there; cgroup v1 its controllers)
+    super_options: tuple[str, ...]
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The per-mount options, then the superblock's."""
+        return self.mount_options + self.super_options
 
     def option(self, name: str) -> str | None:
         """The value of ``name=value`` (the last one), ``""`` for a bare flag, else None."""
@@ -69,7 +76,8 @@ def parse_mountinfo(text: str) -> list[Mount]:
                 root=_unescape(fields[3]),
                 fs_type=fields[sep + 1],
                 source=_unescape(fields[sep + 2]),
-                options=tuple(o for o in [*per_mount, *per_super] if o),
+                mount_options=tuple(o for o in per_mount if o),
+                super_options=tuple(o for o in per_super if o),
             )
         )
     return mounts
