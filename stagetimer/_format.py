@@ -26,6 +26,7 @@ __all__ = [
     "TRAINING_SUFFIX",
     "can_continue",
     "continued_stage",
+    "takes_expected_runs",
 ]
 
 #: The two sidecars of an artifact directory.
@@ -75,6 +76,14 @@ def can_continue(name: str) -> bool:
     return (name.endswith(TRAINING_SUFFIX) and name != TRAINING_SUFFIX) or (
         name in CONTINUED_STAGES
     )
+
+
+def takes_expected_runs(name: str, run_idx: object) -> bool:
+    """Whether a recorder with ``expected_runs`` writes it into stage ``name`` for a run
+    with ``run_idx``: an indexed run of a stage every seed runs. A continuation
+    (``x_auto_resume``) runs only for the seeds that needed one, so it never counts
+    toward a suite's progress."""
+    return run_idx is not None and continued_stage(name) is None
 
 
 def continued_stage(name: str) -> str | None:

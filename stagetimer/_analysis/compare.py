@@ -9,11 +9,17 @@ have stored (a negative or non-finite ``seconds`` is left out):
 - per side: the number of runs, median, mean and sample standard deviation;
 - ``ratio``: the geometric-mean ratio new / base, ``exp(mean(ln new) - mean(ln base))``,
   a duration of 0 counted as 1 µs so that its logarithm exists;
-- ``ratio_ci``: its 95 % interval from Welch's t on the log-seconds;
-- ``verdict``: ``"faster"`` or ``"slower"`` when the interval excludes 1 and the
-  ratio is at least ``threshold`` away from 1 (2 % by default: smaller changes are
-  seldom real on shared machines), ``"no significant difference"`` otherwise,
-  ``"too few runs"`` when a side has fewer than 2 runs (the ratio is still given).
+- ``ratio_ci``: its 95 % interval from Welch's t on the log-seconds (with ``paired``:
+  the paired t on the differences of log-seconds of the runs matched by
+  ``(run_idx, label, rank)``, the same seeds run on both sides; the matched ranks of
+  one seed are one pair, the slowest of them on each side);
+- ``p_value``: that test's two-sided p; ``q_value``: the p-value adjusted by
+  Benjamini-Hochberg over every test of the one call (``significance``), so that
+  a tree of 10,000 stages does not call 500 of them changed by chance;
+- ``verdict``: ``"faster"`` or ``"slower"`` when ``q_value`` <= 0.05 and the ratio
+  is at least ``threshold`` away from 1 (2 % by default: smaller changes are seldom
+  real on shared machines), ``"no significant difference"`` otherwise, ``"too few
+  runs"`` when a side has fewer than 2 runs (the ratio is still given).
 
 Each pair also lists the hardware differences between its sides: the fields of
 the descriptions their runs point at that can change a duration (see
@@ -28,32 +34,50 @@ The runs of one seed's ranks (a distributed launch) count once, as the slowest r
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import attrs
 
-from stagetimer._analysis.compute import with_resources
-from stagetimer._analysis.metadata_pairs import MetadataDifference, metadata_differences
+from stagetimer._analysis.compare_hardware import Differences, hardware_between, ids_of
+from stagetimer._analysis.comparison import (
+    FASTER,
+    NO_DIFFERENCE,
+    SIGNIFICANCE,
+    SLOWER,
+    TOO_FEW_RUNS,
+    Comparison,
+    HardwareDifference,
+    MetadataDifference,
+    Pair,
+    SideStats,
+    SoftwareDifference,
+    StageComparison,
+    Unpaired,
+)
+from stagetimer._analysis.compute import side_by_side
+from stagetimer._analysis.metadata_pairs import metadata_differences
+from stagetimer._analysis.paired_runs import matched_differences
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
-from stagetimer._analysis.software_pairs import (
-    SoftwareDifference,
-    SoftwareDifferences,
-    software_ids,
+from stagetimer._analysis.significance import (
+    TTestResult,
+    benjamini_hochberg,
+    paired_test,
+    welch_test,
 )
-from stagetimer._analysis.stats import mean_and_variance, moments, welch_from_moments
+from stagetimer._analysis.software_pairs import SoftwareDifferences, software_ids
+from stagetimer._analysis.stats import mean_and_variance, moments
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations
-from stagetimer.hardware import Difference, Hardware, hardware_differences
 
 __all__ = [
     "FASTER",
     "NO_DIFFERENCE",
+    "SIGNIFICANCE",
     "SLOWER",
     "TOO_FEW_RUNS",
     "Comparison",
@@ -66,182 +90,52 @@ __all__ = [
     "Unpaired",
     "compare",
     "compare_artifacts",
+    "compare_stage",
 ]
-
-_get: Callable[[dict[str, Any], str], Any] = dict.get
-_HARDWARE_ID = itertools.repeat("hardware_id")
-
-FASTER = "faster"
-SLOWER = "slower"
-NO_DIFFERENCE = "no significant difference"
-TOO_FEW_RUNS = "too few runs"
 
 #: durations below this count as this before their logarithm is taken
 FLOOR_SECONDS = 1e-6
 CONFIDENCE = 0.95
+#: math.exp overflows above ln(max float) = 709.78...; a ratio past it is infinite
+_LARGEST_LOG = math.log(1.7976931348623157e308)
 
 
-@attrs.frozen
-class SideStats:
-    """One side's durations of a stage: None where there are too few to say."""
-
-    runs: int
-    median_seconds: float | None
-    mean_seconds: float | None
-    #: sample standard deviation (n - 1); None below 2 runs
-    stdev_seconds: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"runs", "median_seconds", "mean_seconds", "stdev_seconds"}``."""
-        # attrs.asdict's result, written out: twenty thousand of these in a suite's JSON
-        return {
-            "runs": self.runs,
-            "median_seconds": self.median_seconds,
-            "mean_seconds": self.mean_seconds,
-            "stdev_seconds": self.stdev_seconds,
-        }
+def _exp(value: float) -> float:
+    """``math.exp`` without OverflowError: the runs [1e-6, 1e308] differ by e**723."""
+    return math.exp(value) if value <= _LARGEST_LOG else math.inf
 
 
-@attrs.frozen
-class StageComparison:
-    """One stage recorded on both sides of a pair."""
+class _Measured(NamedTuple):
+    """A stage measured, before the adjustment over every test of the call gives its
+    verdict (a named tuple: ten thousand a suite)."""
 
     name: str
     base: SideStats
     new: SideStats
-    #: geometric-mean ratio new / base (< 1: the new side is faster); None without runs
     ratio: float | None
-    #: 95 % interval of ``ratio`` (Welch's t on log-seconds); None below 2 runs a side
-    ratio_ci: tuple[float, float] | None
-    #: "faster", "slower", "no significant difference" or "too few runs"
-    verdict: str
+    test: TTestResult | None
+    pairs_of_runs: int | None = None
+    unmatched_runs: tuple[int, int] = (0, 0)
     #: what the stage used on each side (``compute.side_by_side``), None if never recorded
     resources: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The stage as ``stagetimer compare --json`` prints it."""
-        data = {
-            "name": self.name,
-            "base": self.base.to_dict(),
-            "new": self.new.to_dict(),
-            "ratio": self.ratio,
-            "ratio_ci": None if self.ratio_ci is None else list(self.ratio_ci),
-            "verdict": self.verdict,
-        }
-        if self.resources is not None:
-            data["resources"] = self.resources
-        return data
 
-
-@attrs.frozen
-class HardwareDifference:
-    """A field that differs between a description of the base side and one of the new."""
-
-    field: str
-    base: Any
-    new: Any
-    base_hardware_id: str
-    new_hardware_id: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"field", "base", "new", "base_hardware_id", "new_hardware_id"}``."""
-        return attrs.asdict(self)
-
-
-@attrs.frozen
-class Pair:
-    """Two artifact directories compared stage by stage."""
-
-    base: str
-    new: str
-    stages: tuple[StageComparison, ...]
-    hardware_differences: tuple[HardwareDifference, ...]
-    #: the hardware ids the compared runs point at, per side, in first-seen order
-    base_hardware_ids: tuple[str, ...] = ()
-    new_hardware_ids: tuple[str, ...] = ()
-    #: stages recorded on one side only (not compared)
-    base_only_stages: tuple[str, ...] = ()
-    new_only_stages: tuple[str, ...] = ()
-    #: the directories' path relative to each tree's root ("/"-separated); None when two
-    #: artifact directories were given
-    relpath: str | None = None
-    #: hardware ids the compared runs point at that their sidecar does not describe
-    #: (missing or unreadable ``timings_hardware.json``): not compared
-    undescribed_hardware_ids: tuple[str, ...] = ()
-    #: what differs between the software of the sides' compared runs (see
-    #: ``stagetimer.software.software_differences``), and their software ids per side
-    software_differences: tuple[SoftwareDifference, ...] = ()
-    base_software_ids: tuple[str, ...] = ()
-    new_software_ids: tuple[str, ...] = ()
-    #: metadata keys of a compared stage whose values differ between the sides
-    metadata_differences: tuple[MetadataDifference, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The pair as ``stagetimer compare --json`` prints it."""
-        return {
-            "base": self.base,
-            "new": self.new,
-            "stages": [stage.to_dict() for stage in self.stages],
-            "hardware_differences": [d.to_dict() for d in self.hardware_differences],
-            "hardware_ids": {
-                "base": list(self.base_hardware_ids),
-                "new": list(self.new_hardware_ids),
-            },
-            "unpaired_stages": {
-                "base": list(self.base_only_stages),
-                "new": list(self.new_only_stages),
-            },
-            "relpath": self.relpath,
-            "undescribed_hardware_ids": list(self.undescribed_hardware_ids),
-            "software_differences": [d.to_dict() for d in self.software_differences],
-            "software_ids": {
-                "base": list(self.base_software_ids),
-                "new": list(self.new_software_ids),
-            },
-            "metadata_differences": [d.to_dict() for d in self.metadata_differences],
-        }
-
-
-@attrs.frozen
-class Unpaired:
-    """Artifact directories found on one side only."""
-
-    base: tuple[str, ...] = ()
-    new: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"base": [...], "new": [...]}``."""
-        return {"base": list(self.base), "new": list(self.new)}
-
-
-@attrs.frozen
-class Comparison:
-    """What ``compare`` found: the pairs, and the directories left unpaired."""
-
-    pairs: tuple[Pair, ...]
-    unpaired: Unpaired
-    #: the relative change below which no verdict says "faster" or "slower"
-    threshold: float = 0.02
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"pairs": [...], "unpaired": {"base": [...], "new": [...]}, "threshold"}``."""
-        return {
-            "pairs": [pair.to_dict() for pair in self.pairs],
-            "unpaired": self.unpaired.to_dict(),
-            "threshold": self.threshold,
-        }
-
-    def slower_than(self, fraction: float) -> list[tuple[Pair, StageComparison]]:
-        """The stages judged "slower" whose ratio exceeds ``1 + fraction``."""
-        return [
-            (pair, stage)
-            for pair in self.pairs
-            for stage in pair.stages
-            if stage.verdict == SLOWER and stage.ratio is not None and stage.ratio > 1 + fraction
-        ]
-
-
-# --- statistics ---------------------------------------------------------------------
+def _judged(m: _Measured, q_value: float | None, threshold: float) -> StageComparison:
+    """The stage's comparison once its q-value is known."""
+    test = m.test
+    if test is None:
+        return StageComparison(
+            m.name, m.base, m.new, m.ratio, None, TOO_FEW_RUNS, None, None,
+            m.pairs_of_runs, m.unmatched_runs, m.resources,
+        )
+    assert q_value is not None
+    verdict = NO_DIFFERENCE
+    if q_value <= SIGNIFICANCE and abs(test.difference) >= math.log1p(threshold):
+        verdict = SLOWER if test.difference > 0 else FASTER
+    return StageComparison(
+        m.name, m.base, m.new, m.ratio, (_exp(test.low), _exp(test.high)),
+        verdict, test.p_value, q_value, m.pairs_of_runs, m.unmatched_runs, m.resources,
+    )
 
 
 def _side(values: Sequence[float]) -> tuple[SideStats, float]:
@@ -259,33 +153,61 @@ def _logs(values: Sequence[float], smallest: float) -> list[float]:
     return [math.log(v if v > FLOOR_SECONDS else FLOOR_SECONDS) for v in values]
 
 
+def _log(value: float) -> float:
+    return math.log(value if value > FLOOR_SECONDS else FLOOR_SECONDS)
+
+
+def _measure(name: str, base: Sequence[float], new: Sequence[float]) -> _Measured:
+    """One stage by Welch's t on log-seconds (durations already valid)."""
+    (base_stats, base_min), (new_stats, new_min) = _side(base), _side(new)
+    if not base or not new:
+        return _Measured(name, base_stats, new_stats, None, None)
+    mean_base, var_base = mean_and_variance(_logs(base, base_min))
+    mean_new, var_new = mean_and_variance(_logs(new, new_min))
+    ratio = _exp(mean_new - mean_base)
+    if len(base) < 2 or len(new) < 2:
+        return _Measured(name, base_stats, new_stats, ratio, None)
+    test = welch_test((mean_new, var_new, len(new)), (mean_base, var_base, len(base)), CONFIDENCE)
+    return _Measured(name, base_stats, new_stats, ratio, test)
+
+
 def compare_stage(
     name: str, base: Sequence[float], new: Sequence[float], threshold: float = 0.02
 ) -> StageComparison:
-    """One stage's comparison from its durations on each side (already valid)."""
-    (base_stats, base_min), (new_stats, new_min) = _side(base), _side(new)
-    if not base or not new:
-        return StageComparison(name, base_stats, new_stats, None, None, TOO_FEW_RUNS)
-    log_base, log_new = _logs(base, base_min), _logs(new, new_min)
-    mean_base, var_base = mean_and_variance(log_base)
-    mean_new, var_new = mean_and_variance(log_new)
-    difference = mean_new - mean_base
-    ratio = math.exp(difference)
-    if len(base) < 2 or len(new) < 2:
-        return StageComparison(name, base_stats, new_stats, ratio, None, TOO_FEW_RUNS)
-    low, high = welch_from_moments(
-        (mean_new, var_new, len(log_new)), (mean_base, var_base, len(log_base)), CONFIDENCE
-    )
-    ci = (math.exp(low), math.exp(high))
-    excludes_one = low > 0.0 or high < 0.0
-    if excludes_one and abs(difference) >= math.log1p(threshold):
-        verdict = SLOWER if difference > 0 else FASTER
-    else:
-        verdict = NO_DIFFERENCE
-    return StageComparison(name, base_stats, new_stats, ratio, ci, verdict)
+    """One stage's comparison from its durations on each side (already valid), as the only
+    test of its call (its q-value is its p-value)."""
+    measured = _measure(name, base, new)
+    p = None if measured.test is None else measured.test.p_value
+    return _judged(measured, p, threshold)
 
 
-# --- pairing ------------------------------------------------------------------------
+# --- paired runs ----------------------------------------------------------------------
+
+
+def _measure_paired(
+    name: str,
+    base_values: list[float],
+    new_values: list[float],
+    base_runs: tuple[list[float], list[dict[str, Any]]],
+    new_runs: tuple[list[float], list[dict[str, Any]]],
+) -> _Measured:
+    """One stage by the paired t on the differences of log-seconds of matched runs.
+
+    ``base_values``/``new_values``: each side's durations, a seed once (its statistics);
+    ``base_runs``/``new_runs``: the stored valid durations and runs, every rank (matched).
+    """
+    base_stats, new_stats = _side(base_values)[0], _side(new_values)[0]
+    differences, matched = matched_differences(base_runs, new_runs, _log)
+    unmatched = (len(base_runs[0]) - matched, len(new_runs[0]) - matched)
+    n = len(differences)
+    if n == 0:
+        return _Measured(name, base_stats, new_stats, None, None, 0, unmatched)
+    ratio = _exp(mean_and_variance(differences)[0])
+    test = paired_test(differences, CONFIDENCE) if n >= 2 else None
+    return _Measured(name, base_stats, new_stats, ratio, test, n, unmatched)
+
+
+# --- pairing directories ----------------------------------------------------------------
 
 
 def _check_threshold(threshold: float) -> float:
@@ -301,98 +223,80 @@ def _check_threshold(threshold: float) -> float:
     return float(threshold)
 
 
-class _Differences:
-    """hardware_differences per pair of hardware ids, computed once (an id is its content);
-    ``software``: the same for software ids."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[str, str], list[Difference]] = {}
-        self.software = SoftwareDifferences()
-
-    def between(self, base_id: str, base: Hardware, new_id: str, new: Hardware) -> list[Difference]:
-        key = (base_id, new_id)
-        found = self._known.get(key)
-        if found is None:
-            found = self._known[key] = hardware_differences(base, new)
-        return found
-
-
-def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[Any]]:
-    """A raw stage's valid durations, and the ``hardware_id`` of each of those runs."""
+def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]]]:
+    """A raw stage's valid durations, and those runs."""
     seconds = raw_seconds(stage)
     runs = stage["runs"]
     valid = valid_durations(seconds)
     if len(valid) == len(seconds):  # the usual stage
-        return valid, list(map(_get, runs, _HARDWARE_ID))
-    pairs = zip(runs, seconds, strict=True)
-    ids = [run.get("hardware_id") for run, s in pairs if is_valid_seconds(s)]
-    return valid, ids
+        return valid, runs
+    return valid, [run for run, s in zip(runs, seconds, strict=True) if is_valid_seconds(s)]
 
 
-def _ids(found: Iterable[list[Any]]) -> list[str]:
-    """The distinct hardware ids (strings) in first-seen order."""
-    # parse_timings let through only a string or null (absent) hardware_id; legacy runs
-    # have none: they name no description.
-    seen = dict.fromkeys(itertools.chain.from_iterable(found))
-    seen.pop(None, None)
-    return list(seen)
+class _Caches(NamedTuple):
+    """The differences between descriptions, computed once per pair of ids for a whole
+    ``compare`` (an id is its content)."""
+
+    hardware: Differences
+    software: SoftwareDifferences
 
 
-def compare_artifacts(
-    base: Artifact,
-    new: Artifact,
-    *,
-    threshold: float = 0.02,
-    differences: _Differences | None = None,
-) -> Pair:
-    """Compare two artifact directories already read (see ``stagetimer._analysis.tree``).
-
-    Works on the parsed files (``Artifact.data``), as the report does: a run's
-    ``seconds`` and ``hardware_id`` are all it needs, and building run objects
-    for 100,000 runs would cost more than the statistics.
-    """
-    return _compare_pair(
-        base, new, _check_threshold(threshold),
-        differences if differences is not None else _Differences(), None,
-    )
+def _caches() -> _Caches:
+    return _Caches(Differences(), SoftwareDifferences())
 
 
-def _compare_pair(
-    base: Artifact, new: Artifact, threshold: float, cache: _Differences, relpath: str | None
-) -> Pair:
+_Side = tuple[
+    dict[str, dict[str, Any]],  # the stored stages
+    dict[str, dict[str, Any]],  # the same with a seed's ranks as one run (by_seed)
+    list[tuple[list[float], list[dict[str, Any]]]],  # the latter's valid runs per shared stage
+]
+
+
+def _measure_stages(shared: list[str], base: _Side, new: _Side, paired: bool) -> list[_Measured]:
+    """Each stage recorded on both sides measured, with what it used where recorded."""
+    (base_raw, base_stages, base_runs), (new_raw, new_stages, new_runs) = base, new
+    if paired:
+        # matched rank by rank on the stored runs, each seed's ranks then one pair
+        measured = [
+            _measure_paired(
+                name, b[0], n[0],
+                b if base_stages[name] is base_raw[name] else _stage_runs(base_raw[name]),
+                n if new_stages[name] is new_raw[name] else _stage_runs(new_raw[name]),
+            )
+            for name, b, n in zip(shared, base_runs, new_runs, strict=True)
+        ]
+    else:
+        measured = [
+            _measure(name, b[0], n[0]) for name, b, n in zip(shared, base_runs, new_runs,
+                                                             strict=True)
+        ]
+    # what each stage used on both sides, where recorded (no verdict: not tested)
+    for i, m in enumerate(measured):
+        used = side_by_side(base_stages[m.name]["runs"], new_stages[m.name]["runs"])
+        if used is not None:
+            measured[i] = m._replace(resources=used)
+    return measured
+
+
+def _measure_pair(
+    base: Artifact, new: Artifact, cache: _Caches, relpath: str | None, paired: bool
+) -> tuple[Pair, list[_Measured]]:
+    """The pair without its stages (filled in once every test of the call is known)."""
+    base_raw, new_raw = dict(raw_stages(base.data)), dict(raw_stages(new.data))
     # a seed of a distributed launch counts once, as its slowest rank
-    base_stages = {name: by_seed(stage)[0] for name, stage in raw_stages(base.data)}
-    new_stages = {name: by_seed(stage)[0] for name, stage in raw_stages(new.data)}
+    base_stages = {name: by_seed(stage)[0] for name, stage in base_raw.items()}
+    new_stages = {name: by_seed(stage)[0] for name, stage in new_raw.items()}
     shared = [name for name in base_stages if name in new_stages]
     base_runs = [_stage_runs(base_stages[name]) for name in shared]
     new_runs = [_stage_runs(new_stages[name]) for name in shared]
-    stages = tuple(
-        compare_stage(name, b[0], n[0], threshold)
-        for name, b, n in zip(shared, base_runs, new_runs, strict=True)
-    )
-    stages = with_resources(stages, base_stages, new_stages)
-    base_ids = _ids(ids for _, ids in base_runs)
-    new_ids = _ids(ids for _, ids in new_runs)
-    base_described: Mapping[str, Hardware] = base.hardware.hardware
-    new_described: Mapping[str, Hardware] = new.hardware.hardware
-    found: list[HardwareDifference] = []
-    for base_id in base_ids:
-        base_hw = base_described.get(base_id)
-        if base_hw is None:
-            continue
-        for new_id in new_ids:
-            new_hw = new_described.get(new_id)
-            if new_hw is None:
-                continue
-            found.extend(
-                HardwareDifference(d.field, d.base, d.new, base_id, new_id)
-                for d in cache.between(base_id, base_hw, new_id, new_hw)
-            )
-    undescribed = [i for i in base_ids if i not in base_described]
-    undescribed += [i for i in new_ids if i not in new_described and i not in undescribed]
+    measured = _measure_stages(shared, (base_raw, base_stages, base_runs),
+                               (new_raw, new_stages, new_runs), paired)
+    base_ids = ids_of(runs for _, runs in base_runs)
+    new_ids = ids_of(runs for _, runs in new_runs)
+    found, undescribed = hardware_between(base, new, base_ids, new_ids, cache.hardware)
     base_sw = software_ids(base_stages[name] for name in shared)
     new_sw = software_ids(new_stages[name] for name in shared)
-    return Pair(
+    pair = Pair(
         metadata_differences=metadata_differences(
             (name, base_stages[name], new_stages[name]) for name in shared
         ),
@@ -404,7 +308,7 @@ def _compare_pair(
         undescribed_hardware_ids=tuple(undescribed),
         base=base.path,
         new=new.path,
-        stages=stages,
+        stages=(),
         hardware_differences=tuple(found),
         base_hardware_ids=tuple(base_ids),
         new_hardware_ids=tuple(new_ids),
@@ -412,6 +316,42 @@ def _compare_pair(
         new_only_stages=tuple(name for name in new_stages if name not in base_stages),
         relpath=relpath,
     )
+    return pair, measured
+
+
+def _judge(
+    measured: list[tuple[Pair, list[_Measured]]], threshold: float
+) -> tuple[list[Pair], int]:
+    """Every pair with its verdicts, q-values over all the tests; and how many tests."""
+    p_values = [m.test.p_value for _, stages in measured for m in stages if m.test is not None]
+    q_values = iter(benjamini_hochberg(p_values))
+    pairs = []
+    for pair, stages in measured:
+        judged = tuple(
+            _judged(m, next(q_values) if m.test is not None else None, threshold)
+            for m in stages
+        )
+        pairs.append(attrs.evolve(pair, stages=judged))
+    return pairs, len(p_values)
+
+
+def compare_artifacts(
+    base: Artifact,
+    new: Artifact,
+    *,
+    threshold: float = 0.02,
+    paired: bool = False,
+) -> Pair:
+    """Compare two artifact directories already read (see ``stagetimer._analysis.tree``),
+    the q-values adjusted over this pair's tests alone.
+
+    Works on the parsed files (``Artifact.data``), as the report does: a run's
+    ``seconds`` and ``hardware_id`` are all it needs, and building run objects
+    for 100,000 runs would cost more than the statistics.
+    """
+    threshold = _check_threshold(threshold)
+    pairs, _ = _judge([_measure_pair(base, new, _caches(), None, paired)], threshold)
+    return pairs[0]
 
 
 def compare(
@@ -419,6 +359,7 @@ def compare(
     new: str | os.PathLike[str],
     *,
     threshold: float = 0.02,
+    paired: bool = False,
 ) -> Comparison:
     """Compare the timings under ``new`` with those under ``base``.
 
@@ -426,39 +367,48 @@ def compare(
     or a tree of them. Two artifact directories are one pair, whatever their
     names; two trees pair the directories at equal paths relative to each root.
     ``threshold`` is the smallest relative change a verdict calls "faster" or
-    "slower" (0.02: 2 %). Raises what ``load_tree`` raises for a path that does
-    not exist, holds no ``timings.json`` or a sidecar that does not parse.
+    "slower" (0.02: 2 %). Each stage's p-value is adjusted (Benjamini-Hochberg) over
+    every stage compared in the call: the verdict needs ``q_value`` <= 0.05.
+    ``paired``: match the runs of a stage by ``(run_idx, label, rank)`` (the same
+    seeds on both sides) and use the paired t; unmatched runs are left out and counted.
+    Raises what ``load_tree`` raises for a path that does not exist, holds no
+    ``timings.json`` or a sidecar that does not parse.
 
     >>> result = compare("exports/main", "exports/feature")
     >>> [(s.name, s.verdict) for s in result.pairs[0].stages]
     [('ippo_train', 'faster'), ('save', 'no significant difference')]
     """
     threshold = _check_threshold(threshold)
-    return _compare(load_tree(base), load_tree(new), threshold)
+    return compare_trees(load_tree(base), load_tree(new), threshold, paired=paired)
 
 
-def _compare(
-    base_artifacts: Sequence[Artifact], new_artifacts: Sequence[Artifact], threshold: float
+def compare_trees(
+    base_artifacts: Sequence[Artifact],
+    new_artifacts: Sequence[Artifact],
+    threshold: float = 0.02,
+    *,
+    paired: bool = False,
 ) -> Comparison:
-    differences = _Differences()
+    """``compare`` of two sides already read (``load_tree``)."""
+    cache = _caches()
+    measured: list[tuple[Pair, list[_Measured]]] = []
+    unpaired = Unpaired()
     if _single(base_artifacts) and _single(new_artifacts):
-        pair = compare_artifacts(
-            base_artifacts[0], new_artifacts[0], threshold=threshold, differences=differences
-        )
-        return Comparison((pair,), Unpaired(), threshold)
-    by_relpath = {artifact.relpath: artifact for artifact in new_artifacts}
-    pairs = []
-    unpaired_base = []
-    for artifact in base_artifacts:
-        partner = by_relpath.pop(artifact.relpath, None)
-        if partner is None:
-            unpaired_base.append(artifact.path)
-        else:
-            pairs.append(
-                _compare_pair(artifact, partner, threshold, differences, artifact.relpath)
-            )
-    unpaired = Unpaired(tuple(unpaired_base), tuple(a.path for a in by_relpath.values()))
-    return Comparison(tuple(pairs), unpaired, threshold)
+        measured.append(_measure_pair(base_artifacts[0], new_artifacts[0], cache, None, paired))
+    else:
+        by_relpath = {artifact.relpath: artifact for artifact in new_artifacts}
+        unpaired_base = []
+        for artifact in base_artifacts:
+            partner = by_relpath.pop(artifact.relpath, None)
+            if partner is None:
+                unpaired_base.append(artifact.path)
+            else:
+                measured.append(
+                    _measure_pair(artifact, partner, cache, artifact.relpath, paired)
+                )
+        unpaired = Unpaired(tuple(unpaired_base), tuple(a.path for a in by_relpath.values()))
+    pairs, count = _judge(measured, threshold)
+    return Comparison(tuple(pairs), unpaired, threshold, count, paired)
 
 
 def _single(artifacts: Sequence[Artifact]) -> bool:

@@ -34,6 +34,7 @@ __all__ = [
     "job_id",
     "records_csv",
     "records_from",
+    "spreadsheet_safe",
     "to_frame",
     "to_records",
 ]
@@ -161,8 +162,15 @@ def to_frame(*paths: str | os.PathLike[str]) -> pandas.DataFrame:
 
     Needs pandas (``pip install 'stagetimer[pandas]'``); without it, ``ImportError``.
 
+    ``run_idx``, the integer hardware columns and every metadata key holding only whole
+    numbers are pandas' nullable ``Int64``; ``started_at`` is ``datetime64[ns, UTC]``.
+
+    The time a seed took is its runs of a stage and of the stage's continuation
+    (``<stage>_auto_resume``) summed: sum per seed first, then average.
+
     >>> frame = to_frame("exports")
-    >>> frame.groupby(["artifact", "base_stage"])["seconds"].agg(["mean", "std", "count"])
+    >>> per_seed = frame.groupby(["artifact", "base_stage", "run_idx"])["seconds"].sum()
+    >>> per_seed.groupby(["artifact", "base_stage"]).agg(["mean", "std", "count"])
     """
     try:
         import pandas
@@ -172,7 +180,45 @@ def to_frame(*paths: str | os.PathLike[str]) -> pandas.DataFrame:
         ) from None
     rows = to_records(*paths)
     columns = list(rows[0]) if rows else list(RECORD_COLUMNS)
-    return pandas.DataFrame.from_records(rows, columns=columns)
+    return _typed(pandas, pandas.DataFrame.from_records(rows, columns=columns), rows, columns)
+
+
+#: the columns of RECORD_COLUMNS that hold whole numbers (or None)
+_INTEGER_COLUMNS = (
+    "run_idx", "rank", "world_size", "logical_cpus", "physical_cores", "memory_limit_bytes",
+    "gpu_count",
+    "gpu_peak_bandwidth_bytes_per_s", "memory_peak_bytes",
+)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _whole_numbers(rows: Sequence[dict[str, Any]], column: str) -> bool:
+    """Whether every value of ``column`` is an int (not a bool) within int64, or None."""
+    found = False
+    for row in rows:
+        value = row[column]
+        if value is None:
+            continue
+        if type(value) is not int or not _INT64[0] <= value <= _INT64[1]:
+            return False
+        found = True
+    return found
+
+
+def _typed(
+    pandas: Any, frame: Any, rows: Sequence[dict[str, Any]], columns: list[str]
+) -> Any:
+    """Integer columns as pandas' nullable ``Int64`` (a missing value does not turn them
+    into floats: run_idx 3, not 3.0), ``started_at`` as ``datetime64[ns, UTC]`` (NaT
+    where missing or unreadable)."""
+    for column in columns:
+        integer = column in _INTEGER_COLUMNS or column.startswith("meta.")
+        if integer and _whole_numbers(rows, column):
+            frame[column] = pandas.array([row[column] for row in rows], dtype="Int64")
+    frame["started_at"] = pandas.to_datetime(
+        frame["started_at"], utc=True, errors="coerce", format="ISO8601"
+    ).astype("datetime64[ns, UTC]")
+    return frame
 
 
 def records_csv(rows: Sequence[dict[str, Any]]) -> str:
@@ -180,19 +226,31 @@ def records_csv(rows: Sequence[dict[str, Any]]) -> str:
     columns = list(rows[0]) if rows else list(RECORD_COLUMNS)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow([spreadsheet_safe(c) for c in columns])
     for row in rows:
         writer.writerow([_cell(row[c]) for c in columns])
     return out.getvalue()
+
+
+#: what a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"):
+#: ``=HYPERLINK(...)`` in a name would run when the file is opened
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` with control characters escaped, and a leading ``'`` when it starts like a
+    formula, so that a spreadsheet shows it as text and never runs it."""
+    text = escape_text(text)
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def _cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, str):
-        return escape_text(value)
+        return spreadsheet_safe(value)
     if isinstance(value, (dict, list)):
         import json
 
-        return escape_text(json.dumps(value, ensure_ascii=False, sort_keys=True))
+        return spreadsheet_safe(json.dumps(value, ensure_ascii=False, sort_keys=True))
     return value

@@ -11,8 +11,7 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import attrs
-
+from stagetimer._analysis.comparison import SoftwareDifference
 from stagetimer.hardware import Difference
 from stagetimer.software import Software
 
@@ -20,21 +19,6 @@ __all__ = ["SoftwareDifference", "SoftwareDifferences", "software_ids"]
 
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 _SOFTWARE_ID = itertools.repeat("software_id")
-
-
-@attrs.frozen
-class SoftwareDifference:
-    """A field that differs between the software of the base side and that of the new."""
-
-    field: str
-    base: Any
-    new: Any
-    base_software_id: str
-    new_software_id: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"field", "base", "new", "base_software_id", "new_software_id"}``."""
-        return attrs.asdict(self)
 
 
 def software_ids(stages: Iterable[dict[str, Any]]) -> list[str]:

@@ -53,28 +53,30 @@ def _continued_fraction(a: float, b: float, x: float) -> float:
     of every interval ``compare`` gives).
     """
     qab, qap, qam = a + b, a + 1.0, a - 1.0
+    tiny, epsilon = _TINY, _EPSILON  # locals: this loop runs about a million times a suite
     c = 1.0
     d = 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > _TINY else _TINY)
+    # (chained comparisons, not abs(): no function call in the hot loop)
+    d = 1.0 / (d if d > tiny or d < -tiny else tiny)
     h = d
     for m in range(1, _MAX_ITERATIONS + 1):
         m2 = 2 * m
         even = m * (b - m) * x / ((qam + m2) * (a + m2))
         d = 1.0 + even * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
+        d = 1.0 / (d if d > tiny or d < -tiny else tiny)
         c = 1.0 + even / c
-        if abs(c) < _TINY:
-            c = _TINY
+        if -tiny < c < tiny:
+            c = tiny
         h *= d * c
         odd = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
         d = 1.0 + odd * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
+        d = 1.0 / (d if d > tiny or d < -tiny else tiny)
         c = 1.0 + odd / c
-        if abs(c) < _TINY:
-            c = _TINY
+        if -tiny < c < tiny:
+            c = tiny
         step = d * c
         h *= step
-        if abs(step - 1.0) < _EPSILON:
+        if -epsilon < step - 1.0 < epsilon:
             return h
     raise ArithmeticError(f"I_x(a, b) did not converge for a={a!r}, b={b!r}, x={x!r}")
 
@@ -215,12 +217,42 @@ def median(ordered: Sequence[float]) -> float:
     even count."""
     n = len(ordered)
     half = n // 2
-    return ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+    if n % 2:
+        return ordered[half]
+    low, high = ordered[half - 1], ordered[half]
+    middle = (low + high) / 2
+    # two values past 8.9e307 overflow when added: halve them first
+    return middle if middle < math.inf else low / 2 + high / 2
 
 
 def _variance(values: Sequence[float], mean: float) -> float:
     """The sample variance (n - 1) of ``values`` (two or more) about ``mean``, summed exactly."""
     return math.fsum([(v - mean) * (v - mean) for v in values]) / (len(values) - 1)
+
+
+def _stdev(values: Sequence[float], mean: float) -> float:
+    """The sample standard deviation of ``values`` (two or more) about ``mean``.
+
+    Deviations past 1e154 overflow when squared (the runs [0.0, 1e300], which a recorder
+    accepts, deviate by 5e299): those are scaled by the largest deviation first.
+    """
+    variance = _variance(values, mean)
+    if variance < math.inf:
+        return math.sqrt(variance)
+    scale = max(abs(v - mean) for v in values)
+    if not scale < math.inf:
+        return scale
+    scaled = math.fsum([((v - mean) / scale) ** 2 for v in values]) / (len(values) - 1)
+    return scale * math.sqrt(scaled)
+
+
+def _mean(values: Sequence[float], total: float) -> float:
+    """``total / n``, or when the sum of finite values overflowed (two runs of 1e308), the
+    sum of each value divided by n, which cannot."""
+    n = len(values)
+    if total < math.inf:
+        return total / n
+    return sum([v / n for v in values], 0.0)
 
 
 def _quantile(ordered: Sequence[float], fraction: float) -> float:
@@ -236,9 +268,9 @@ def moments(
     """``(mean, median, stdev, ordered)`` of ``seconds`` (not empty), ``total`` their sum
     (left to right from 0.0, as the writer sums ``total_seconds``)."""
     n = len(seconds)
-    mean = total / n
+    mean = _mean(seconds, total)
     ordered = sorted(seconds)
-    stdev = math.sqrt(_variance(seconds, mean)) if n > 1 else None
+    stdev = _stdev(seconds, mean) if n > 1 else None
     return mean, median(ordered), stdev, ordered
 
 

@@ -3,15 +3,23 @@
 Rows are named by the directories' paths relative to what they all share; when
 every path has the same depth, each level is a column of its own (a suite reads as
 environment | scenario | algorithm), and levels equal in every row are left out.
-There is a column per stage, in the order stages were first seen, each cell the
-mean ± sample standard deviation and the number of runs (``--median``: the median
-and the quartiles), in one unit per column; and a total per row. Only durations a
-writer could have stored enter (see ``valid_durations``).
+The levels may be named (``levels``: then every level is shown). Rows are in
+natural order (``seed_2`` before ``seed_10``), so the table reads the same whatever
+the order the paths were given in. There is a column per stage, in the order
+stages were first seen over those rows (or the ``stages`` asked for, in that
+order), each cell the mean ± sample standard deviation and the number of runs
+(``--median``: the median and the quartiles), in one unit per column; and a total
+per row. With ``fold_continuations``, a continuation ``<stage>_auto_resume`` is
+folded into its stage: each seed's sample is its run of the stage plus its runs of
+the continuation (the time that seed took), so a cell is a per-seed time. Only
+durations a writer could have stored enter (see ``valid_durations``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 
@@ -19,10 +27,26 @@ from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import Summary, summarise
 from stagetimer._analysis.tree import Artifact, relative_paths
-from stagetimer._format import TRAINING_SUFFIX
-from stagetimer._store.rules import valid_durations
+from stagetimer._format import TRAINING_SUFFIX, continued_stage
+from stagetimer._store.rules import is_valid_seconds, valid_durations
 
-__all__ = ["SuiteTable", "build_table"]
+__all__ = ["SuiteTable", "TableRequestError", "build_table", "natural_key"]
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+class TableRequestError(ValueError):
+    """What was asked of the table does not fit the directories (a usage error)."""
+
+
+def natural_key(text: str) -> tuple[Any, ...]:
+    """A sort key reading runs of digits as numbers: ``seed_2`` before ``seed_10``.
+
+    ``re.split`` with a group alternates text and digits, so the elements at one
+    position are always of one type and compare.
+    """
+    parts = _DIGITS.split(text)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
 
 
 @attrs.frozen
@@ -38,12 +62,34 @@ class SuiteTable:
     cells: tuple[dict[str, Summary], ...]
     totals: tuple[float, ...]
     median: bool
+    #: whether continuations were folded into their stage (a cell is a per-seed time)
+    folded: bool = False
 
 
-def _labels(artifacts: Sequence[Artifact]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def _split(artifacts: Sequence[Artifact]) -> tuple[list[str], list[tuple[str, ...]]]:
     relative = relative_paths([a.path for a in artifacts])
-    split = [tuple(r.split("/")) for r in relative]
-    if len({len(s) for s in split}) != 1 or len(split[0]) == 1:
+    return relative, [tuple(r.split("/")) for r in relative]
+
+
+def _labels(
+    artifacts: Sequence[Artifact], levels: Sequence[str] | None
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    relative, split = _split(artifacts)
+    depths = {len(s) for s in split}
+    if levels is not None:
+        if len(depths) != 1:
+            raise TableRequestError(
+                f"--levels needs every directory at one depth; these are {min(depths)} to "
+                f"{max(depths)} levels below what they share (e.g. {relative[0]})"
+            )
+        (depth,) = depths
+        if depth != len(levels):
+            raise TableRequestError(
+                f"--levels names {len(levels)} level(s) ({','.join(levels)}), but the "
+                f"directories are {depth} level(s) below what they share (e.g. {relative[0]})"
+            )
+        return tuple(levels), split
+    if len(depths) != 1 or len(split[0]) == 1:
         return ("directory",), [(r,) for r in relative]
     depth = len(split[0])
     varying = [i for i in range(depth) if len({s[i] for s in split}) > 1] or [depth - 1]
@@ -57,34 +103,80 @@ def _labels(artifacts: Sequence[Artifact]) -> tuple[tuple[str, ...], list[tuple[
     return tuple(names), [tuple(s[i] for i in varying) for s in split]
 
 
-def build_table(artifacts: Iterable[Artifact], *, median: bool = False) -> SuiteTable:
-    """The table of ``artifacts`` (from ``load_tree``)."""
-    return _build(list(artifacts), median)
+def _folded(data: dict[str, Any]) -> dict[str, list[float]]:
+    """Each stage's samples with continuations folded in: per seed (``run_idx``), the sum
+    of its runs of the stage and of ``<stage>_auto_resume``; a run without a run_idx is a
+    sample of its own."""
+    samples: dict[str, dict[Any, float]] = {}
+    for name, stored in raw_stages(data):
+        stage = by_seed(stored)[0]  # a seed's ranks count once, as the slowest
+        target = continued_stage(name) or name
+        bucket = samples.setdefault(target, {})
+        for position, (run, seconds) in enumerate(
+            zip(stage["runs"], raw_seconds(stage), strict=True)
+        ):
+            if not is_valid_seconds(seconds):
+                continue
+            run_idx = run.get("run_idx")
+            key = ("seed", run_idx) if run_idx is not None else (name, position)
+            bucket[key] = bucket.get(key, 0.0) + seconds
+    return {name: list(bucket.values()) for name, bucket in samples.items()}
 
 
-def _build(shown: list[Artifact], median: bool) -> SuiteTable:
-    stages: dict[str, None] = {}
-    cells: list[dict[str, Summary]] = []
-    totals: list[float] = []
+def _stage_samples(data: dict[str, Any], fold: bool) -> dict[str, list[float]]:
+    if fold:
+        return _folded(data)
+    # a seed of a distributed launch counts once, as its slowest rank
+    return {
+        name: valid_durations(raw_seconds(by_seed(stage)[0])) for name, stage in raw_stages(data)
+    }
+
+
+def build_table(
+    artifacts: Iterable[Artifact],
+    *,
+    median: bool = False,
+    levels: Sequence[str] | None = None,
+    stages: Sequence[str] | None = None,
+    fold_continuations: bool = False,
+) -> SuiteTable:
+    """The table of ``artifacts`` (from ``load_tree``).
+
+    ``levels`` names the levels of the directories' relative paths (one name each);
+    ``stages`` picks the stage columns, in that order. Raises ``TableRequestError``
+    naming what does not fit (a level count, a stage no directory recorded).
+    """
+    shown = list(artifacts)
+    if shown:
+        relative, _ = _split(shown)
+        order = sorted(range(len(shown)), key=lambda i: natural_key(relative[i]))
+        shown = [shown[i] for i in order]
+    seen: dict[str, None] = {}
+    samples = []
     for artifact in shown:
-        row = {}
-        for name, stage in raw_stages(artifact.data):
-            stages.setdefault(name)
-            # a seed of a distributed launch counts once, as its slowest rank
-            row[name] = summarise(valid_durations(raw_seconds(by_seed(stage)[0])))
-        cells.append(row)
-        totals.append(sum(s.total for s in row.values()))
-    names, labels = _labels(shown) if shown else (("directory",), [])
+        row = _stage_samples(artifact.data, fold_continuations)
+        seen.update(dict.fromkeys(row))
+        samples.append(row)
+    if stages is not None:
+        unknown = [name for name in stages if name not in seen]
+        if unknown:
+            known = ", ".join(seen) or "none"
+            raise TableRequestError(
+                f"--stages: no directory recorded {', '.join(unknown)} (stages: {known})"
+            )
+        names = list(dict.fromkeys(stages))
+    else:
+        names = list(seen)
+    cells = [{n: summarise(row[n]) for n in names if n in row} for row in samples]
+    totals = [sum((s.total for s in row.values()), 0.0) for row in cells]
+    label_columns, labels = _labels(shown, levels) if shown else (("directory",), [])
     return SuiteTable(
-        label_columns=names,
+        label_columns=label_columns,
         labels=tuple(labels),
         paths=tuple(a.path for a in shown),
-        stages=tuple(stages),
+        stages=tuple(names),
         cells=tuple(cells),
         totals=tuple(totals),
         median=median,
+        folded=fold_continuations,
     )
-
-
-
-

@@ -192,6 +192,15 @@ def find_artifact_dirs(
 
     for given in paths:
         path = os.path.normpath(os.fspath(given))
+        try:
+            # os.path.isdir and isfile say False for a path they may not look at, which
+            # read as "no such file"; stat says why (EACCES: a directory above is unreadable)
+            os.stat(path)
+        except FileNotFoundError:
+            pass  # said below, in the words every reader uses
+        except OSError as exc:
+            problems.append(_os_problem(exc, path))
+            continue
         if os.path.isfile(path):
             if os.path.basename(path) == TIMINGS_FILE:
                 directory = os.path.dirname(path) or "."

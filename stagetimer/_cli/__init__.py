@@ -14,11 +14,12 @@ The arguments are built in ``parser``, one function per command.
 
 Exit status of every command: 0 done; 1 a path or a sidecar could not be read, or
 standard output could not be written (one line on standard error each, never a
-traceback); 2 a usage error (argparse's convention), and ``compare --fail-if-slower``
-finding a stage slower than it allows. This package is the only part of stagetimer
-that prints, and it owns its process (``process``): the garbage collector is off while
-a command runs, and standard output that is full, closed or a pipe whose reader left
-ends the command with that one line and status 1.
+traceback); 2 a usage error (argparse's convention); 3 ``compare --fail-if-slower``
+found a stage slower than it allows (a regression, told apart from a typo). This
+package is the only part of stagetimer that prints, and it owns its process
+(``process``): the garbage collector is off while a command runs, and standard output
+that is full, closed or a pipe whose reader left ends the command with that one line
+and status 1.
 """
 
 from __future__ import annotations

@@ -8,16 +8,19 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from stagetimer._cli.stderr import error
+from stagetimer._escape import escape_text
 
 if TYPE_CHECKING:
     from stagetimer._analysis.compare import Comparison
 
-__all__ = ["run"]
+__all__ = ["REGRESSION", "run"]
+
+#: the exit status of ``--fail-if-slower`` finding a regression (2 is argparse's usage error)
+REGRESSION = 3
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Print the comparison; 1 if a side is unreadable, 2 if ``--fail-if-slower`` trips."""
-    from stagetimer._render.compare_text import format_comparison, render_json
+    """Print the comparison; 1 if a side is unreadable, 3 if ``--fail-if-slower`` trips."""
 
     plot = None
     if args.plot is not None:
@@ -27,13 +30,23 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     comparison = _compared(args)
     if comparison is None:
         return 1
-    sys.stdout.write(render_json(comparison) if args.json else format_comparison(comparison))
+    sys.stdout.write(_rendered(comparison, args))
     sys.stdout.flush()
     if plot is not None and not _draw(plot, comparison, args.plot):
         return 1
     if args.fail_if_slower is not None and _slower(comparison, args.fail_if_slower):
-        return 2
+        return REGRESSION
     return 0
+
+
+def _rendered(comparison: Comparison, args: argparse.Namespace) -> str:
+    if args.markdown:
+        from stagetimer._render.compare_markdown import render_markdown
+
+        return render_markdown(comparison)
+    from stagetimer._render.compare_text import format_comparison, render_json
+
+    return render_json(comparison) if args.json else format_comparison(comparison)
 
 
 def _plotter(path: str) -> ModuleType | None:
@@ -54,7 +67,7 @@ def _compared(args: argparse.Namespace) -> Comparison | None:
     from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 
     try:
-        return compare(args.base, args.new, threshold=args.threshold / 100)
+        return compare(args.base, args.new, threshold=args.threshold / 100, paired=args.paired)
     except (OSError, SidecarCorruptError, SchemaVersionError) as exc:
         filename = getattr(exc, "filename", None)
         strerror = getattr(exc, "strerror", None)
@@ -79,7 +92,10 @@ def _slower(comparison: Comparison, percent: float) -> bool:
     for pair, stage in slower:
         error(
             "compare",
-            f"{pair.new}: stage {stage.name} is {stage.ratio:.3f}x the base's time "
-            f"(more than {percent:g} % slower)",
+            escape_text(
+                f"{pair.new}: stage {stage.name} is {stage.ratio:.3g}x the base's time "
+                f"(more than {percent:g} % slower; q = {stage.q_value:.3g} over "
+                f"{comparison.comparisons} comparisons)"
+            ),
         )
     return bool(slower)

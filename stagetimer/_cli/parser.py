@@ -71,9 +71,10 @@ def _table(commands: _Commands) -> None:
     command = commands.add_parser(
         "table",
         help="the table a paper prints: a row per directory, a column per stage",
-        description="Print one row per artifact directory at or under PATH and one column "
-        "per stage: mean \N{PLUS-MINUS SIGN} sample standard deviation (runs) in one unit "
-        "per column, and each row's total. Reads only.",
+        description="Print one row per artifact directory at or under PATH (in natural "
+        "order: seed_2 before seed_10) and one column per stage: mean \N{PLUS-MINUS SIGN} "
+        "sample standard deviation (runs) in one unit per column, and each row's total. "
+        "Reads only.",
     )
     _paths(command)
     form = command.add_mutually_exclusive_group()
@@ -86,7 +87,24 @@ def _table(commands: _Commands) -> None:
                       "<stage>_stdev_seconds, <stage>_runs per stage")
     command.add_argument("--median", action="store_true",
                          help="the median and the quartiles instead of mean and sd")
+    command.add_argument("--levels", type=_names, metavar="NAME,NAME,...",
+                         help="name the levels of the directories' paths below what they "
+                         "share, one name per level, e.g. env,scenario,algo (default: "
+                         "'level N' for each level that varies)")
+    command.add_argument("--stages", type=_names, metavar="STAGE,STAGE,...",
+                         help="only these stage columns, in this order")
+    command.add_argument("--fold-continuations", action="store_true",
+                         help="fold each <stage>_auto_resume into its stage: a cell is then "
+                         "a per-seed time (each seed's runs of both summed)")
     command.set_defaults(run=table.run, parser=command, format="markdown")
+
+
+def _names(text: str) -> list[str]:
+    """A comma-separated list of names, none empty."""
+    names = text.split(",")
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected names separated by commas, not {text!r}")
+    return names
 
 
 def _hardware(commands: _Commands) -> None:
@@ -132,19 +150,29 @@ def _compare(commands: _Commands) -> None:
         description="Compare the stages of two artifact directories, or of the directories "
         "at equal relative paths in two trees: per side runs, median, mean and standard "
         "deviation; the geometric-mean ratio new/base with its 95 %% interval (Welch's t on "
-        "log-seconds) and a verdict; and the hardware fields that differ between the sides. "
-        "Reads only.",
+        "log-seconds), its p-value, its Benjamini-Hochberg q-value over every comparison of "
+        "the call and a verdict (q <= 0.05 and a change of at least the threshold); and the "
+        "hardware fields that differ between the sides. Reads only. Exit status: 0 done, "
+        "1 a path could not be read, 2 a usage error, 3 --fail-if-slower found a regression.",
     )
     command.add_argument("base", metavar="BASE", help="artifact directory or tree: the reference")
     command.add_argument("new", metavar="NEW", help="artifact directory or tree to judge")
-    command.add_argument("--json", action="store_true", help="print JSON instead of text")
+    form = command.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print JSON instead of text")
+    form.add_argument("--markdown", action="store_true",
+                      help="print a pull-request comment (GitHub Markdown): a summary line, "
+                      "the regressions, the improvements, the rest folded, the differences")
     command.add_argument("--plot", metavar="FILE",
                          help="also draw each stage's ratio with its interval into FILE "
                          "(.png or .svg; needs matplotlib: pip install 'stagetimer[plot]')")
+    command.add_argument("--paired", action="store_true",
+                         help="match runs by (run_idx, label, rank), the same seeds on both "
+                         "sides, and use the paired t on their log-seconds; unmatched runs "
+                         "are left out and counted")
     command.add_argument("--threshold", type=_percent, default=2.0, metavar="PCT",
                          help="smallest change called faster or slower, in %% (default 2)")
     command.add_argument("--fail-if-slower", type=_percent, metavar="PCT",
-                         help="exit with status 2 when a stage is judged slower by more "
+                         help="exit with status 3 when a stage is judged slower by more "
                          "than PCT %% (a regression gate for CI)")
     command.set_defaults(run=compare.run, parser=command)
 

@@ -35,7 +35,7 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import InvalidRecordError
-from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
+from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, takes_expected_runs
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending
 from stagetimer._record.rescue_file import RescueFile
@@ -330,7 +330,7 @@ class Saver:
         trusted = self._cache.trusted_totals
         apply_run(data, name, run, s.policy, trusted_total=name in trusted)
         trusted.add(name)
-        if s.expected_runs is not None and run.get("run_idx") is not None:
+        if s.expected_runs is not None and takes_expected_runs(name, run.get("run_idx")):
             data[name]["expected_runs"] = s.expected_runs
         return True
 

@@ -14,17 +14,24 @@ import os
 import textwrap
 from typing import Any
 
-from stagetimer._analysis.compare import (
+from stagetimer._analysis.comparison import (
     FASTER,
     NO_DIFFERENCE,
+    SIGNIFICANCE,
     SLOWER,
     TOO_FEW_RUNS,
     Comparison,
     Pair,
     StageComparison,
 )
+from stagetimer._escape import escape_text
 from stagetimer._render.compare_text import SAME_HARDWARE
-from stagetimer._render.report_plot import FORMATS, PlotUnavailableError, load_pyplot
+from stagetimer._render.report_plot import (
+    FORMATS,
+    PlotUnavailableError,
+    load_pyplot,
+    quiet_floats,
+)
 from stagetimer.hardware import Difference, format_differences
 
 __all__ = ["check_target", "plot_comparison"]
@@ -129,18 +136,30 @@ def _legend(axes: Any, verdicts: set[str]) -> None:
     )
 
 
+#: ratios are drawn within these (a ratio of 1e-300 or an infinite bound is drawn at the
+#: edge): matplotlib's log axis and the logarithms below need finite, positive numbers
+_SHOWN = (1e-12, 1e12)
+
+
+def _shown(value: float) -> float:
+    return min(max(value, _SHOWN[0]), _SHOWN[1]) if value == value else 1.0
+
+
 def _ratio_axis(axes: Any, rows: list[tuple[Pair, StageComparison]]) -> None:
     """Limits around every ratio, interval and 1, with room for the labels; ticks as "1.1x"."""
     values = [1.0]
     for _, stage in rows:
-        values.append(stage.ratio or 1.0)
-        values.extend(stage.ratio_ci or ())
+        values.append(_shown(stage.ratio or 1.0))
+        values.extend(map(_shown, stage.ratio_ci or ()))
     low, high = math.log(min(values)), math.log(max(values))
     span = max(high - low, math.log(1.1))
     axes.set_xlim(math.exp(low - 0.08 * span), math.exp(high + 0.3 * span))
     left, right = math.exp(low - 0.08 * span), math.exp(high + 0.3 * span)
     # Wide ranges get the coarse ticks only, so that the labels never overlap.
-    ticks = _TICKS if right / left < 4 else _COARSE_TICKS
+    ticks: tuple[float, ...] = _TICKS if right / left < 4 else _COARSE_TICKS
+    if right / left > 1e4:  # beyond the listed ticks: powers of ten
+        ticks = tuple(10.0**k for k in range(math.floor(low / math.log(10)),
+                                             math.ceil(high / math.log(10)) + 1))
     shown = [t for t in ticks if left <= t <= right]
     axes.set_xticks(shown, [f"{t:g}x" for t in shown])
     axes.xaxis.set_minor_locator(_null_locator())
@@ -150,6 +169,36 @@ def _null_locator() -> Any:
     from matplotlib.ticker import NullLocator
 
     return NullLocator()
+
+
+def _title(comparison: Comparison) -> str:
+    """What is compared with what: the two folders (the trees' roots for a tree), the
+    threshold and the test."""
+    if len(comparison.pairs) == 1 and comparison.pairs[0].relpath is None:
+        base, new = comparison.pairs[0].base, comparison.pairs[0].new
+    else:
+        base = _root(comparison, "base")
+        new = _root(comparison, "new")
+    base, new = _elided(escape_text(base)), _elided(escape_text(new))
+    return (
+        f"new: {new}\nvs base: {base}\n(threshold {comparison.threshold * 100:g} %, "
+        f"verdict at Benjamini-Hochberg q \N{LESS-THAN OR EQUAL TO} {SIGNIFICANCE:g} over "
+        f"{comparison.comparisons} comparisons)"
+    )
+
+
+def _root(comparison: Comparison, side: str) -> str:
+    """The folder a tree was given as: a pair's path without its relative path."""
+    for pair in comparison.pairs:
+        path = pair.base if side == "base" else pair.new
+        if pair.relpath and pair.relpath != "." and path.endswith(pair.relpath):
+            return path[: -len(pair.relpath)].rstrip("/") or "/"
+        return path
+    return "?"
+
+
+def _elided(text: str, width: int = 90) -> str:
+    return text if len(text) <= width else "\N{HORIZONTAL ELLIPSIS}" + text[-(width - 1):]
 
 
 def plot_comparison(comparison: Comparison, path: str) -> None:
@@ -169,25 +218,28 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
     labels = [f"{names[id(pair)]}  {stage.name}" if several else stage.name for pair, stage in rows]
     caption = _caption(comparison)
     caption_lines = caption.count("\n") + 1
-    axes_height = 0.9 + 0.32 * len(rows)
+    axes_height = 1.3 + 0.32 * len(rows)
     bottom_inches = 0.3 + 0.17 * caption_lines  # the caption, below the axis label
     figure, axes = plt.subplots(figsize=(9.0, min(axes_height + bottom_inches + 0.4, 60.0)))
     height = figure.get_figheight()
     try:
         for y, (_, stage) in enumerate(rows):
             colour = _COLOURS.get(stage.verdict, _NEUTRAL)
-            ratio = stage.ratio
-            assert ratio is not None
+            assert stage.ratio is not None
+            ratio = _shown(stage.ratio)
+            end = ratio
             if stage.ratio_ci is not None:
-                low, high = stage.ratio_ci
+                low, high = map(_shown, stage.ratio_ci)
                 axes.errorbar(
                     [ratio], [y], xerr=[[ratio - low], [high - ratio]],
                     fmt="o", color=colour, ecolor=colour, capsize=4,
                 )  # fmt: skip
+                end = max(high, ratio)
             else:
                 axes.plot([ratio], [y], marker="o", fillstyle="none", color=colour)
+            # Beside the whisker's end, not over it.
             axes.annotate(
-                f"{ratio:.3g}", (ratio, y), xytext=(5, 5),
+                f"{stage.ratio:.3g}x", (end, y), xytext=(6, 0), va="center",
                 textcoords="offset points", fontsize=8, color=colour,
             )  # fmt: skip
         axes.axvline(1.0, color="black", linewidth=1)
@@ -197,11 +249,11 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
         axes.set_yticks(range(len(rows)), labels)
         axes.invert_yaxis()
         axes.set_xlabel("time ratio new / base (95 % interval; < 1 is faster)")
-        threshold = f"{comparison.threshold * 100:g} %"
-        axes.set_title(f"stagetimer compare (threshold {threshold})", fontsize=10)
+        axes.set_title(_title(comparison), fontsize=10, loc="left")
         axes.grid(axis="x", which="both", alpha=0.3)
         figure.text(0.01, 0.12 / height, caption, fontsize=8, va="bottom", ha="left")
         figure.tight_layout(rect=(0, bottom_inches / height, 1, 1))
-        figure.savefig(path)
+        with quiet_floats():  # see report_plot: extreme ratios overflow in the transforms
+            figure.savefig(path)
     finally:
         plt.close(figure)

@@ -3,10 +3,13 @@
 One line per stage compared::
 
     ippo_train: Mean +- std dev: [base] 12.4 s +- 0.3 s -> [new] 10.1 s +- 0.2 s: 1.23x faster
-        (new/base 0.813, 95 % CI 0.791 to 0.836; 5 and 5 runs)
+        (new/base 0.813, 95 % CI 0.791 to 0.836, q 0.003; 5 and 5 runs)
 
 then, per pair, whether the hardware was the same by the fields that change a
-duration, or which fields differ, in words.
+duration, or which fields differ, in words, and the software that differs. The last
+line counts the verdicts and says over how many comparisons the q-values were
+adjusted. A "no significant difference" beside an interval that excludes 1 says why
+(the adjustment over many comparisons, or the threshold).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import json
 from collections import Counter
 from typing import Any
 
-from stagetimer._analysis.compare import (
+from stagetimer._analysis.comparison import (
     FASTER,
     NO_DIFFERENCE,
+    SIGNIFICANCE,
     SLOWER,
     TOO_FEW_RUNS,
     Comparison,
@@ -26,13 +30,24 @@ from stagetimer._analysis.compare import (
     SideStats,
     StageComparison,
 )
-from stagetimer._escape import escape_json_text, escape_text
+from stagetimer._escape import escape_text
 from stagetimer._render.compute import used_side_by_side
 from stagetimer._render.duration import Unit, unit_for
+from stagetimer._render.json_text import strict_json
 from stagetimer.hardware import Difference, format_differences
 
 __all__ = [
-    "SAME_HARDWARE", "format_comparison", "metadata_lines", "render_json", "software_lines"
+    "SAME_HARDWARE",
+    "format_comparison",
+    "format_ratio",
+    "metadata_lines",
+    "metadata_words",
+    "render_json",
+    "software_lines",
+    "software_unknown",
+    "software_words",
+    "times",
+    "why_no_verdict",
 ]
 
 SAME_HARDWARE = "same hardware (by the fields that change timings)"
@@ -51,32 +66,132 @@ def _side_text(label: str, side: SideStats, unit: Unit) -> str:
     return f"[{label}] {mean} +- {unit.number(side.stdev_seconds)} {unit.name}"
 
 
-def _times(ratio: float) -> str:
+def times(ratio: float) -> str:
     """pyperf's words: a ratio new/base of 0.5 is "2.00x faster", 1.5 is "1.50x slower"."""
     if ratio < 1:
-        return f"{1 / ratio:.2f}x faster"
-    return f"{ratio:.2f}x slower"
+        return f"{1 / ratio:.3g}x faster" if ratio > 0 else "infinitely faster"
+    return f"{ratio:.3g}x slower"
 
 
-def _stage_line(stage: StageComparison) -> str:
+def format_ratio(value: float) -> str:
+    """A ratio or a q-value in three significant digits, trailing zeros kept (``1.00``)."""
+    return f"{value:#.3g}"
+
+
+def why_no_verdict(stage: StageComparison, threshold: float, comparisons: int) -> str | None:
+    """Why "no significant difference" stands beside an interval that excludes 1; None
+    when the interval includes 1 (nothing to explain)."""
+    if stage.verdict != NO_DIFFERENCE or stage.ratio_ci is None or stage.q_value is None:
+        return None
+    low, high = stage.ratio_ci
+    if low <= 1.0 <= high:
+        return None
+    if stage.q_value > SIGNIFICANCE:
+        return (
+            f"the 95 % interval excludes 1, but adjusted over {comparisons} comparisons "
+            f"q = {format_ratio(stage.q_value)} > {SIGNIFICANCE:g}: one such interval in "
+            "20 is expected by chance"
+        )
+    return (
+        f"the interval excludes 1, but the change is below the {threshold * 100:g} % threshold"
+    )
+
+
+def _stage_line(stage: StageComparison, threshold: float, comparisons: int) -> str:
     # Both sides in one unit: the one the larger mean reads best in.
     unit = unit_for([s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None])
     both = f"{_side_text('base', stage.base, unit)} -> {_side_text('new', stage.new, unit)}"
     name = escape_text(stage.name)
     counts = f"{stage.base.runs} and {stage.new.runs} runs"
+    if stage.pairs_of_runs is not None:
+        counts = f"{stage.pairs_of_runs} pairs of runs"
+        if any(stage.unmatched_runs):
+            counts += f", {stage.unmatched_runs[0]} and {stage.unmatched_runs[1]} unmatched"
     if stage.ratio is None:
-        return f"{name}: {both}: {TOO_FEW_RUNS} (a side has no valid run)"
-    ratio = f"new/base {stage.ratio:.3g}"
-    if stage.ratio_ci is None:
+        why = "no run is matched" if stage.pairs_of_runs is not None else "a side has no valid run"
+        return f"{name}: {both}: {TOO_FEW_RUNS} ({why})"
+    ratio = f"new/base {format_ratio(stage.ratio)}"
+    if stage.ratio_ci is None or stage.q_value is None:
+        need = "2 pairs of runs" if stage.pairs_of_runs is not None else "2 runs per side"
         return (
             f"{name}: {both}: {TOO_FEW_RUNS} for a verdict ({ratio}; {counts}; "
-            "an interval needs 2 runs per side)"
+            f"an interval needs {need})"
         )
     low, high = stage.ratio_ci
-    detail = f"({ratio}, 95 % CI {low:.3g} to {high:.3g}; {counts})"
+    detail = (
+        f"({ratio}, 95 % CI {format_ratio(low)} to {format_ratio(high)}, "
+        f"q {format_ratio(stage.q_value)}; {counts})"
+    )
     if stage.verdict in (FASTER, SLOWER):
-        return f"{name}: Mean +- std dev: {both}: {_times(stage.ratio)} {detail}"
-    return f"{name}: Mean +- std dev: {both}: {NO_DIFFERENCE} {detail}"
+        return f"{name}: Mean +- std dev: {both}: {times(stage.ratio)} {detail}"
+    line = f"{name}: Mean +- std dev: {both}: {NO_DIFFERENCE} {detail}"
+    reason = why_no_verdict(stage, threshold, comparisons)
+    return line if reason is None else f"{line}; {reason}"
+
+
+def software_words(pair: Pair) -> list[str]:
+    """What differs between the software of the sides, in words, not yet escaped (the
+    text escapes it with ``escape_text``, Markdown with ``markdown_text``): one entry
+    per pair of software ids that differ, ``"commit 1a2b3c4 → 5d6e7f8 (uncommitted
+    changes); torch 2.4.1 → 2.5.0"``, led by the two ids where several pairs differ."""
+    from stagetimer.software import format_software_differences
+
+    groups: dict[tuple[str, str], list[Difference]] = {}
+    for d in pair.software_differences:
+        key = (d.base_software_id, d.new_software_id)
+        groups.setdefault(key, []).append(Difference(d.field, d.base, d.new))
+    if len(groups) == 1:
+        return [format_software_differences(found) for found in groups.values()]
+    return [
+        f"{base_id} -> {new_id}: {format_software_differences(found)}"
+        for (base_id, new_id), found in groups.items()
+    ]
+
+
+def software_unknown(pair: Pair) -> str | None:
+    """Which side's runs name no software description, where only one side's do."""
+    if bool(pair.base_software_ids) == bool(pair.new_software_ids):
+        return None
+    return "base" if not pair.base_software_ids else "new"
+
+
+def software_lines(pair: Pair) -> list[str]:
+    """What differs between the software of the two sides, as the text prints it.
+
+    ``["Software differs: commit 1a2b3c4 → 5d6e7f8 (uncommitted changes); torch 2.4.1 →
+    2.5.0"]``; ``["Same software."]``; nothing when neither side recorded its software.
+    """
+    if not pair.base_software_ids and not pair.new_software_ids:
+        return []  # written before software was recorded, or by recorders told not to
+    side = software_unknown(pair)
+    if side is not None:
+        return [f"Software unknown: the {side} side's runs name no software description."]
+    words = [escape_text(w) for w in software_words(pair)]
+    if not words:
+        return ["Same software."]
+    if len(words) > 1:
+        return ["Software differs:", *(f"  {w}" for w in words)]
+    return [f"Software differs: {words[0]}"]
+
+
+def metadata_words(pair: Pair) -> list[str]:
+    """Each metadata key whose values differ, ``"load mp: fork → spawn"``, not yet escaped."""
+    return [
+        f"{d.stage} {d.key}: {_values_text(d.base)} → {_values_text(d.new)}"
+        for d in pair.metadata_differences
+    ]
+
+
+def metadata_lines(pair: Pair) -> list[str]:
+    """``["Metadata differs: load mp: fork → spawn"]``, or nothing (the text)."""
+    words = metadata_words(pair)
+    if not words:
+        return []
+    return [f"Metadata differs: {escape_text('; '.join(words))}"]
+
+
+def _values_text(values: tuple[Any, ...]) -> str:
+    return ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
 
 
 def _hardware_lines(pair: Pair) -> list[str]:
@@ -103,56 +218,12 @@ def _hardware_lines(pair: Pair) -> list[str]:
     return lines
 
 
-def software_lines(pair: Pair) -> list[str]:
-    """What differs between the software of the two sides, in words (text and Markdown).
-
-    ``["Software differs: commit 1a2b3c4 → 5d6e7f8 (uncommitted changes); torch 2.4.1 →
-    2.5.0"]``; ``["Same software."]``; nothing when neither side recorded its software.
-    """
-    from stagetimer.software import format_software_differences
-
-    if not pair.base_software_ids and not pair.new_software_ids:
-        return []  # written before software was recorded, or by recorders told not to
-    if not pair.base_software_ids or not pair.new_software_ids:
-        side = "base" if not pair.base_software_ids else "new"
-        return [f"Software unknown: the {side} side's runs name no software description."]
-    groups: dict[tuple[str, str], list[Difference]] = {}
-    for d in pair.software_differences:
-        key = (d.base_software_id, d.new_software_id)
-        groups.setdefault(key, []).append(Difference(d.field, d.base, d.new))
-    if not groups:
-        return ["Same software."]
-    several = len(groups) > 1
-    lines = []
-    for (base_id, new_id), found in groups.items():
-        words = escape_text(format_software_differences(found))
-        lines.append(f"  {base_id} -> {new_id}: {words}" if several else words)
-    if several:
-        return ["Software differs:", *lines]
-    return [f"Software differs: {lines[0]}"]
-
-
-def metadata_lines(pair: Pair) -> list[str]:
-    """``["Metadata differs: load mp: fork → spawn"]``, or nothing (text and Markdown)."""
-    if not pair.metadata_differences:
-        return []
-    words = "; ".join(
-        f"{d.stage} {d.key}: {_values_text(d.base)} → {_values_text(d.new)}"
-        for d in pair.metadata_differences
-    )
-    return [f"Metadata differs: {escape_text(words)}"]
-
-
-def _values_text(values: tuple[Any, ...]) -> str:
-    return ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
-
-
-def _pair_block(pair: Pair, *, header: bool) -> list[str]:
+def _pair_block(pair: Pair, comparison: Comparison, *, header: bool) -> list[str]:
     lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
     if not pair.stages:
         lines.append("no stage is recorded on both sides")
     for stage in pair.stages:
-        lines.append(_stage_line(stage))
+        lines.append(_stage_line(stage, comparison.threshold, comparison.comparisons))
         if stage.resources is not None:
             lines.append(f"  used: {used_side_by_side(stage.resources)}")
     for side, names in (("base", pair.base_only_stages), ("new", pair.new_only_stages)):
@@ -175,9 +246,11 @@ def format_comparison(comparison: Comparison) -> str:
     if single:
         pair = comparison.pairs[0]
         head = [f"base: {escape_text(pair.base)}", f"new:  {escape_text(pair.new)}"]
-        blocks.append("\n".join([*head, "", *_pair_block(pair, header=False)]))
+        blocks.append("\n".join([*head, "", *_pair_block(pair, comparison, header=False)]))
     else:
-        blocks.extend("\n".join(_pair_block(pair, header=True)) for pair in comparison.pairs)
+        blocks.extend(
+            "\n".join(_pair_block(pair, comparison, header=True)) for pair in comparison.pairs
+        )
     for side, paths in (("base", comparison.unpaired.base), ("new", comparison.unpaired.new)):
         if paths:
             listed = "\n".join(f"  {escape_text(path)}" for path in paths)
@@ -191,9 +264,22 @@ def format_comparison(comparison: Comparison) -> str:
         threshold = f"{comparison.threshold * 100:g} %"
         blocks.append(
             f"{len(comparison.pairs)} pair(s), {sum(verdicts.values())} stage(s): "
-            f"{counts or 'none compared'} (threshold {threshold})"
+            f"{counts or 'none compared'} (threshold {threshold}; {_tests(comparison)})"
         )
     return "\n\n".join(blocks) + "\n"
+
+
+def _tests(comparison: Comparison) -> str:
+    """How the verdicts were reached: the test, and over how many comparisons."""
+    n = comparison.comparisons
+    how = (
+        f"paired t over {comparison.pairs_of_runs} pairs of runs matched by run_idx, label "
+        "and rank" if comparison.paired else "Welch's t on log-seconds"
+    )
+    return (
+        f"{how}; {n} comparison{'' if n == 1 else 's'}, a verdict needs the "
+        f"Benjamini-Hochberg q <= {SIGNIFICANCE:g} over all of them"
+    )
 
 
 #: nesting level from which a value is written on one line: each stage, each difference
@@ -220,6 +306,7 @@ def _layout(value: Any, level: int) -> str:
 
 
 def render_json(comparison: Comparison) -> str:
-    """``comparison.to_dict()`` as strict JSON text (no NaN, no raw control characters),
-    indented down to the pairs' lists, each stage and each difference on one line."""
-    return escape_json_text(_layout(comparison.to_dict(), 0)) + "\n"
+    """``comparison.to_dict()`` as strict JSON text (no NaN or infinity: null; no raw
+    control characters; bytes that were not UTF-8 as escapes), indented down to the
+    pairs' lists, each stage and each difference on one line."""
+    return strict_json(_layout, comparison.to_dict())

@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from stagetimer._analysis.report import ArtifactReport
 from stagetimer._analysis.rows import job_id
-from stagetimer._escape import escape_json_text
+from stagetimer._render.json_text import strict, strict_json
 from stagetimer._store.records import RunTiming
 
 __all__ = ["render_json", "report_dict", "strict"]
-
-_INF = math.inf
-
-
-def strict(value: Any) -> Any:
-    """``value`` with every non-finite float as None: what strict JSON can hold."""
-    if type(value) is float:
-        return value if -_INF < value < _INF else None
-    if isinstance(value, dict):
-        return {k: strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict(v) for v in value]
-    return value
-
 
 def _run_dict(run: RunTiming) -> dict[str, Any]:
     return {
@@ -107,5 +92,8 @@ def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
 
 def render_json(reports: Sequence[ArtifactReport]) -> str:
     """``report_dict`` as indented, strict JSON text (no NaN, no raw control characters)."""
-    text = json.dumps(report_dict(reports), indent=2, ensure_ascii=False, allow_nan=False)
-    return escape_json_text(text) + "\n"
+    return strict_json(_indented, report_dict(reports))
+
+
+def _indented(value: object, level: int) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)

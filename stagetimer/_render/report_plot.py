@@ -7,8 +7,10 @@ its last part). In the first three panels a bar is the mean per seed; its hatche
 end is the seeds' auto-resume continuation (``<stage>_auto_resume``, the same
 run_idx), so directories with more or fewer resumed seeds still compare; each dot
 is one seed (its run plus its continuation) and the whisker ± one standard
-deviation. The other stages are stacked, one colour each. A panel whose values
-span more than 100x is drawn on a log scale. Past ``ROWS_PER_PAGE`` rows the
+deviation. The other stages are drawn the same way, one thin bar per stage in each
+row, one colour each: a bar is always a mean per seed, never a sum of unlike things.
+A whisker reaching past the bar's own length (sd > mean) is flagged with its value.
+A panel whose values span more than 100x is drawn on a log scale. Past ``ROWS_PER_PAGE`` rows the
 picture is split into pages, ``x-1.png``, ``x-2.png``, ... matplotlib is an
 optional extra (``stagetimer[plot]``), imported only here, with the Agg backend.
 """
@@ -43,6 +45,7 @@ __all__ = [
     "load_pyplot",
     "page_paths",
     "plot_report",
+    "quiet_floats",
 ]
 
 FORMATS = (".png", ".svg")
@@ -106,7 +109,7 @@ class _Row:
     group: str
     label: str
     bars: dict[str, _Bar]
-    others: dict[str, float]  # other stage -> its mean
+    others: dict[str, _Bar]  # other stage -> its bar
 
 
 def _valid(report: ArtifactReport, stats: StageStats | None) -> list[tuple[int | None, float]]:
@@ -129,7 +132,18 @@ def _bar(
     base = sum(s for _, s in runs) / len(runs)
     per_seed = summarise(seeds, quartiles=False)
     assert per_seed.mean is not None  # runs is not empty
-    return _Bar(base, per_seed.mean - base, seeds, per_seed.stdev)
+    stdev = None if per_seed.stdev is None else _drawn(per_seed.stdev)
+    return _Bar(_drawn(base), _drawn(per_seed.mean) - _drawn(base), tuple(map(_drawn, seeds)),
+                stdev)
+
+
+#: the longest duration drawn (about 32 million years): a duration the format allows (up
+#: to 1.8e308 s) is drawn at this edge, where matplotlib's axes still compute their ticks
+_LONGEST_DRAWN = 1e15
+
+
+def _drawn(seconds: float) -> float:
+    return seconds if seconds < _LONGEST_DRAWN else _LONGEST_DRAWN
 
 
 def _family(name: str) -> str | None:
@@ -144,17 +158,17 @@ def _rows(reports: Sequence[ArtifactReport]) -> list[_Row]:
     for report, rel in zip(reports, relative, strict=True):
         by_name = {s.name: s for s in report.stages}
         bars: dict[str, _Bar] = {}
-        others: dict[str, float] = {}
+        others: dict[str, _Bar] = {}
         for s in report.stages:
             if continued_stage(s.name) in by_name:
                 continue  # a continuation: drawn as the hatched end of its stage
             family = _family(s.name)
-            if family is None or family in bars:
-                if s.mean_seconds is not None:
-                    others[s.name] = s.mean_seconds
-                continue
             bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
-            if bar is not None:
+            if bar is None:
+                continue
+            if family is None or family in bars:
+                others[s.name] = bar
+            else:
                 bars[family] = bar
         group, _, label = rel.rpartition("/")
         rows.append(_Row(escape_text(group), escape_text(label or rel), bars, others))
@@ -212,48 +226,73 @@ def _span_is_wide(values: Sequence[float]) -> bool:
     return bool(positive) and max(positive) / min(positive) > _LOG_SPAN
 
 
+def _draw_bar(
+    ax: Axes, y: float, bar: _Bar, colour: Any, unit: Unit, log: bool, height: float
+) -> bool:
+    """One bar: the mean per seed, its continuation hatched, the seeds as dots, the
+    whisker ± 1 sd (flagged with its value when it is longer than the bar)."""
+    scale = unit.seconds
+    ax.barh(y, bar.base / scale, height=height, color=colour, linewidth=0)
+    if bar.resumed > 0:
+        ax.barh(y, bar.resumed / scale, left=bar.base / scale, height=height, color="white",
+                edgecolor=colour, hatch="////", linewidth=0.8)
+    mean = (bar.base + bar.resumed) / scale
+    if bar.stdev:
+        spread = bar.stdev / scale
+        low = max(mean - spread, mean / 10 if log else 0.0)
+        ax.plot([low, mean + spread], [y, y], color="0.15", linewidth=1.0,
+                solid_capstyle="butt", zorder=3)
+        flagged = spread > mean
+        if flagged:  # a whisker longer than the bar: say so, it is easy to miss
+            ax.annotate(
+                f"\N{PLUS-MINUS SIGN}{unit.number(bar.stdev)} {unit.name}", (mean + spread, y),
+                xytext=(3, 0), textcoords="offset points", fontsize=7, color="#cf222e",
+                va="center", fontweight="bold",
+            )
+    ax.scatter([s / scale for s in bar.seeds], [y] * len(bar.seeds), s=9, color="0.1",
+               zorder=4, linewidths=0)
+    return bar.stdev is not None and bar.stdev > bar.base + bar.resumed
+
+
 def _draw_family(
     ax: Axes, lines: Sequence[tuple[str, _Row | None]], family: str, unit: Unit, log: bool
-) -> None:
+) -> bool:
+    """The panel of one family; whether a whisker was flagged."""
     colour = _COLOURS[family]
+    flagged = False
     for y, (_, row) in enumerate(lines):
         if row is None or family not in row.bars:
             continue
-        bar = row.bars[family]
-        scale = unit.seconds
-        ax.barh(y, bar.base / scale, height=0.62, color=colour, linewidth=0)
-        if bar.resumed > 0:
-            ax.barh(y, bar.resumed / scale, left=bar.base / scale, height=0.62, color="white",
-                    edgecolor=colour, hatch="////", linewidth=0.8)
-        mean = (bar.base + bar.resumed) / scale
-        if bar.stdev:
-            low = max(mean - bar.stdev / scale, mean / 10 if log else 0.0)
-            ax.plot([low, mean + bar.stdev / scale], [y, y], color="0.15", linewidth=1.0,
-                    solid_capstyle="butt", zorder=3)
-        ax.scatter([s / scale for s in bar.seeds], [y] * len(bar.seeds), s=9, color="0.1",
-                   zorder=4, linewidths=0)
+        flagged |= _draw_bar(ax, y, row.bars[family], colour, unit, log, 0.62)
+    return flagged
 
 
 def _draw_others(
-    ax: Axes, lines: Sequence[tuple[str, _Row | None]], colours: dict[str, Any], unit: Unit
-) -> None:
+    ax: Axes, lines: Sequence[tuple[str, _Row | None]], colours: dict[str, Any], unit: Unit,
+    log: bool,
+) -> bool:
+    """Each other stage a thin bar of its own within the row, in the order of the legend;
+    whether a whisker was flagged."""
+    names = list(colours)
+    flagged = False
     for y, (_, row) in enumerate(lines):
-        if row is None:
+        if row is None or not row.others:
             continue
-        left = 0.0
-        for name, seconds in row.others.items():
-            ax.barh(y, seconds / unit.seconds, left=left, height=0.62, color=colours[name],
-                    linewidth=0)
-            left += seconds / unit.seconds
+        present = [n for n in names if n in row.others]
+        height = 0.62 / len(present)
+        for i, name in enumerate(present):
+            offset = -0.31 + height * (i + 0.5)
+            flagged |= _draw_bar(ax, y + offset, row.others[name], colours[name], unit, log,
+                                 height * 0.9)
+    return flagged
 
 
 def _values(rows: Sequence[_Row], panel: str) -> list[float]:
-    if panel == "other stages":
-        return [sum(r.others.values()) for r in rows if r.others] + [
-            v for r in rows for v in r.others.values()
-        ]
-    return [v for r in rows if panel in r.bars for v in (*r.bars[panel].seeds,
-                                                           r.bars[panel].base)]
+    bars = (
+        [b for r in rows for b in r.others.values()] if panel == "other stages"
+        else [r.bars[panel] for r in rows if panel in r.bars]
+    )
+    return [v for b in bars for v in (*b.seeds, b.base + b.resumed + (b.stdev or 0.0))]
 
 
 def _page(
@@ -278,19 +317,21 @@ def _page(
     )
     for ax, panel in zip(axes[0], panels, strict=True):
         values = _values(rows, panel)
-        log = _span_is_wide(values) and panel != "other stages"
+        log = _span_is_wide(values)
         unit = unit_for(values)
         if panel == "other stages":
-            _draw_others(ax, lines, colours, unit)
+            flagged = _draw_others(ax, lines, colours, unit, log)
         else:
-            _draw_family(ax, lines, panel, unit, log)
+            flagged = _draw_family(ax, lines, panel, unit, log)
+        top = max(values, default=1.0) / unit.seconds
         if log:
             ax.set_xscale("log")
+            if flagged:  # room for the flag's text right of the longest whisker
+                ax.set_xlim(right=top * 30)
         else:
-            ax.set_xlim(0, max(values, default=1.0) / unit.seconds * 1.08 or 1.0)
+            ax.set_xlim(0, top * (1.4 if flagged else 1.12) or 1.0)
         ax.set_title(panel, loc="left", fontsize=10, fontweight="bold")
-        ax.set_xlabel(f"{unit.name} per seed" if panel != "other stages" else unit.name,
-                      fontsize=9)
+        ax.set_xlabel(f"{unit.name} per seed", fontsize=9)
         ax.grid(axis="x", color="0.88", linewidth=0.7, which="both" if log else "major")
         ax.set_axisbelow(True)
         ax.tick_params(axis="x", labelsize=8)
@@ -319,6 +360,13 @@ def _page(
     return fig
 
 
+def quiet_floats() -> Any:
+    """numpy's floating-point warnings off for a ``with`` block (this thread only)."""
+    import numpy  # matplotlib's own dependency
+
+    return numpy.errstate(all="ignore")
+
+
 def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
     """Draw ``reports`` into ``path`` (or its pages); returns the files written.
 
@@ -345,7 +393,11 @@ def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
         if len(pages) > 1:
             title += f" (page {number} of {len(pages)})"
         # Text stays text in an SVG (searchable, editable on a slide), not glyph outlines.
-        with plt.rc_context({"svg.fonttype": "none"}):
+        # Durations up to 1.8e308 s are allowed: the axis transforms of such a panel
+        # overflow inside matplotlib, which numpy reports as RuntimeWarnings on standard
+        # error; the picture is still drawn, so they are silenced here (numpy.errstate is
+        # this thread's floating-point mode, put back on leaving).
+        with plt.rc_context({"svg.fonttype": "none"}), quiet_floats():
             fig = _page(plt, rows, lines, title, colours)
             try:
                 fig.savefig(target, format=suffix, dpi=110)

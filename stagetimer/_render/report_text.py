@@ -11,15 +11,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.report import ArtifactReport, StageStats, wall_span
 from stagetimer._escape import escape_text
-from stagetimer._format import HARDWARE_FILE
+from stagetimer._format import HARDWARE_FILE, continued_stage
 from stagetimer._render.compute import used_lines
 from stagetimer._render.duration import format_duration
 from stagetimer._store.records import RunTiming
 from stagetimer._store.rules import is_valid_seconds
 
-__all__ = ["progress_line", "rank_line", "render_text", "suite_line"]
+__all__ = ["directory_progress", "progress_line", "rank_line", "render_text", "suite_line"]
 
 _HEADER = ["stage", "runs", "total", "mean", "median", "sd", "min", "max"]
 
@@ -32,11 +32,20 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
+def _tracked(stats: StageStats) -> bool:
+    """Whether the stage's progress is shown: its recorder was told how many runs to expect,
+    and every seed runs it. A continuation (``<stage>_auto_resume``) runs only for the
+    seeds that were interrupted, so it is never "2 of 4 seeds" short of done (files
+    written before this rule may still hold an ``expected_runs`` for one)."""
+    return stats.expected_runs is not None and continued_stage(stats.name) is None
+
+
 def progress_line(stats: StageStats) -> str | None:
     """``ippo_train 3 of 10 seeds, about 2 h 10 min to go at the median so far``, for a
-    stage whose recorder was told how many runs to expect; None otherwise."""
+    stage whose recorder was told how many runs to expect; None otherwise (and for a
+    continuation, which only some seeds run)."""
     expected = stats.expected_runs
-    if expected is None:
+    if expected is None or not _tracked(stats):
         return None
     done = stats.runs - stats.flagged_runs
     head = f"{stats.name} {done} of {expected} seeds"
@@ -60,6 +69,40 @@ def rank_line(stats: StageStats) -> str | None:
         f"up to {format_duration(spread.max_seconds)} "
         f"(median {format_duration(spread.median_seconds)})"
     )
+
+
+def _left(stats: StageStats) -> float:
+    """Seconds still to go for the stage at the median so far (0 when done or unknown)."""
+    assert stats.expected_runs is not None
+    done = stats.runs - stats.flagged_runs
+    if done >= stats.expected_runs or stats.median_seconds is None:
+        return 0.0
+    return (stats.expected_runs - done) * stats.median_seconds
+
+
+def directory_progress(stages: Sequence[StageStats]) -> str | None:
+    """One line for the directory's progress over the stages every seed runs; None when no
+    recorder was told how many runs to expect.
+
+    ``3 stages, 3 of 10 seeds (ippo_train 3, nashconv 4), about 5 h 15 min to go at the
+    medians so far``; one stage reads as ``progress_line``.
+    """
+    tracked = [s for s in stages if _tracked(s)]
+    if not tracked:
+        return None
+    if len(tracked) == 1:
+        return progress_line(tracked[0])
+    done = {s.name: s.runs - s.flagged_runs for s in tracked}
+    expected = max(s.expected_runs or 0 for s in tracked)
+    if all(done[s.name] >= (s.expected_runs or 0) for s in tracked):
+        return f"{len(tracked)} stages, {expected} of {expected} seeds each, done"
+    behind = [s for s in tracked if done[s.name] < (s.expected_runs or 0)]
+    detail = ", ".join(f"{s.name} {done[s.name]}" for s in behind)
+    head = f"{len(tracked)} stages, {min(done.values())} of {expected} seeds ({detail})"
+    left = sum(map(_left, tracked))
+    if left == 0:
+        return f"{head}, none finished yet"
+    return f"{head}, about {format_duration(left)} to go at the medians so far"
 
 
 def _table(report: ArtifactReport) -> list[str]:
@@ -130,9 +173,8 @@ def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
         lines.append("  (no stages recorded)")
     else:
         lines += _table(report)
-    for s in report.stages:
-        if (progress := progress_line(s)) is not None:
-            lines.append(f"  progress: {progress}")
+    if (progress := directory_progress(report.stages)) is not None:
+        lines.append(f"  progress: {progress}")
     lines.extend(f"  ranks: {line}" for s in report.stages if (line := rank_line(s)) is not None)
     lines += used_lines(report)  # what the stages used besides wall time
     unknown = sum(s.runs_without_hardware for s in report.stages)
@@ -163,23 +205,30 @@ def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
 
 
 def suite_line(reports: Sequence[ArtifactReport]) -> str:
-    """``suite: 4 directories, 49 runs, 3 h 12 min in all, started 2026-... to 2026-...``."""
+    """``suite: 4 directories, 49 runs, 3 h 12 min in all (the sum of the runs), a wall
+    span of 1 h 05 min (first start to last end), started 2026-... to 2026-...``.
+
+    The sum counts runs that ran side by side (seeds in parallel, DataLoader workers)
+    once each; the wall span is the time the suite took, from the runs' ``started_at``.
+    """
     runs = sum(s.runs for r in reports for s in r.stages)
     total = sum(s.total_seconds for r in reports for s in r.stages)
     firsts = [s.first_started_at for r in reports for s in r.stages if s.first_started_at]
     lasts = [s.last_started_at for r in reports for s in r.stages if s.last_started_at]
+    span = wall_span(reports)
     line = (
         f"suite: {len(reports)} director{'y' if len(reports) == 1 else 'ies'}, "
         f"{_plural(runs, 'run')}, {format_duration(total)} in all"
     )
+    if span is not None:
+        wall = span[1] - span[0]
+        line += (
+            f" (the sum of the runs), a wall span of {format_duration(wall)} "
+            "(first start to last end)"
+        )
     if firsts:
         line += f", started {min(firsts)} to {max(lasts)}"
-    pending = [
-        (s.expected_runs - (s.runs - s.flagged_runs)) * s.median_seconds
-        for r in reports for s in r.stages
-        if s.expected_runs is not None and s.median_seconds is not None
-        and s.runs - s.flagged_runs < s.expected_runs
-    ]
+    pending = [_left(s) for r in reports for s in r.stages if _tracked(s) and _left(s) > 0]
     if pending:
         line += (
             f"; {_plural(len(pending), 'stage')} in progress, about "

@@ -1,19 +1,25 @@
 """``stagetimer table`` drawn: GitHub Markdown, LaTeX (booktabs) or CSV.
 
 Each cell is the mean ± sample standard deviation and the number of runs
-(``--median``: the median and the quartiles), in one unit per column.
+(``--median``: the median and the quartiles), in one unit per column; each row's
+total is a duration (``5 min 32 s``). Names from the files are written so that each
+format shows them as they are: Markdown escapes (``markdown_text``), LaTeX escapes
+that compile whatever the name (a row may not start with ``[``, which ``\\`` would
+read as its optional argument), and CSV cells a spreadsheet will not run as formulas.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from stagetimer._analysis.rows import spreadsheet_safe
 from stagetimer._analysis.stats import Summary
 from stagetimer._analysis.table import SuiteTable
 from stagetimer._escape import escape_text
-from stagetimer._render.duration import Unit, unit_for
+from stagetimer._render.duration import Unit, format_duration, unit_for
+from stagetimer._render.markdown_text import markdown_text
 
 __all__ = ["FORMATS", "render_table"]
 
@@ -48,37 +54,46 @@ def _cell(summary: Summary | None, unit: Unit, median: bool, pm: str) -> str:
     return f"{unit.number(centre)} {pm} {unit.number(summary.stdev)} ({summary.runs})"
 
 
-def _text_rows(table: SuiteTable, pm: str) -> tuple[list[str], list[list[str]]]:
+def _text_rows(
+    table: SuiteTable, name: Callable[[str], str]
+) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows as text, each name from the files passed through ``name``
+    (the format's escape; the numbers need none)."""
     units = _units(table)
-    total_unit = unit_for(list(table.totals))
     header = [
-        *table.label_columns,
-        *(f"{name} ({unit.name})" for name, unit in zip(table.stages, units, strict=True)),
-        f"total ({total_unit.name})",
+        *map(name, table.label_columns),
+        *(f"{name(stage)} ({unit.name})" for stage, unit in zip(table.stages, units,
+                                                                  strict=True)),
+        "total",
     ]
     rows = []
+    pm = "\N{PLUS-MINUS SIGN}"
     for labels, row, total in zip(table.labels, table.cells, table.totals, strict=True):
         rows.append([
-            *labels,
+            *map(name, labels),
             *(_cell(row.get(n), u, table.median, pm) for n, u in zip(table.stages, units,
                                                                     strict=True)),
-            total_unit.number(total),
+            format_duration(total),
         ])
     return header, rows
 
 
 def _what(table: SuiteTable) -> str:
-    if table.median:
-        return "median [first quartile, third quartile] (runs)"
-    return "mean \N{PLUS-MINUS SIGN} sample standard deviation (runs)"
+    what = (
+        "median [first quartile, third quartile] (runs)" if table.median
+        else "mean \N{PLUS-MINUS SIGN} sample standard deviation (runs)"
+    )
+    if table.folded:
+        what += "; continuations folded in: a sample is one seed's time (its runs summed)"
+    return what
 
 
 def _markdown(table: SuiteTable) -> str:
-    header, rows = _text_rows(table, "\N{PLUS-MINUS SIGN}")
+    header, rows = _text_rows(table, markdown_text)
     labels = len(table.label_columns)
 
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(escape_text(c).replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(cells) + " |"
 
     align = ["---"] * labels + ["---:"] * (len(header) - labels)
     out = [line(header), "| " + " | ".join(align) + " |", *map(line, rows)]
@@ -90,20 +105,45 @@ def _markdown(table: SuiteTable) -> str:
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    # "[" and "]" braced: after "\\" a row starting with "[" is read as its optional
+    # argument (the space below the line) and does not compile
+    "[": "{[}", "]": "{]}",
+    # in the default OT1 encoding these print other glyphs; "-" braced: no "--" dash
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "-": "-{}",
+    '"': r"\texttt{\char34}", "`": r"\textasciigrave{}", "'": r"\textquotesingle{}",
     "\N{MICRO SIGN}": r"$\mu$", "\N{PLUS-MINUS SIGN}": r"$\pm$",
 }
 
 
+def _latex_char(char: str) -> str:
+    special = _LATEX_SPECIAL.get(char)
+    if special is not None:
+        return special
+    if " " <= char <= "~":
+        return char
+    # pdflatex has no glyph for most of Unicode ("Unicode character not set up for use
+    # with LaTeX"): anything past ASCII is written as its code, in the text escapes' form
+    return r"\textbackslash{}" + (f"x{ord(char):02x}" if ord(char) < 0x100 else f"u{ord(char):04x}")
+
+
 def _latex_text(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in escape_text(text))
+    """A name from the files as LaTeX text that typesets as its characters."""
+    return "".join(map(_latex_char, escape_text(text)))
+
+
+def _latex_numbers(cell: str) -> str:
+    """A cell already escaped, with the cells' own signs (±, µ, the quartiles' brackets)
+    in LaTeX. A bracket is braced here too: a label may be empty and a cell lead."""
+    return cell.replace("\N{PLUS-MINUS SIGN}", r"$\pm$").replace(
+        "\N{MICRO SIGN}", r"$\mu$").replace(" [", " {[}").replace("] (", "{]} (")
 
 
 def _latex(table: SuiteTable) -> str:
-    header, rows = _text_rows(table, "\N{PLUS-MINUS SIGN}")
+    header, rows = _text_rows(table, _latex_text)
     labels = len(table.label_columns)
 
     def line(cells: Sequence[str]) -> str:
-        return " & ".join(map(_latex_text, cells)) + r" \\"
+        return " & ".join(map(_latex_numbers, cells)) + r" \\"
 
     spec = "l" * labels + "r" * (len(header) - labels)
     out = [
@@ -131,11 +171,11 @@ def _csv(table: SuiteTable) -> str:
     for name in table.stages:
         columns += [f"{name}_{k}_seconds" if k != "runs" else f"{name}_runs" for k in kinds]
     columns.append("total_seconds")
-    writer.writerow([escape_text(c) for c in columns])
+    writer.writerow([spreadsheet_safe(c) for c in columns])
     for path, labels, row, total in zip(
         table.paths, table.labels, table.cells, table.totals, strict=True
     ):
-        cells = [escape_text(path), *map(escape_text, labels)]
+        cells = [spreadsheet_safe(path), *map(spreadsheet_safe, labels)]
         for name in table.stages:
             s = row.get(name)
             if s is None:

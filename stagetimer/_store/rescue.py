@@ -31,7 +31,13 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import InvalidRecordError, InvalidTypeError, SidecarCorruptError
-from stagetimer._format import HARDWARE_FILE, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
+from stagetimer._format import (
+    HARDWARE_FILE,
+    RESCUE_PREFIX,
+    RESCUE_SUFFIX,
+    TIMINGS_FILE,
+    takes_expected_runs,
+)
 from stagetimer._store.owner import liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
 from stagetimer._store.rules import add_seconds, is_stage
@@ -269,7 +275,7 @@ def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recove
 
 def _note_expected(data: dict[str, Any], record: RescueRecord, expected: int | None) -> None:
     """The writer's ``expected_runs``, where the stage has none yet (never replaced)."""
-    if expected is not None and record.run.get("run_idx") is not None:
+    if expected is not None and takes_expected_runs(record.stage, record.run.get("run_idx")):
         data[record.stage].setdefault("expected_runs", expected)
 
 

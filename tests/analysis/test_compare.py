@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 import pytest
-from helpers.trees import GIB, MACHINE, write_artifact
+from helpers.compare_trees import FIRST_EDITION, GIB, MACHINE, lognormal, write_artifact
 
 from stagetimer import compare
 from stagetimer._analysis.compare import (
@@ -29,14 +29,6 @@ from stagetimer._analysis.compare import (
 from stagetimer.hardware import MemoryInfo, hardware_id
 
 scipy_stats = pytest.importorskip("scipy.stats")
-
-FIRST_EDITION = Path(__file__).parent.parent / "data" / "first_edition_slurm"
-
-
-def lognormal(seed: int, median: float, sigma: float, n: int) -> list[float]:
-    rng = random.Random(seed)
-    return [median * rng.lognormvariate(0.0, sigma) for _ in range(n)]
-
 
 def scipy_ratio(base: Sequence[float], new: Sequence[float]) -> tuple[float, float, float]:
     ln_base = [math.log(max(v, 1e-6)) for v in base]
@@ -254,21 +246,22 @@ def test_to_dict_has_the_documented_keys(tmp_path: Path) -> None:
     (pair,) = data["pairs"]
     (stage,) = pair["stages"]
     assert (
-        {"pairs", "unpaired", "threshold"},
+        {"pairs", "unpaired", "threshold", "comparisons", "significance", "paired",
+         "pairs_of_runs"},
         {
             "base",
             "new",
             "stages",
             "hardware_differences",
+            "software_differences",
             "hardware_ids",
             "unpaired_stages",
             "relpath",
             "undescribed_hardware_ids",
-            "software_differences",
             "software_ids",
             "metadata_differences",
         },
-        {"name", "base", "new", "ratio", "ratio_ci", "verdict"},
+        {"name", "base", "new", "ratio", "ratio_ci", "verdict", "p_value", "q_value"},
         {"runs", "median_seconds", "mean_seconds", "stdev_seconds"},
         {"base": [], "new": []},
     ) == (set(data), set(pair), set(stage), set(stage["base"]), data["unpaired"])

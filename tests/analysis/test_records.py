@@ -111,10 +111,14 @@ def test_an_undescribed_hardware_id_gives_empty_hardware_columns(tmp_path: Path)
 
 
 def _plain(value: Any) -> Any:
-    if value is None:
+    import pandas
+
+    if value is None or value is pandas.NA or value is pandas.NaT:
         return None
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, pandas.Timestamp):
+        return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return value.item() if hasattr(value, "item") else value
 
 
@@ -127,6 +131,23 @@ def test_to_frame_equals_the_records(example_suite: Path) -> None:
     assert list(rows[0]) == list(frame.columns)
     as_rows = [{k: _plain(v) for k, v in r.items()} for r in frame.to_dict("records")]
     assert [{k: _plain(v) for k, v in r.items()} for r in rows] == as_rows
+
+
+def test_to_frame_has_nullable_integers_and_utc_datetimes(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    rec = Recorder(tmp_path)
+    record_timing("nashconv", 1.0, run_idx=3, recorder=rec, steps=10, lr=0.1)
+    record_timing("nashconv", 2.0, run_idx=4, recorder=rec, lr=0.2)  # no steps
+    record_timing("checkpoint_save", 2.0, recorder=rec, lr=0.2)  # no run_idx, no steps
+
+    frame = to_frame(tmp_path)
+
+    assert ("Int64", "Int64", "float64", "datetime64[ns, UTC]", [3, 4, None],
+            [10, None, None]) == (
+        str(frame["run_idx"].dtype), str(frame["meta.steps"].dtype), str(frame["meta.lr"].dtype),
+        str(frame["started_at"].dtype), [_plain(v) for v in frame["run_idx"]],
+        [_plain(v) for v in frame["meta.steps"]],
+    )
 
 
 def test_to_frame_without_pandas_says_how_to_install_it(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def test_runs_lists_each_run_with_its_index_label_start_seconds_and_metadata(
     assert ["stage", "run_idx", "label", "started_at", "seconds", "metadata"] == (
         lines[start + 1].split()
     )
-    assert ["ippo_train", "0", "warm", started, "2.5", "s", "steps=10000"] == (
+    assert ["ippo_train", "0", "warm", started, "2.50", "s", "steps=10000"] == (
         lines[start + 2].split()
     )
 
@@ -94,12 +94,77 @@ def test_the_suite_line_counts_directories_runs_time_and_the_start_range(
     last = run("report", str(tmp_path)).stdout.splitlines()[-1]
 
     assert (
-        "suite: 2 directories, 3 runs, 1 h 02 min in all, started 2026-11-29T00:00:00.000Z "
+        "suite: 2 directories, 3 runs, 1 h 02 min in all (the sum of the runs), a wall span "
+        "of 1 d 01 h (first start to last end), started 2026-11-29T00:00:00.000Z "
         "to 2026-11-30T00:00:00.000Z"
     ) == last
 
 
+def test_runs_side_by_side_show_a_wall_span_shorter_than_their_sum(tmp_path: Path) -> None:
+    # Four seeds of 10 s each, started 1 s apart: 40 s in all, 13 s from first start to
+    # last end.
+    record(tmp_path / "a", "ippo_train", [10.0, 10.0])
+    record(tmp_path / "b", "ippo_train", [10.0, 10.0])
+    for directory, first in (("a", 0), ("b", 2)):
+        edit(tmp_path / directory, lambda d, first=first: [
+            run.update(started_at=f"2026-11-29T00:00:0{first + i}.000Z")
+            for i, run in enumerate(d["ippo_train"]["runs"])
+        ])
+
+    last = run("report", str(tmp_path)).stdout.splitlines()[-1]
+
+    assert last.startswith(
+        "suite: 2 directories, 4 runs, 40.0 s in all (the sum of the runs), a wall span of "
+        "13.0 s (first start to last end)"
+    ), last
+
+
+def test_the_wall_span_ends_with_a_long_run_that_started_earlier(tmp_path: Path) -> None:
+    # 100 s from 00:00:00, then 1 s from 00:00:50: the suite ends at 00:01:40.
+    record(tmp_path, "ippo_train", [100.0, 1.0])
+    edit(tmp_path, lambda d: [
+        run.update(started_at=start)
+        for run, start in zip(d["ippo_train"]["runs"],
+                              ["2026-11-29T00:00:00.000Z", "2026-11-29T00:00:50.000Z"],
+                              strict=True)
+    ])
+
+    last = run("report", str(tmp_path)).stdout.splitlines()[-1]
+
+    assert "a wall span of 1 min 40 s (first start to last end)" in last, last
+
+
 # -- progress -----------------------------------------------------------------------------------
+
+
+def test_a_continuation_shows_no_progress_even_with_expected_runs(tmp_path: Path) -> None:
+    # Only the seeds that were interrupted run ippo_train_auto_resume: 2 of 4 is finished.
+    record(tmp_path, "ippo_train", [5.0, 5.0, 5.0, 5.0])
+    record(tmp_path, "ippo_train_auto_resume", [2.0, 2.0])
+    edit(tmp_path, lambda d: [d[n].update(expected_runs=4) for n in d if n.startswith("ippo")])
+
+    lines = run("report", str(tmp_path)).stdout.splitlines()
+
+    assert ["  progress: ippo_train 4 of 4 seeds, done"] == [
+        line for line in lines if "progress" in line or "to go" in line
+    ]
+
+
+def test_one_progress_line_per_directory_over_its_stages(tmp_path: Path) -> None:
+    record(tmp_path, "ippo_train", [100.0, 100.0])
+    record(tmp_path, "checkpoint_save", [1.0, 1.0, 1.0])
+    record(tmp_path, "nashconv", [10.0, 10.0])
+    edit(tmp_path, lambda d: [d[n].update(expected_runs=4) for n in d])
+
+    lines = [line for line in run("report", str(tmp_path)).stdout.splitlines()
+             if line.startswith("  progress")]
+
+    # (2 x 100 s) + (1 x 1 s) + (2 x 10 s) = 221 s to go
+    assert [
+        "  progress: 3 stages, 2 of 4 seeds (ippo_train 2, checkpoint_save 3, nashconv 2), "
+        "about 3 min 41 s to go at the medians so far"
+    ] == lines
+
 
 
 def test_progress_says_seeds_done_and_time_to_go_at_the_median(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 from helpers.cli import Ran, run_cli
-from helpers.trees import GIB, MACHINE, write_artifact
+from helpers.compare_trees import GIB, MACHINE, write_artifact
 
 from stagetimer.hardware import GpuInfo, MemoryInfo
 
@@ -34,7 +34,7 @@ def test_text_reads_like_pyperf_compare_to(sides: tuple[str, str]) -> None:
     lines = result.stdout.splitlines()
     train = next(line for line in lines if line.startswith("ippo_train:"))
     assert (0, True) == (result.returncode, train.startswith(
-        "ippo_train: Mean +- std dev: [base] 10.0 s +- 0.11 s -> [new] 8.04 s +- 0.11 s: "
+        "ippo_train: Mean +- std dev: [base] 10.0 s +- 0.114 s -> [new] 8.04 s +- 0.114 s: "
         "1.25x faster (new/base 0.801, 95 % CI"
     ))  # fmt: skip
 
@@ -88,11 +88,11 @@ def test_threshold_is_given_in_percent(sides: tuple[str, str]) -> None:
     )
 
 
-def test_fail_if_slower_exits_2_naming_the_slower_stage(sides: tuple[str, str]) -> None:
+def test_fail_if_slower_exits_3_naming_the_slower_stage(sides: tuple[str, str]) -> None:
     base, new = sides
     result = stagetimer("compare", "--fail-if-slower", "5", new, base)
 
-    assert (2, True) == (result.returncode, "stage ippo_train is 1.249x" in result.stderr)
+    assert (3, True) == (result.returncode, "stage ippo_train is 1.25x" in result.stderr)
 
 
 def test_fail_if_slower_passes_a_regression_smaller_than_its_percentage(

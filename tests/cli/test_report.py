@@ -105,8 +105,8 @@ def test_text_report_shows_total_mean_median_sd_min_max_with_units(tmp_path: Pat
 
     row = next(line for line in result.stdout.splitlines() if line.strip().startswith("nashconv"))
     # total, mean, median, sample sd (sqrt(3.25) = 1.80), min, max
-    assert ["nashconv", "3", "7.5", "s", "2.5", "s", "2.0", "s", "1.8", "s", "1.0", "s",
-            "4.5", "s"] == row.split()
+    assert ["nashconv", "3", "7.50", "s", "2.50", "s", "2.00", "s", "1.80", "s", "1.00", "s",
+            "4.50", "s"] == row.split()
 
 
 def test_text_report_names_the_hardware_in_one_summary_line(tmp_path: Path) -> None:

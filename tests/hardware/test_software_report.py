@@ -148,3 +148,47 @@ def test_compare_names_the_metadata_that_differs(tmp_path: Path) -> None:
     assert [{"stage": "load_data", "key": "mp", "base": ["fork"], "new": ["spawn"]}] == (
         data["pairs"][0]["metadata_differences"]
     )
+
+
+def test_the_markdown_comment_names_the_software_that_differs(
+    sides: tuple[Path, Path, str, str],
+) -> None:
+    from helpers.markdown import rendered
+
+    base, new, first, second = sides
+
+    page = rendered(run_cli("compare", "--markdown", str(base), str(new)).stdout)
+
+    items = [text for tag, text in page.blocks if tag == "li"]
+    assert any(
+        item.startswith(f"software: commit {first[:7]} → {second[:7]} (uncommitted changes)")
+        for item in items
+    ), items
+
+
+HOSTILE_LOADER = """
+import sys
+from stagetimer import Recorder, record_timing
+rec = Recorder(sys.argv[1], policy="upsert", software=False)
+for seed in range(3):
+    record_timing("load_data", 1.0 + seed * 0.01, run_idx=seed, recorder=rec, mp=sys.argv[2])
+"""
+
+
+def test_metadata_differences_are_escaped_in_text_and_markdown(tmp_path: Path) -> None:
+    from helpers.markdown import rendered
+
+    # a value with a terminal escape and Markdown's emphasis and raw HTML in it
+    for side, mp in (("base", "fork"), ("new", "*spawn*<b>\x1b[31m")):
+        subprocess.run([sys.executable, "-c", HOSTILE_LOADER, str(tmp_path / side), mp],
+                       check=True, timeout=120)
+
+    text = run_cli("compare", str(tmp_path / "base"), str(tmp_path / "new")).stdout
+    page = rendered(
+        run_cli("compare", "--markdown", str(tmp_path / "base"), str(tmp_path / "new")).stdout
+    )
+
+    assert "Metadata differs: load_data mp: fork → *spawn*<b>\\x1b[31m" in text.splitlines()
+    assert "\x1b" not in text
+    items = [t for tag, t in page.blocks if tag == "li"]
+    assert "metadata: load_data mp: fork → *spawn*<b>\\x1b[31m" in items, items

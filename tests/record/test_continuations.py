@@ -97,3 +97,21 @@ def test_run_0_clears_exactly_a_continuation(tmp_path: Path, name: str) -> None:
     record_timing(name, 4.0, run_idx=0, recorder=rec)
     stored = json.loads(Path(rec.timings_path).read_text(encoding="utf-8"))
     assert (name + "_auto_resume" in stored) is not TABLE[name]
+
+
+def test_expected_runs_is_written_into_stages_every_seed_runs_not_into_continuations(
+    tmp_path: Path,
+) -> None:
+    rec = Recorder(tmp_path, policy="upsert", expected_runs=4)
+    for seed in range(4):
+        record_timing("mlp_train", 2.0, run_idx=seed, recorder=rec)
+    record_timing("mlp_train_auto_resume", 1.0, run_idx=1, recorder=rec)  # only seed 1 resumed
+    record_timing("evaluate_auto_resume", 1.0, run_idx=0, recorder=rec)  # a stage of its own
+
+    data = json.loads((tmp_path / "timings.json").read_text())
+
+    assert (4, None, 4) == (
+        data["mlp_train"].get("expected_runs"),
+        data["mlp_train_auto_resume"].get("expected_runs"),
+        data["evaluate_auto_resume"].get("expected_runs"),
+    )

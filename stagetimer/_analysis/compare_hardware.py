@@ -1,0 +1,66 @@
+"""compare's hardware side: the hardware ids a pair's runs point at, and the differences
+between each description of the base side and each of the new (computed once per pair
+of ids: an id is its content)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from stagetimer._analysis.comparison import HardwareDifference
+from stagetimer._analysis.tree import Artifact
+from stagetimer.hardware import Difference, Hardware, hardware_differences
+
+__all__ = ["Differences", "hardware_between", "ids_of"]
+
+_get: Callable[[dict[str, Any], str], Any] = dict.get
+_HARDWARE_ID = itertools.repeat("hardware_id")
+
+
+class Differences:
+    """hardware_differences per pair of hardware ids, computed once (an id is its content)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, str], list[Difference]] = {}
+
+    def between(self, base_id: str, base: Hardware, new_id: str, new: Hardware) -> list[Difference]:
+        key = (base_id, new_id)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = hardware_differences(base, new)
+        return found
+
+
+def ids_of(found: Iterable[list[dict[str, Any]]]) -> list[str]:
+    """The distinct hardware ids (strings) of the runs, in first-seen order."""
+    # parse_timings let through only a string or null (absent) hardware_id; legacy runs
+    # have none: they name no description.
+    seen = dict.fromkeys(itertools.chain.from_iterable(map(_get, runs, _HARDWARE_ID)
+                                                       for runs in found))
+    seen.pop(None, None)
+    return list(seen)
+
+
+def hardware_between(
+    base: Artifact, new: Artifact, base_ids: list[str], new_ids: list[str], cache: Differences
+) -> tuple[list[HardwareDifference], list[str]]:
+    """The differences between each base and each new description, and the ids undescribed."""
+    base_described: Mapping[str, Hardware] = base.hardware.hardware
+    new_described: Mapping[str, Hardware] = new.hardware.hardware
+    found: list[HardwareDifference] = []
+    for base_id in base_ids:
+        base_hw = base_described.get(base_id)
+        if base_hw is None:
+            continue
+        for new_id in new_ids:
+            new_hw = new_described.get(new_id)
+            if new_hw is None:
+                continue
+            found.extend(
+                HardwareDifference(d.field, d.base, d.new, base_id, new_id)
+                for d in cache.between(base_id, base_hw, new_id, new_hw)
+            )
+    undescribed = [i for i in base_ids if i not in base_described]
+    undescribed += [i for i in new_ids if i not in new_described and i not in undescribed]
+    return found, undescribed

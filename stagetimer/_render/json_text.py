@@ -1,0 +1,54 @@
+"""Strict JSON text that every output stream can take.
+
+- No ``NaN`` or ``Infinity`` (not JSON): a value that is not finite is written as
+  null. The runs ``[0.0, 1e300]`` give a ratio past the largest float.
+- No raw characters a terminal acts on (``stagetimer._escape.escape_json_text``).
+- No lone surrogates: a path whose bytes are not UTF-8 reaches Python as a
+  surrogate-escaped string (PEP 383, ``os.fsdecode``), which ``json.dumps(...,
+  ensure_ascii=False)`` leaves raw and a UTF-8 stream refuses to encode
+  (``UnicodeEncodeError``). Each is written as its ``\\udcXX`` escape: a JSON parser
+  gives the same string back, and ``os.fsencode`` of it the original bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from stagetimer._escape import escape_json_text
+
+__all__ = ["json_escaped", "strict", "strict_json"]
+
+_INF = math.inf
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float as None: what strict JSON can hold."""
+    if type(value) is float:
+        return value if -_INF < value < _INF else None
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def json_escaped(text: str) -> str:
+    """JSON text with terminal controls and lone surrogates written as ``\\uXXXX``."""
+    if text.isascii() and "\x7f" not in text:  # the usual suite: nothing to escape (C speed)
+        return text
+    text = escape_json_text(text)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def strict_json(layout: Callable[[Any, int], str], value: Any) -> str:
+    """``layout(value, 0)`` (a JSON encoder refusing NaN) as text any stream encodes,
+    a line end after it. Only a value holding a non-finite float is copied (``strict``)."""
+    try:
+        text = layout(value, 0)
+    except ValueError:  # "Out of range float values are not JSON compliant"
+        text = layout(strict(value), 0)
+    return json_escaped(text) + "\n"
