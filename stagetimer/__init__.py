@@ -40,6 +40,12 @@ if TYPE_CHECKING:
         hardware_differences,
         hardware_id,
     )
+    from stagetimer.software import (
+        Software,
+        capture_software,
+        software_differences,
+        software_id,
+    )
 
 # Reading sidecars and probing hardware are imported on first use, so that
 # ``import stagetimer`` stays as light as the recording path needs.
@@ -64,6 +70,10 @@ _LAZY = {
     "recover": "stagetimer._store.rescue",
     "doctor": "stagetimer._analysis.doctor",
     "DirectoryReport": "stagetimer._analysis.doctor",
+    "Software": "stagetimer.software",
+    "capture_software": "stagetimer.software",
+    "software_differences": "stagetimer.software",
+    "software_id": "stagetimer.software",
 }
 
 
@@ -96,6 +106,7 @@ __all__ = [
     "RunTiming",
     "SchemaVersionError",
     "SidecarCorruptError",
+    "Software",
     "StageTimerError",
     "StageTimerWarning",
     "StageTiming",
@@ -103,6 +114,7 @@ __all__ = [
     "Timings",
     "__version__",
     "capture_hardware",
+    "capture_software",
     "compare",
     "doctor",
     "hardware_differences",
@@ -112,6 +124,8 @@ __all__ = [
     "load_tree",
     "record_timing",
     "recover",
+    "software_differences",
+    "software_id",
     "stage",
     "stages",
     "timed_stage",

@@ -38,11 +38,18 @@ RESCUE_SUFFIX = ".json"
 
 #: Version of ``timings_hardware.json``.
 #: 1 (stagetimer 0.1): {"schema_version": 1, "hardware": {hardware_id: description}}.
+#: Still 1 (0.3): an optional top-level "software": {software_id: description}; writers
+#: of 0.1 and 0.2 keep a top-level key they do not know, so they share a directory.
 SCHEMA_VERSION = 1
 
 #: The keys a run may hold besides metadata, in the order they are written.
-RUN_FIELDS: tuple[str, ...] = ("seconds", "hardware_id", "run_idx", "label", "started_at", "job",
-                               "resources")
+RUN_FIELDS: tuple[str, ...] = (
+    "seconds", "hardware_id", "run_idx", "label", "started_at", "job",
+    # who ran it (0.3): the software, the rank of a distributed launch, the CPUs
+    "software_id", "rank", "world_size", "cpus",
+    # what the stage used besides wall time (0.3)
+    "resources",
+)
 #: What a run's ``resources`` object holds, each where it was measured (docs/resources.md).
 RESOURCE_FIELDS = ("cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules")
 #: Keys of a run (and of a stage) that user metadata may not reuse. ``expected_runs``

@@ -232,6 +232,20 @@ def test_each_run_holds_its_task_s_job_identity(
     assert expected == actual, report
 
 
+def test_tasks_pinned_to_one_cpu_each_share_one_hardware_id(
+    cluster_with_cgroups: SlurmCluster, tmp_path: Path
+) -> None:
+    # One CPU per task on this two-CPU node: tasks run on CPU 0 and CPU 1 at once. Where
+    # a task was placed is its run's cpus; the description, and its id, is the same.
+    _, artifacts, report = run_seed_array(cluster_with_cgroups, tmp_path, cpus=1)
+
+    runs = load_timings(artifacts).stages["ippo_train"].runs
+    assert (1, 1) == (
+        len({run.hardware_id for run in runs}), len(load_hardware(artifacts).hardware)
+    ), report
+    assert {run.cpus for run in runs} <= {"0", "1"}, report
+
+
 def test_report_gives_no_mixed_hardware_warning_for_one_allocation(
     cluster_with_cgroups: SlurmCluster, tmp_path: Path
 ) -> None:
@@ -295,7 +309,8 @@ def _hardware_of_each_seed(artifacts: Path, job_ids: dict[int, str], report: str
     assert set(hardware_ids) - set(sidecar) == set()  # each resolves; None would be left over
     described = [sidecar[hardware_id] for hardware_id in hardware_ids if hardware_id is not None]
     assert [hw.cpu.logical_cpus for hw in described] == [1] * len(SEEDS)
-    assert [len(hw.cpu.affinity) for hw in described] == [1] * len(SEEDS)
+    # which CPU is the run's placement: one CPU, in the kernel's list format
+    assert [run.cpus is not None and run.cpus.isdigit() for run in runs] == [True] * 4, report
     assert [hw.scheduler.kind for hw in described] == ["slurm"] * len(SEEDS)
     assert [hw.scheduler.env.get("SLURM_MEM_PER_NODE") for hw in described] == ["1024"] * 4
     assert [(run.job or {}).get("job_id") for run in runs] == [job_ids[s] for s in SEEDS], report

@@ -11,7 +11,8 @@ have stored (a negative or non-finite ``seconds`` is left out):
   a duration of 0 counted as 1 µs so that its logarithm exists;
 - ``ratio_ci``: its 95 % interval from Welch's t on the log-seconds (with ``paired``:
   the paired t on the differences of log-seconds of the runs matched by
-  ``(run_idx, label, rank)``, the same seeds run on both sides);
+  ``(run_idx, label, rank)``, the same seeds run on both sides; the matched ranks of
+  one seed are one pair, the slowest of them on each side);
 - ``p_value``: that test's two-sided p; ``q_value``: the p-value adjusted by
   Benjamini-Hochberg over every test of the one call (``significance``), so that
   a tree of 10,000 stages does not call 500 of them changed by chance;
@@ -22,8 +23,13 @@ have stored (a negative or non-finite ``seconds`` is left out):
 
 Each pair also lists the hardware differences between its sides: the fields of
 the descriptions their runs point at that can change a duration (see
-``stagetimer.hardware.hardware_differences``). A side whose runs span several
+``stagetimer.hardware.hardware_differences``), and the software differences (the
+commit, uncommitted changes, packages and accelerator libraries, see
+``stagetimer.software.software_differences``), and the metadata keys of a compared stage
+whose values differ (``mp="fork"`` against ``mp="spawn"``). A side whose runs span several
 descriptions is compared against each.
+
+The runs of one seed's ranks (a distributed launch) count once, as the slowest rank.
 """
 
 from __future__ import annotations
@@ -44,19 +50,25 @@ from stagetimer._analysis.comparison import (
     TOO_FEW_RUNS,
     Comparison,
     HardwareDifference,
+    MetadataDifference,
     Pair,
     SideStats,
+    SoftwareDifference,
     StageComparison,
     Unpaired,
 )
 from stagetimer._analysis.compute import side_by_side
+from stagetimer._analysis.metadata_pairs import metadata_differences
+from stagetimer._analysis.paired_runs import matched_differences
 from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.significance import (
     TTestResult,
     benjamini_hochberg,
     paired_test,
     welch_test,
 )
+from stagetimer._analysis.software_pairs import SoftwareDifferences, software_ids
 from stagetimer._analysis.stats import mean_and_variance, moments
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
@@ -70,8 +82,10 @@ __all__ = [
     "TOO_FEW_RUNS",
     "Comparison",
     "HardwareDifference",
+    "MetadataDifference",
     "Pair",
     "SideStats",
+    "SoftwareDifference",
     "StageComparison",
     "Unpaired",
     "compare",
@@ -84,9 +98,6 @@ FLOOR_SECONDS = 1e-6
 CONFIDENCE = 0.95
 #: math.exp overflows above ln(max float) = 709.78...; a ratio past it is infinite
 _LARGEST_LOG = math.log(1.7976931348623157e308)
-
-#: what a run is matched by with ``paired``: the seed, the label and the rank
-_MATCH_FIELDS = ("run_idx", "label", "rank")
 
 
 def _exp(value: float) -> float:
@@ -173,36 +184,22 @@ def compare_stage(
 # --- paired runs ----------------------------------------------------------------------
 
 
-def _keys(runs: Sequence[dict[str, Any]]) -> list[tuple[Any, ...] | None]:
-    """Each valid run's (run_idx, label, rank), None when it names none of them (nothing
-    to match it by); the k-th run of a key pairs with the k-th of the same key."""
-    keys: list[tuple[Any, ...] | None] = []
-    seen: dict[tuple[Any, ...], int] = {}
-    for run in runs:
-        key = tuple(run.get(field) for field in _MATCH_FIELDS)
-        if key == (None, None, None):
-            keys.append(None)
-            continue
-        count = seen[key] = seen.get(key, 0) + 1
-        keys.append((*key, count))
-    return keys
-
-
 def _measure_paired(
-    name: str, base: tuple[list[float], list[dict[str, Any]]],
-    new: tuple[list[float], list[dict[str, Any]]],
+    name: str,
+    base_values: list[float],
+    new_values: list[float],
+    base_runs: tuple[list[float], list[dict[str, Any]]],
+    new_runs: tuple[list[float], list[dict[str, Any]]],
 ) -> _Measured:
-    """One stage by the paired t on the differences of log-seconds of matched runs."""
-    (base_values, base_runs), (new_values, new_runs) = base, new
+    """One stage by the paired t on the differences of log-seconds of matched runs.
+
+    ``base_values``/``new_values``: each side's durations, a seed once (its statistics);
+    ``base_runs``/``new_runs``: the stored valid durations and runs, every rank (matched).
+    """
     base_stats, new_stats = _side(base_values)[0], _side(new_values)[0]
-    by_key = {k: v for k, v in zip(_keys(new_runs), new_values, strict=True) if k is not None}
-    differences = []
-    for key, value in zip(_keys(base_runs), base_values, strict=True):
-        partner = by_key.get(key) if key is not None else None
-        if partner is not None:
-            differences.append(_log(partner) - _log(value))
+    differences, matched = matched_differences(base_runs, new_runs, _log)
+    unmatched = (len(base_runs[0]) - matched, len(new_runs[0]) - matched)
     n = len(differences)
-    unmatched = (len(base_values) - n, len(new_values) - n)
     if n == 0:
         return _Measured(name, base_stats, new_stats, None, None, 0, unmatched)
     ratio = _exp(mean_and_variance(differences)[0])
@@ -236,16 +233,38 @@ def _stage_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]
     return valid, [run for run, s in zip(runs, seconds, strict=True) if is_valid_seconds(s)]
 
 
-def _measure_pair(
-    base: Artifact, new: Artifact, cache: Differences, relpath: str | None, paired: bool
-) -> tuple[Pair, list[_Measured]]:
-    """The pair without its stages (filled in once every test of the call is known)."""
-    base_stages, new_stages = dict(raw_stages(base.data)), dict(raw_stages(new.data))
-    shared = [name for name in base_stages if name in new_stages]
-    base_runs = [_stage_runs(base_stages[name]) for name in shared]
-    new_runs = [_stage_runs(new_stages[name]) for name in shared]
+class _Caches(NamedTuple):
+    """The differences between descriptions, computed once per pair of ids for a whole
+    ``compare`` (an id is its content)."""
+
+    hardware: Differences
+    software: SoftwareDifferences
+
+
+def _caches() -> _Caches:
+    return _Caches(Differences(), SoftwareDifferences())
+
+
+_Side = tuple[
+    dict[str, dict[str, Any]],  # the stored stages
+    dict[str, dict[str, Any]],  # the same with a seed's ranks as one run (by_seed)
+    list[tuple[list[float], list[dict[str, Any]]]],  # the latter's valid runs per shared stage
+]
+
+
+def _measure_stages(shared: list[str], base: _Side, new: _Side, paired: bool) -> list[_Measured]:
+    """Each stage recorded on both sides measured, with what it used where recorded."""
+    (base_raw, base_stages, base_runs), (new_raw, new_stages, new_runs) = base, new
     if paired:
-        measured = list(map(_measure_paired, shared, base_runs, new_runs))
+        # matched rank by rank on the stored runs, each seed's ranks then one pair
+        measured = [
+            _measure_paired(
+                name, b[0], n[0],
+                b if base_stages[name] is base_raw[name] else _stage_runs(base_raw[name]),
+                n if new_stages[name] is new_raw[name] else _stage_runs(new_raw[name]),
+            )
+            for name, b, n in zip(shared, base_runs, new_runs, strict=True)
+        ]
     else:
         measured = [
             _measure(name, b[0], n[0]) for name, b, n in zip(shared, base_runs, new_runs,
@@ -256,10 +275,36 @@ def _measure_pair(
         used = side_by_side(base_stages[m.name]["runs"], new_stages[m.name]["runs"])
         if used is not None:
             measured[i] = m._replace(resources=used)
+    return measured
+
+
+def _measure_pair(
+    base: Artifact, new: Artifact, cache: _Caches, relpath: str | None, paired: bool
+) -> tuple[Pair, list[_Measured]]:
+    """The pair without its stages (filled in once every test of the call is known)."""
+    base_raw, new_raw = dict(raw_stages(base.data)), dict(raw_stages(new.data))
+    # a seed of a distributed launch counts once, as its slowest rank
+    base_stages = {name: by_seed(stage)[0] for name, stage in base_raw.items()}
+    new_stages = {name: by_seed(stage)[0] for name, stage in new_raw.items()}
+    shared = [name for name in base_stages if name in new_stages]
+    base_runs = [_stage_runs(base_stages[name]) for name in shared]
+    new_runs = [_stage_runs(new_stages[name]) for name in shared]
+    measured = _measure_stages(shared, (base_raw, base_stages, base_runs),
+                               (new_raw, new_stages, new_runs), paired)
     base_ids = ids_of(runs for _, runs in base_runs)
     new_ids = ids_of(runs for _, runs in new_runs)
-    found, undescribed = hardware_between(base, new, base_ids, new_ids, cache)
+    found, undescribed = hardware_between(base, new, base_ids, new_ids, cache.hardware)
+    base_sw = software_ids(base_stages[name] for name in shared)
+    new_sw = software_ids(new_stages[name] for name in shared)
     pair = Pair(
+        metadata_differences=metadata_differences(
+            (name, base_stages[name], new_stages[name]) for name in shared
+        ),
+        software_differences=cache.software.of_pair(
+            base.hardware.software, base_sw, new.hardware.software, new_sw
+        ),
+        base_software_ids=tuple(base_sw),
+        new_software_ids=tuple(new_sw),
         undescribed_hardware_ids=tuple(undescribed),
         base=base.path,
         new=new.path,
@@ -305,7 +350,7 @@ def compare_artifacts(
     for 100,000 runs would cost more than the statistics.
     """
     threshold = _check_threshold(threshold)
-    pairs, _ = _judge([_measure_pair(base, new, Differences(), None, paired)], threshold)
+    pairs, _ = _judge([_measure_pair(base, new, _caches(), None, paired)], threshold)
     return pairs[0]
 
 
@@ -345,7 +390,7 @@ def compare_trees(
     paired: bool = False,
 ) -> Comparison:
     """``compare`` of two sides already read (``load_tree``)."""
-    cache = Differences()
+    cache = _caches()
     measured: list[tuple[Pair, list[_Measured]]] = []
     unpaired = Unpaired()
     if _single(base_artifacts) and _single(new_artifacts):

@@ -6,10 +6,11 @@ that each module reads in one sitting.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
+from stagetimer._analysis.metadata_pairs import MetadataDifference
 
 __all__ = [
     "FASTER",
@@ -19,8 +20,10 @@ __all__ = [
     "TOO_FEW_RUNS",
     "Comparison",
     "HardwareDifference",
+    "MetadataDifference",
     "Pair",
     "SideStats",
+    "SoftwareDifference",
     "StageComparison",
     "Unpaired",
 ]
@@ -117,6 +120,21 @@ class HardwareDifference:
 
 
 @attrs.frozen
+class SoftwareDifference:
+    """A field that differs between the software of the base side and that of the new."""
+
+    field: str
+    base: Any
+    new: Any
+    base_software_id: str
+    new_software_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"field", "base", "new", "base_software_id", "new_software_id"}``."""
+        return attrs.asdict(self)
+
+
+@attrs.frozen
 class Pair:
     """Two artifact directories compared stage by stage."""
 
@@ -136,9 +154,13 @@ class Pair:
     #: hardware ids the compared runs point at that their sidecar does not describe
     #: (missing or unreadable ``timings_hardware.json``): not compared
     undescribed_hardware_ids: tuple[str, ...] = ()
-    #: differences in the software the sides ran (each ``{"field", "base", "new"}``);
-    #: empty until the software description is compared (the JSON key is always there)
-    software_differences: tuple[Mapping[str, Any], ...] = ()
+    #: what differs between the software of the sides' compared runs (see
+    #: ``stagetimer.software.software_differences``), and their software ids per side
+    software_differences: tuple[SoftwareDifference, ...] = ()
+    base_software_ids: tuple[str, ...] = ()
+    new_software_ids: tuple[str, ...] = ()
+    #: metadata keys of a compared stage whose values differ between the sides
+    metadata_differences: tuple[MetadataDifference, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The pair as ``stagetimer compare --json`` prints it."""
@@ -147,7 +169,12 @@ class Pair:
             "new": self.new,
             "stages": [stage.to_dict() for stage in self.stages],
             "hardware_differences": [d.to_dict() for d in self.hardware_differences],
-            "software_differences": [dict(d) for d in self.software_differences],
+            "software_differences": [d.to_dict() for d in self.software_differences],
+            "software_ids": {
+                "base": list(self.base_software_ids),
+                "new": list(self.new_software_ids),
+            },
+            "metadata_differences": [d.to_dict() for d in self.metadata_differences],
             "hardware_ids": {
                 "base": list(self.base_hardware_ids),
                 "new": list(self.new_hardware_ids),

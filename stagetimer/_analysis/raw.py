@@ -71,4 +71,8 @@ class HardwareCache:
             if len(self._by_content) < 64 and read_bytes(path) == raw:
                 self._by_content[raw] = known
         # A fresh mapping per artifact: the Hardware values inside are frozen.
-        return HardwareSidecar(schema_version=known.schema_version, hardware=dict(known.hardware))
+        return HardwareSidecar(
+            schema_version=known.schema_version,
+            hardware=dict(known.hardware),
+            software=dict(known.software),
+        )

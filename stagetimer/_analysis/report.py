@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from itertools import repeat
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.seeds import RankSpread, by_seed
 from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
 from stagetimer._errors import short_repr
@@ -29,6 +30,7 @@ from stagetimer._store.load import as_float
 from stagetimer._store.records import RunTiming
 from stagetimer._store.rules import is_stage, is_valid_seconds, valid_durations
 from stagetimer.hardware import Hardware, format_bytes
+from stagetimer.software import Software
 
 __all__ = [
     "ArtifactReport",
@@ -45,6 +47,7 @@ _NOT_METADATA = _RUN_FIELD_SET | frozenset(LEGACY_KEYS)
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _RUN_IDX): each run's run_idx, gathered in C (repeat() is endless)
 _RUN_IDX, _HARDWARE_ID, _STARTED_AT = repeat("run_idx"), repeat("hardware_id"), repeat("started_at")
+_SOFTWARE_ID = repeat("software_id")
 
 
 @attrs.frozen
@@ -73,6 +76,11 @@ class StageStats:
     #: the earliest and latest ``started_at`` of its runs (None: none stored)
     first_started_at: str | None = attrs.field(default=None, eq=False)
     last_started_at: str | None = attrs.field(default=None, eq=False)
+    #: the distinct software ids of the runs, in order of first appearance
+    software_ids: tuple[str, ...] = ()
+    #: runs of a distributed launch: each seed counts once (``runs``, the statistics) as
+    #: its slowest rank; this says how far its ranks were apart. None without ranks.
+    rank_spread: RankSpread | None = None
 
 
 @attrs.frozen
@@ -349,6 +357,34 @@ def _distinct(ids: list[str | None]) -> tuple[str, ...]:
     return tuple(distinct)  # type: ignore[arg-type]  # None was just removed
 
 
+def _software_warning(
+    stats: StageStats, described: Mapping[str, Software]
+) -> str | None:
+    """Runs of one stage that ran different software: name what differs."""
+    from stagetimer.software import format_software_differences, software_differences
+
+    ids = stats.software_ids
+    unknown = [i for i in ids if i not in described]
+    if unknown:
+        return (
+            f"stage {stats.name}: its runs span {len(ids)} software ids "
+            f"({', '.join(ids)}), not all described; they may not have run the same code"
+        )
+    base = ids[0]
+    parts = []
+    for other in ids[1:]:
+        found = software_differences(described[base], described[other])
+        if found:
+            words = format_software_differences(found, described[base], described[other])
+            parts.append(f"{base} vs {other}: {words}")
+    if not parts:
+        return None
+    return (
+        f"stage {stats.name}: its runs ran different software ({'; '.join(parts)}); "
+        "their times may not be comparable"
+    )
+
+
 def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str]]:
     # Ten thousand stages in a suite: each field is gathered in C (map over dict.get), and
     # the statistics are moments' (summarise's arithmetic without its Summary object).
@@ -368,6 +404,7 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
         name, len(runs), total, mean, median, stdev, low, high, _distinct(ids),
         tuple(seconds), ids.count(None), len(runs) - len(kept), _expected_runs(stage),
         min(starts) if starts else None, max(starts) if starts else None,
+        software_ids=_distinct(list(map(_get, runs, _SOFTWARE_ID))),
     )
     return stats, flags
 
@@ -379,8 +416,12 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
     legacy_runs: list[LegacyRun] = []
     warnings: list[str] = []
     referenced: dict[str, int] = {}
-    for name, stage in raw_stages(data):
+    for name, stored in raw_stages(data):
+        # A seed of a distributed launch counts once, as its slowest rank.
+        stage, spread = by_seed(stored)
         stats, flags = _stage_stats(name, stage)
+        if spread is not None:
+            stats = attrs.evolve(stats, rank_spread=spread)
         stages.append(stats)
         warnings.extend(flags)
         runs = stage["runs"]
@@ -405,6 +446,10 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
                     referenced[hw_id] = referenced.get(hw_id, 0) + 1
         if len(stats.hardware_ids) > 1:
             note = _hardware_warning(stats, described)
+            if note is not None:
+                warnings.append(note)
+        if len(stats.software_ids) > 1:
+            note = _software_warning(stats, artifact.hardware.software)
             if note is not None:
                 warnings.append(note)
     hardware: dict[str, Hardware | None] = {}

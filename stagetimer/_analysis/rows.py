@@ -21,6 +21,7 @@ from stagetimer._escape import escape_text
 from stagetimer._format import RESOURCE_FIELDS, continued_stage
 from stagetimer._store.records import RunTiming
 from stagetimer.hardware import Hardware
+from stagetimer.software import Software
 
 if TYPE_CHECKING:
     import pandas  # type: ignore[import-untyped, unused-ignore]  # stubs are optional
@@ -29,6 +30,7 @@ __all__ = [
     "HARDWARE_COLUMNS",
     "INSTALL_HINT",
     "RECORD_COLUMNS",
+    "WHO_COLUMNS",
     "job_id",
     "records_csv",
     "records_from",
@@ -46,6 +48,8 @@ HARDWARE_COLUMNS = (
     "gpu_name",
     "gpu_peak_bandwidth_bytes_per_s",
 )
+#: who ran each run: its software (and the code's commit), its rank, its CPUs
+WHO_COLUMNS = ("software_id", "commit", "dirty", "rank", "world_size", "cpus")
 RECORD_COLUMNS = (
     "artifact",
     "stage",
@@ -56,6 +60,7 @@ RECORD_COLUMNS = (
     "seconds",
     "started_at",
     "hardware_id",
+    *WHO_COLUMNS,
     "job_id",
     *HARDWARE_COLUMNS,
     *RESOURCE_FIELDS,
@@ -87,12 +92,19 @@ def _hardware_columns(hw: Hardware | None) -> tuple[Any, ...]:
     )
 
 
+def _code_columns(sw: Software | None) -> tuple[Any, Any]:
+    """The software's ``commit`` and ``dirty`` (None where unknown)."""
+    code = sw.code if sw is not None else None
+    return (None, None) if code is None else (code.commit, code.dirty)
+
+
 def records_from(artifacts: Iterable[Artifact]) -> list[dict[str, Any]]:
     """The rows of artifacts already read (``load_tree`` / ``scan_tree``)."""
     rows: list[dict[str, Any]] = []
     meta_keys: dict[str, None] = {}
     for artifact in artifacts:
         described = artifact.hardware.hardware
+        software = artifact.hardware.software
         summaries: dict[str | None, tuple[Any, ...]] = {}
         for name, stage in artifact.timings.stages.items():
             continued = continued_stage(name)  # evaluate_auto_resume continues nothing
@@ -103,9 +115,11 @@ def records_from(artifacts: Iterable[Artifact]) -> list[dict[str, Any]]:
                 if hw is None:
                     found = described.get(run.hardware_id) if run.hardware_id else None
                     hw = summaries[run.hardware_id] = _hardware_columns(found)
+                sw = software.get(run.software_id) if run.software_id else None
                 row = dict(zip(RECORD_COLUMNS, (
                     artifact.path, name, base, resumed, run.run_idx, run.label, run.seconds,
-                    run.started_at, run.hardware_id, job_id(run), *hw,
+                    run.started_at, run.hardware_id, run.software_id, *_code_columns(sw),
+                    run.rank, run.world_size, run.cpus, job_id(run), *hw,
                     *(_NO_RESOURCES if run.resources is None else map(run.resources.get, _USED)),
                 ), strict=True))
                 for key, value in run.metadata.items():
@@ -127,7 +141,9 @@ def to_records(*paths: str | os.PathLike[str]) -> list[dict[str, Any]]:
     continuation ``<stage>_auto_resume`` continues, else ``stage``), ``auto_resume``
     (whether it is such a continuation: only of a training stage, ``checkpoint_save`` or
     ``nashconv``), ``run_idx``, ``label``, ``seconds``,
-    ``started_at``, ``hardware_id``, ``job_id``, the hardware summary (``cpu_model``,
+    ``started_at``, ``hardware_id``, ``software_id`` with the software's ``commit`` and
+    ``dirty`` (None where not recorded), ``rank`` and ``world_size`` (each rank's run of a
+    distributed launch is a row), ``cpus``, ``job_id``, the hardware summary (``cpu_model``,
     ``logical_cpus``, ``physical_cores``, ``memory_limit_bytes``, ``gpu_count``,
     ``gpu_name`` — distinct names joined by `` + `` —, ``gpu_peak_bandwidth_bytes_per_s``
     of the first GPU; None where the description is missing), what the stage used
@@ -169,7 +185,8 @@ def to_frame(*paths: str | os.PathLike[str]) -> pandas.DataFrame:
 
 #: the columns of RECORD_COLUMNS that hold whole numbers (or None)
 _INTEGER_COLUMNS = (
-    "run_idx", "logical_cpus", "physical_cores", "memory_limit_bytes", "gpu_count",
+    "run_idx", "rank", "world_size", "logical_cpus", "physical_cores", "memory_limit_bytes",
+    "gpu_count",
     "gpu_peak_bandwidth_bytes_per_s", "memory_peak_bytes",
 )
 _INT64 = (-(2**63), 2**63 - 1)

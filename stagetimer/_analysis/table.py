@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import Summary, summarise
 from stagetimer._analysis.tree import Artifact, relative_paths
 from stagetimer._format import TRAINING_SUFFIX, continued_stage
@@ -107,7 +108,8 @@ def _folded(data: dict[str, Any]) -> dict[str, list[float]]:
     of its runs of the stage and of ``<stage>_auto_resume``; a run without a run_idx is a
     sample of its own."""
     samples: dict[str, dict[Any, float]] = {}
-    for name, stage in raw_stages(data):
+    for name, stored in raw_stages(data):
+        stage = by_seed(stored)[0]  # a seed's ranks count once, as the slowest
         target = continued_stage(name) or name
         bucket = samples.setdefault(target, {})
         for position, (run, seconds) in enumerate(
@@ -124,7 +126,10 @@ def _folded(data: dict[str, Any]) -> dict[str, list[float]]:
 def _stage_samples(data: dict[str, Any], fold: bool) -> dict[str, list[float]]:
     if fold:
         return _folded(data)
-    return {name: valid_durations(raw_seconds(stage)) for name, stage in raw_stages(data)}
+    # a seed of a distributed launch counts once, as its slowest rank
+    return {
+        name: valid_durations(raw_seconds(by_seed(stage)[0])) for name, stage in raw_stages(data)
+    }
 
 
 def build_table(

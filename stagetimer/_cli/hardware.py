@@ -20,4 +20,17 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(format_hardware(hw))
+        sys.stdout.write(_placement_line())
     return 0
+
+
+def _placement_line() -> str:
+    """Where this process runs, which each run keeps itself (not the description)."""
+    from stagetimer._record.placement import placed_cpus, rank_of
+
+    cpus = placed_cpus()
+    rank = rank_of()
+    where = [f"cpus {cpus}" if cpus is not None else "cpus unknown"]
+    if rank is not None:
+        where.append(f"rank {rank[0]} of {rank[1]}")
+    return f"placement (kept in each run, not in the description): {', '.join(where)}\n"

@@ -78,7 +78,8 @@ def appended_again(name: str, run_idx: int) -> str:
 
 
 def find_duplicate(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
-    """Whether stage ``name`` on disk already holds a run ``k > 0`` of ``run``'s index ``k``.
+    """Whether stage ``name`` on disk already holds a run ``k > 0`` of ``run``'s index ``k``
+    and rank.
 
     Sequential appends keep the runs in order, so only a stage whose last run_idx is
     not below ``k`` is searched: the common save costs one look at the last run.
@@ -90,7 +91,9 @@ def find_duplicate(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool
     last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
     if isinstance(last, int) and last < k:
         return False
-    return any(isinstance(r, dict) and r.get("run_idx") == k for r in runs)
+    rank = run.get("rank")  # another rank's run k is its own (ranks write the same stages)
+    return any(isinstance(r, dict) and r.get("run_idx") == k and r.get("rank") == rank
+               for r in runs)
 
 
 def reset_dropped(name: str, run_idxs: tuple[int, ...]) -> str:
@@ -107,16 +110,19 @@ def reset_dropped(name: str, run_idxs: tuple[int, ...]) -> str:
 def find_overtaken(data: dict[str, Any], name: str, run: dict[str, Any]) -> tuple[int, ...]:
     """The ``run_idx`` of runs ``k > 0`` on disk that a sequential ``run_idx=0`` would drop
     although they started after it (``started_at``, ISO text in UTC: its order is the
-    order of time). A rerun's run 0 starts after the old runs and drops none of them."""
+    order of time). A rerun's run 0 starts after the old runs and drops none of them.
+    Only runs of the record's own rank: a reset never drops another rank's runs."""
     started = run.get("started_at")
     if run.get("run_idx") != 0 or type(started) is not str or not is_stage(data.get(name)):
         return ()
+    rank = run.get("rank")
     return tuple(sorted(
         r["run_idx"]
         for r in data[name]["runs"]
         if type(r) is dict
         and type(r.get("run_idx")) is int
         and r["run_idx"] > 0
+        and r.get("rank") == rank
         and type(r.get("started_at")) is str
         and r["started_at"] > started
     ))

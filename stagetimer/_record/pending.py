@@ -1,4 +1,4 @@
-"""A finished run waiting to be saved, and the live hardware it ran on."""
+"""A finished run waiting to be saved, and the live hardware and software it ran on."""
 
 from __future__ import annotations
 
@@ -10,8 +10,20 @@ from typing import Any
 import attrs
 
 from stagetimer._format import RUN_FIELDS
+from stagetimer._record.placement import placed_cpus, rank_of
 
-__all__ = ["Finished", "LiveHardware", "Pending", "build_run", "this_hardware", "utc_iso"]
+__all__ = [
+    "Finished",
+    "LiveHardware",
+    "LiveSoftware",
+    "Pending",
+    "Placement",
+    "build_run",
+    "software_wanted",
+    "this_hardware",
+    "this_software",
+    "utc_iso",
+]
 
 
 @attrs.frozen
@@ -22,7 +34,53 @@ class LiveHardware:
     description: dict[str, Any]
 
 
+@attrs.frozen
+class LiveSoftware:
+    """This process's software: its ``software_id`` and the description stored under it."""
+
+    id: str
+    description: dict[str, Any]
+
+
+@attrs.frozen
+class Placement:
+    """Who and where, for one run: its software, rank and CPUs (each None where unknown)."""
+
+    software_id: str | None = None
+    rank: tuple[int, int] | None = None
+    cpus: str | None = None
+
+
 _live_hardware: LiveHardware | None = None
+_live_software: LiveSoftware | None = None
+_NOT_READ: Any = object()
+_live_rank: tuple[int, int] | None = _NOT_READ
+
+
+def software_wanted(setting: bool) -> bool:
+    """Whether to capture software: the recorder's ``software`` setting, unless the
+    environment says ``STAGETIMER_SOFTWARE=0`` (read at each save, one lookup)."""
+    return setting and os.environ.get("STAGETIMER_SOFTWARE", "").strip() != "0"
+
+
+def this_software() -> LiveSoftware:
+    """This process's software, captured once at its first save (per forked child too)."""
+    global _live_software
+    live = _live_software
+    if live is None:
+        from stagetimer.software import capture_software, software_description, software_id
+
+        sw = capture_software()
+        live = _live_software = LiveSoftware(software_id(sw), software_description(sw))
+    return live
+
+
+def _placement(software: LiveSoftware | None) -> Placement:
+    """The run's software id, this process's rank (read once) and its CPUs (read now)."""
+    global _live_rank
+    if _live_rank is _NOT_READ:
+        _live_rank = rank_of()
+    return Placement(None if software is None else software.id, _live_rank, placed_cpus())
 
 
 def this_hardware() -> LiveHardware:
@@ -44,17 +102,25 @@ def utc_iso(timestamp: float) -> str:
 
 
 def build_run(
-    finished: Finished, hardware_id: str | None, job: dict[str, str] | None
+    finished: Finished,
+    hardware_id: str | None,
+    job: dict[str, str] | None,
+    placement: Placement | None = None,
 ) -> dict[str, Any]:
     """One run as ``timings.json`` stores it, keys in the file's order (``RUN_FIELDS``)."""
+    where = placement or _NOWHERE
+    rank, world_size = where.rank or (None, None)
     values = (
         finished.seconds, hardware_id, finished.run_idx, finished.label, finished.started_at, job,
-        finished.resources,
+        where.software_id, rank, world_size, where.cpus, finished.resources,
     )
     run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
     if finished.metadata:
         run.update(finished.metadata)
     return run
+
+
+_NOWHERE = Placement()
 
 
 @attrs.frozen
@@ -91,19 +157,28 @@ class Pending:
     hardware: LiveHardware | None = None
     attempted: bool = False
     serial: int = attrs.field(factory=_serials.__next__, init=False)
+    #: whether to capture software (the recorder's setting, see ``software_wanted``)
+    with_software: bool = True
+    software: LiveSoftware | None = None
 
     @property
     def name(self) -> str:
         return self.finished.name
 
     def resolve(self) -> dict[str, Any]:
-        """The run as stored, with this process's hardware and job (captured once)."""
+        """The run as stored, with this process's software and hardware (captured once),
+        job, rank and CPUs."""
         if self.run is None:
+            # Software first: the hardware capture imports pynvml, which the program
+            # itself may not have imported.
+            software = this_software() if software_wanted(self.with_software) else None
             hardware = this_hardware()
             from stagetimer.hardware import job_identity
 
-            self.hardware = hardware
-            self.run = build_run(self.finished, hardware.id, job_identity())
+            self.hardware, self.software = hardware, software
+            self.run = build_run(
+                self.finished, hardware.id, job_identity(), _placement(software)
+            )
         return self.run
 
     def run_or_bare(self) -> dict[str, Any]:
@@ -115,9 +190,12 @@ class Pending:
 
 
 def _reset_after_fork() -> None:
-    """In a forked child: capture again (the child may have set its own affinity)."""
-    global _live_hardware
+    """In a forked child: capture again (the child may have set its own affinity, or
+    import other modules before its first save)."""
+    global _live_hardware, _live_software, _live_rank
     _live_hardware = None  # the capture's own cache is reset by its own at-fork hook
+    _live_software = None  # likewise stagetimer.software's
+    _live_rank = _NOT_READ
 
 
 if hasattr(os, "register_at_fork"):

@@ -42,6 +42,7 @@ from stagetimer._record.settings import (
     check_completed_runs,
     check_directory,
     check_expected_runs,
+    check_flag,
     check_policy,
     check_timeout,
 )
@@ -126,6 +127,11 @@ class Recorder:
         ``None`` (default) or an int >= 1: the number of runs the suite will make,
         written as ``"expected_runs"`` into each indexed stage this recorder records,
         so that the report can show progress.
+    software
+        ``True`` (default): each run holds the ``software_id`` of this process's
+        software (its code's commit, imported packages, accelerator libraries),
+        captured once at the first save. ``False``, or ``STAGETIMER_SOFTWARE=0`` in
+        the environment: not captured, and runs have no ``software_id``.
 
     A recorder can be pickled (its settings; a spawn worker gets a fresh one for the
     same directory). After ``fork()`` the child's recorders start without the parent's
@@ -143,6 +149,7 @@ class Recorder:
     expected_runs: int | None = attrs.field(
         default=None, kw_only=True, validator=check_expected_runs
     )
+    software: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
     _saver: Saver = attrs.field(init=False, repr=False)
     _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)
 
@@ -182,6 +189,7 @@ class Recorder:
             "strict": self.strict,
             "lock_timeout": self.lock_timeout,
             "expected_runs": self.expected_runs,
+            "software": self.software,
         }
         return _restore, (settings,)
 
@@ -250,7 +258,10 @@ class Recorder:
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else p.utc_iso(started_at)
-        pending = p.Pending(p.Finished(name, seconds, run_idx, label, iso, metadata, resources))
+        pending = p.Pending(
+            p.Finished(name, seconds, run_idx, label, iso, metadata, resources),
+            with_software=self.software,
+        )
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
         self._saver.pending.append(pending)

@@ -115,10 +115,13 @@ class RescueFile:
     def _payload(self, records: list[Pending]) -> dict[str, Any]:
         entries = []
         hardware: dict[str, Any] = {}
+        software: dict[str, Any] = {}
         for p in records:
             run = p.run_or_bare()
             if p.hardware is not None:
                 hardware[p.hardware.id] = p.hardware.description
+            if p.software is not None:
+                software[p.software.id] = p.software.description
             entries.append({"id": f"{self.owner['pid']}-{p.serial}", "stage": p.name, "run": run})
         payload: dict[str, Any] = {
             "format": RESCUE_FORMAT,
@@ -128,6 +131,8 @@ class RescueFile:
             "hardware": hardware,
             "records": entries,
         }
+        if software:
+            payload["software"] = software
         if self.expected_runs is not None:
             payload["expected_runs"] = self.expected_runs
         return payload

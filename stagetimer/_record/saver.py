@@ -46,6 +46,7 @@ from stagetimer._store.sidecar import (
     Attempt,
     TimingsCache,
     add_hardware,
+    add_software,
     dumps_hardware,
     timings_bytes,
     update_file,
@@ -277,7 +278,8 @@ class Saver:
         for pending in records:
             pending.resolve()
         self._save_hardware(
-            {p.hardware.id: p.hardware.description for p in records if p.hardware is not None}
+            {p.hardware.id: p.hardware.description for p in records if p.hardware is not None},
+            {p.software.id: p.software.description for p in records if p.software is not None},
         )
         rejections: list[_Rejection] = []
         again: list[Noted] = []
@@ -332,9 +334,13 @@ class Saver:
             data[name]["expected_runs"] = s.expected_runs
         return True
 
-    def _save_hardware(self, needed: dict[str, dict[str, Any]]) -> None:
+    def _save_hardware(
+        self, needed: dict[str, dict[str, Any]], software: dict[str, dict[str, Any]]
+    ) -> None:
+        """Store the hardware and software descriptions the records refer to (one write)."""
         path = os.path.join(self.settings.directory, HARDWARE_FILE)
-        if needed.keys() <= self._hardware_known:
+        ids = needed.keys() | software.keys()  # "hw-…" and "sw-…" never collide
+        if ids <= self._hardware_known:
             # Entries are never removed: an unchanged file still holds what we confirmed.
             try:
                 st = os.stat(path)
@@ -344,7 +350,9 @@ class Saver:
                 return
 
         def change(data: dict[str, Any]) -> str | None:
-            return dumps_hardware(data) if add_hardware(data, needed) else None
+            added = add_hardware(data, needed)
+            added_software = add_software(data, software)
+            return dumps_hardware(data) if added or added_software else None
 
         update_file(
             path, parse_hardware, change, self.settings.lock_timeout,
@@ -353,4 +361,4 @@ class Saver:
         self._swept.add(path)
         st = os.stat(path)
         self._hardware_stat = (st.st_ino, st.st_size, st.st_mtime_ns)
-        self._hardware_known = set(needed)
+        self._hardware_known = set(ids)

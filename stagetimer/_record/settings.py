@@ -14,6 +14,7 @@ __all__ = [
     "check_completed_runs",
     "check_directory",
     "check_expected_runs",
+    "check_flag",
     "check_policy",
     "check_timeout",
 ]
@@ -78,4 +79,12 @@ def check_timeout(instance: object, attribute: Any, value: object) -> None:
             f"lock_timeout {value!r} is not valid: expected a number of seconds >= 0 "
             "(float('inf') waits as long as it takes)",
             value,
+        )
+
+
+def check_flag(instance: object, attribute: Any, value: object) -> None:
+    """A yes/no setting (``software``) is a bool: ``"no"`` or ``0`` would read as meant."""
+    if not isinstance(value, bool):
+        raise InvalidSettingError(
+            f"{attribute.name} {short_repr(value)} is not valid: expected True or False", value
         )

@@ -2,8 +2,8 @@
 
 One summary line (the verdicts, how many comparisons, the test), then the
 regressions, then the improvements, each a table; then the rest folded in a
-``<details>`` block; then the hardware and the software that differ between the
-sides, and the directories found on one side only. Every name passes through
+``<details>`` block; then the hardware, the software and the metadata that differ
+between the sides, and the directories found on one side only. Every name passes through
 ``markdown_text``, so GitHub shows it as it is written.
 """
 
@@ -23,7 +23,14 @@ from stagetimer._analysis.comparison import (
     SideStats,
     StageComparison,
 )
-from stagetimer._render.compare_text import format_ratio, software_words, times, why_no_verdict
+from stagetimer._render.compare_text import (
+    format_ratio,
+    metadata_words,
+    software_unknown,
+    software_words,
+    times,
+    why_no_verdict,
+)
 from stagetimer._render.duration import Unit, unit_for
 from stagetimer._render.markdown_text import markdown_text
 from stagetimer.hardware import Difference, format_differences
@@ -136,8 +143,15 @@ def _differences(comparison: Comparison, several: bool) -> list[str]:
             lines.append(f"- {where}hardware: {markdown_text(words)}")
         elif not pair.base_hardware_ids or not pair.new_hardware_ids:
             lines.append(f"- {where}hardware not described on one side")
+        side = software_unknown(pair)
+        if side is not None:
+            lines.append(f"- {where}software not described on the {side} side")
         lines.extend(f"- {where}software: {markdown_text(w)}" for w in software_words(pair))
+        lines.extend(f"- {where}metadata: {markdown_text(w)}" for w in metadata_words(pair))
     if not lines:
+        if not any(p.base_software_ids or p.new_software_ids for p in comparison.pairs):
+            return ["Same hardware on both sides (by the fields that change timings); "
+                    "the software was not recorded."]
         return ["Same hardware and software on both sides (by the fields that change timings)."]
     return ["#### Differences between the sides", "", *lines]
 

@@ -40,7 +40,11 @@ __all__ = [
     "SAME_HARDWARE",
     "format_comparison",
     "format_ratio",
+    "metadata_lines",
+    "metadata_words",
     "render_json",
+    "software_lines",
+    "software_unknown",
     "software_words",
     "times",
     "why_no_verdict",
@@ -126,10 +130,68 @@ def _stage_line(stage: StageComparison, threshold: float, comparisons: int) -> s
 
 
 def software_words(pair: Pair) -> list[str]:
-    """Each software difference as ``field: base -> new``."""
+    """What differs between the software of the sides, in words, not yet escaped (the
+    text escapes it with ``escape_text``, Markdown with ``markdown_text``): one entry
+    per pair of software ids that differ, ``"commit 1a2b3c4 → 5d6e7f8 (uncommitted
+    changes); torch 2.4.1 → 2.5.0"``, led by the two ids where several pairs differ."""
+    from stagetimer.software import format_software_differences
+
+    groups: dict[tuple[str, str], list[Difference]] = {}
+    for d in pair.software_differences:
+        key = (d.base_software_id, d.new_software_id)
+        groups.setdefault(key, []).append(Difference(d.field, d.base, d.new))
+    if len(groups) == 1:
+        return [format_software_differences(found) for found in groups.values()]
     return [
-        f"{d.get('field')}: {d.get('base')} -> {d.get('new')}" for d in pair.software_differences
+        f"{base_id} -> {new_id}: {format_software_differences(found)}"
+        for (base_id, new_id), found in groups.items()
     ]
+
+
+def software_unknown(pair: Pair) -> str | None:
+    """Which side's runs name no software description, where only one side's do."""
+    if bool(pair.base_software_ids) == bool(pair.new_software_ids):
+        return None
+    return "base" if not pair.base_software_ids else "new"
+
+
+def software_lines(pair: Pair) -> list[str]:
+    """What differs between the software of the two sides, as the text prints it.
+
+    ``["Software differs: commit 1a2b3c4 → 5d6e7f8 (uncommitted changes); torch 2.4.1 →
+    2.5.0"]``; ``["Same software."]``; nothing when neither side recorded its software.
+    """
+    if not pair.base_software_ids and not pair.new_software_ids:
+        return []  # written before software was recorded, or by recorders told not to
+    side = software_unknown(pair)
+    if side is not None:
+        return [f"Software unknown: the {side} side's runs name no software description."]
+    words = [escape_text(w) for w in software_words(pair)]
+    if not words:
+        return ["Same software."]
+    if len(words) > 1:
+        return ["Software differs:", *(f"  {w}" for w in words)]
+    return [f"Software differs: {words[0]}"]
+
+
+def metadata_words(pair: Pair) -> list[str]:
+    """Each metadata key whose values differ, ``"load mp: fork → spawn"``, not yet escaped."""
+    return [
+        f"{d.stage} {d.key}: {_values_text(d.base)} → {_values_text(d.new)}"
+        for d in pair.metadata_differences
+    ]
+
+
+def metadata_lines(pair: Pair) -> list[str]:
+    """``["Metadata differs: load mp: fork → spawn"]``, or nothing (the text)."""
+    words = metadata_words(pair)
+    if not words:
+        return []
+    return [f"Metadata differs: {escape_text('; '.join(words))}"]
+
+
+def _values_text(values: tuple[Any, ...]) -> str:
+    return ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
 
 
 def _hardware_lines(pair: Pair) -> list[str]:
@@ -169,8 +231,8 @@ def _pair_block(pair: Pair, comparison: Comparison, *, header: bool) -> list[str
             listed = ", ".join(escape_text(name) for name in names)
             lines.append(f"Only in {side}, not compared: {listed}")
     lines.extend(_hardware_lines(pair))
-    # The software each side ran (filled in by the software description's comparison).
-    lines.extend(f"Software differs: {escape_text(w)}" for w in software_words(pair))
+    lines.extend(software_lines(pair))
+    lines.extend(metadata_lines(pair))
     return lines
 
 

@@ -20,6 +20,10 @@ def _run_dict(run: RunTiming) -> dict[str, Any]:
         "started_at": run.started_at,
         "seconds": run.seconds,
         "hardware_id": run.hardware_id,
+        "software_id": run.software_id,
+        "rank": run.rank,
+        "world_size": run.world_size,
+        "cpus": run.cpus,
         "job_id": job_id(run),
         "metadata": run.metadata,
     }
@@ -62,6 +66,13 @@ def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
                 "expected_runs": s.expected_runs,
                 "run_seconds": list(s.run_seconds),
                 "run_details": [_run_dict(run) for run in r.runs(s.name)],
+                "software_ids": list(s.software_ids),
+                "rank_spread": None if s.rank_spread is None else {
+                    "ranks": s.rank_spread.ranks,
+                    "seeds": s.rank_spread.seeds,
+                    "max_seconds": s.rank_spread.max_seconds,
+                    "median_seconds": s.rank_spread.median_seconds,
+                },
             }
             for s in r.stages
         ]

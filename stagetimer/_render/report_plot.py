@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.seeds import longest_ranks
 from stagetimer._analysis.stats import summarise
 from stagetimer._analysis.tree import relative_paths
 from stagetimer._errors import PlotUnavailableError
@@ -114,7 +115,8 @@ class _Row:
 def _valid(report: ArtifactReport, stats: StageStats | None) -> list[tuple[int | None, float]]:
     if stats is None:
         return []
-    return [(r.run_idx, r.seconds) for r in report.runs(stats.name) if is_valid_seconds(r.seconds)]
+    runs, _ = longest_ranks(report.runs(stats.name))  # a seed once, as its slowest rank
+    return [(r.run_idx, r.seconds) for r in runs if is_valid_seconds(r.seconds)]
 
 
 def _bar(

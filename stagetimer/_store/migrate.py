@@ -25,7 +25,13 @@ from stagetimer._errors import SchemaVersionError, SidecarCorruptError, Template
 from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, TIMINGS_FILE
 from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._store.rules import is_stage
-from stagetimer._store.sidecar import add_hardware, dumps_hardware, dumps_timings, update_file
+from stagetimer._store.sidecar import (
+    add_hardware,
+    add_software,
+    dumps_hardware,
+    dumps_timings,
+    update_file,
+)
 
 __all__ = ["Outcome", "Template", "TemplateError", "check_templates", "migrate", "parse_template"]
 
@@ -197,7 +203,8 @@ class _Merge:
             self.notes[HARDWARE_FILE] = f"{len(entries)} hardware entr{_y(len(entries))}"
             return _verbatim(self.h_raw, self.hardware, dumps_hardware)
         missing = add_hardware(data, entries)
-        if not missing:
+        missing_software = add_software(data, self.hardware.get("software", {}))
+        if not missing and not missing_software:
             return None
         self.merged = True
         self.notes[HARDWARE_FILE] = f"added {len(missing)} hardware entr{_y(len(missing))}"

@@ -7,8 +7,9 @@ from typing import Any
 import attrs
 
 from stagetimer.hardware import Hardware
+from stagetimer.software import Software
 
-__all__ = ["HardwareSidecar", "RunTiming", "StageTiming", "Timings"]
+__all__ = ["HardwareSidecar", "RunTiming", "Software", "StageTiming", "Timings"]
 
 
 
@@ -26,6 +27,15 @@ class RunTiming:
     #: the batch job the run was measured in (``{"scheduler": "slurm", "job_id": "4711", ...}``,
     #: see ``stagetimer.hardware.job_identity``); None outside a job and in older files
     job: dict[str, Any] | None = None
+    #: the run's software (``HardwareSidecar.software``); None in older files and where the
+    #: recorder was told not to capture it
+    software_id: str | None = None
+    #: the process's rank and the launch's world size when it was one of several ranks
+    #: (torchrun, a Slurm step of several tasks, MPI); None otherwise
+    rank: int | None = None
+    world_size: int | None = None
+    #: the CPUs the process was placed on, in the kernel's list format (``"0-3,8"``)
+    cpus: str | None = None
     #: what the stage used besides wall time: ``cpu_seconds``, ``children_cpu_seconds``,
     #: ``memory_peak_bytes``, ``gpu_energy_joules``, each where measured (a plain dict, as
     #: stored: keys a later version adds survive); None in older files
@@ -65,3 +75,5 @@ class HardwareSidecar:
     schema_version: int = 1
     #: hardware_id -> description
     hardware: dict[str, Hardware] = attrs.Factory(dict)
+    #: software_id -> description (absent in files written before 0.3)
+    software: dict[str, Software] = attrs.Factory(dict)

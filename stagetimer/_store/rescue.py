@@ -41,7 +41,13 @@ from stagetimer._format import (
 from stagetimer._store.owner import liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
 from stagetimer._store.rules import add_seconds, is_stage
-from stagetimer._store.sidecar import add_hardware, dumps_hardware, timings_bytes, update_file
+from stagetimer._store.sidecar import (
+    add_hardware,
+    add_software,
+    dumps_hardware,
+    timings_bytes,
+    update_file,
+)
 
 __all__ = ["Recovered", "recover", "rescue_files", "run_is_stored"]
 
@@ -200,7 +206,7 @@ def _put_back(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
 
 
 def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recovered:
-    """Put the file's records back where missing, hardware first."""
+    """Put the file's records back where missing, hardware (and software) first."""
     records = list(content.records)
     refused = list(content.refused)
     known: set[str] = set()
@@ -210,10 +216,18 @@ def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recove
         if r.run.get("hardware_id") in content.hardware
     }
 
+    software = {
+        r.run["software_id"]: content.software[r.run["software_id"]]
+        for r in records
+        if r.run.get("software_id") in content.software
+    }
+
     def change_hardware(data: dict[str, Any]) -> str | None:
         known.update(data["hardware"])
         known.update(needed)
-        return dumps_hardware(data) if add_hardware(data, needed) else None
+        added = add_hardware(data, needed)
+        added_software = add_software(data, software)
+        return dumps_hardware(data) if added or added_software else None
 
     from stagetimer._store.parse import parse_hardware, parse_timings
 

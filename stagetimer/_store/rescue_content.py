@@ -53,6 +53,8 @@ class RescueContent:
     hardware: dict[str, Any]
     records: tuple[RescueRecord, ...]
     refused: tuple[str, ...]
+    #: the software descriptions its records reference (written since 0.3)
+    software: dict[str, Any] = attrs.Factory(dict)
 
 
 def _read(path: str) -> tuple[bytes, os.stat_result]:
@@ -96,6 +98,23 @@ def _good_hardware(path: str, hardware: dict[str, Any]) -> dict[str, Any]:
     for key, description in hardware.items():
         try:
             one = {"schema_version": SCHEMA_VERSION, "hardware": {key: description}}
+            check_hardware_shape(path, one)
+        except SidecarCorruptError:
+            continue
+        good[key] = description
+    return good
+
+
+def _good_software(path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The software entries with a description's shape; the others are left out (a run
+    whose software is not described keeps its ``software_id``, as an older writer's)."""
+    software = payload.get("software", {})
+    if type(software) is not dict:
+        return {}
+    good = {}
+    for key, description in software.items():
+        try:
+            one = {"schema_version": SCHEMA_VERSION, "hardware": {}, "software": {key: description}}
             check_hardware_shape(path, one)
         except SidecarCorruptError:
             continue
@@ -148,4 +167,5 @@ def read_rescue(path: str) -> RescueContent:
         hardware=good_hardware,
         records=tuple(records),
         refused=tuple(refused),
+        software=_good_software(path, payload),
     )

@@ -1,7 +1,12 @@
-"""The replacement rules (docs/format.md), applied to the parsed ``timings.json`` in place.
+"""The replacement rules (docs/rules.md), applied to the parsed ``timings.json`` in place.
 
 The functions work on the raw JSON mapping so that keys this version does not
 know (top level, stage or run) survive every rewrite unchanged.
+
+Ranks: the ranks of one distributed launch (runs with a ``rank``) are independent
+writers of the same stages, so a rule that resets or replaces runs touches only the
+runs of the record's own rank; the runs without a ``rank`` are one group of their own,
+among which the rules work as they always did.
 """
 
 from __future__ import annotations
@@ -33,6 +38,15 @@ def is_stage(value: object) -> bool:
 
 def _run_idx(run: object) -> object:
     return run.get("run_idx") if isinstance(run, dict) else None
+
+
+def _rank(run: object) -> object:
+    return run.get("rank") if isinstance(run, dict) else None
+
+
+def _other_ranks(runs: list[Any], rank: object) -> list[Any]:
+    """The runs of ``runs`` that belong to another rank than ``rank`` (None: no rank)."""
+    return [r for r in runs if _rank(r) != rank]
 
 
 def is_valid_seconds(value: object) -> TypeGuard[int | float]:
@@ -87,14 +101,31 @@ def _set_runs(stage: dict[str, Any], runs: list[Any]) -> None:
     stage["total_seconds"] = add_seconds(0.0, runs)
 
 
-def _upsert_key(run: object) -> tuple[int, int | str]:
-    # Runs without a run_idx first, then by run_idx; anything odd last, in a stable order.
-    idx = _run_idx(run)
-    if idx is None:
+def _order(value: object) -> tuple[int, int | str]:
+    # None first, then integers in order; anything odd last, in a stable order.
+    if value is None:
         return (0, 0)
-    if isinstance(idx, int) and not isinstance(idx, bool):
-        return (1, idx)
-    return (2, repr(idx))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (1, value)
+    return (2, repr(value))
+
+
+def _upsert_key(run: object) -> tuple[tuple[int, int | str], tuple[int, int | str]]:
+    # By run_idx (runs without one first), then by rank: the same order however the
+    # ranks' records arrived.
+    return (_order(_run_idx(run)), _order(_rank(run)))
+
+
+def _clear_continuation(data: dict[str, Any], continuation: str, rank: object) -> None:
+    """A reset of a stage clears its continuation's runs of the same rank (all of them
+    where no run has a rank); a continuation left with none is removed."""
+    if not is_stage(data.get(continuation)):
+        return
+    kept = _other_ranks(data[continuation]["runs"], rank)
+    if kept:
+        _set_runs(data[continuation], kept)
+    else:
+        del data[continuation]
 
 
 def apply_run(
@@ -120,6 +151,7 @@ def apply_run(
         )
     old_runs: list[Any] = existing["runs"] if existing is not None else []
     run_idx = run.get("run_idx")
+    rank = run.get("rank")
     append = policy == "sequential" and run_idx not in (None, 0) and existing is not None
     if append:
         # In place, and the total continued rather than recomputed: for a file of many
@@ -129,14 +161,17 @@ def apply_run(
         total = add_seconds(start, [run])
         runs = old_runs
     elif policy == "sequential":
-        runs = [run]
+        # run_idx 0 or none: the stage's runs of this rank become [run]
+        runs = [*_other_ranks(old_runs, rank), run] if old_runs else [run]
         total = add_seconds(0.0, runs)
     else:
-        key = (run_idx, run.get("label"))
+        key = (run_idx, run.get("label"), rank)
         runs = [
             r
             for r in old_runs
-            if not (isinstance(r, dict) and (r.get("run_idx"), r.get("label")) == key)
+            if not (
+                isinstance(r, dict) and (r.get("run_idx"), r.get("label"), r.get("rank")) == key
+            )
         ]
         runs.append(run)
         runs.sort(key=_upsert_key)
@@ -148,9 +183,7 @@ def apply_run(
         )
     # Refusals are over: from here on ``data`` changes.
     if policy == "sequential" and run_idx == 0 and can_continue(name):
-        continuation = name + AUTO_RESUME_SUFFIX
-        if is_stage(data.get(continuation)):
-            del data[continuation]
+        _clear_continuation(data, name + AUTO_RESUME_SUFFIX, rank)
     if append:
         old_runs.append(run)
     if existing is None:

@@ -49,6 +49,10 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "label": ((str, _NONE), "a string"),
     "started_at": ((str, _NONE), "a string"),
     "job": ((dict, _NONE), "an object"),
+    "software_id": ((str, _NONE), "a string"),
+    "rank": ((int, _NONE), "an integer"),
+    "world_size": ((int, _NONE), "an integer"),
+    "cpus": ((str, _NONE), "a string"),
     "resources": ((dict, _NONE), "an object"),
 }
 #: ``(field, allowed types, words)`` in the format's order of the run fields
@@ -169,10 +173,16 @@ def _expect(kinds: tuple[type, ...], words: str) -> _Check:
     return check
 
 
-def _union(checks: list[_Check], words: str) -> _Check:
+def _union(checks: list[_Check], words: str, inner: _Check | None = None) -> _Check:
+    """One of ``checks`` must pass. ``inner``: the check of the one member that is not
+    null (``CodeInfo | None``): a value that is not null says what is wrong inside it
+    (``.code.dirty is a string``) instead of only that the whole does not fit."""
+
     def check(value: object) -> str | None:
         if any(c(value) is None for c in checks):
             return None
+        if inner is not None and value is not None:
+            return inner(value)
         return f"is {json_type(value)}, expected {words}"
 
     return check
@@ -230,7 +240,9 @@ def _checker(hint: Any) -> _Check:
     if origin in (typing.Union, types.UnionType):
         members = typing.get_args(hint)
         words = " or ".join(_words(m) for m in members)
-        return _union([_checker(m) for m in members], words)
+        checks = [_checker(m) for m in members]
+        others = [c for m, c in zip(members, checks, strict=True) if m is not type(None)]
+        return _union(checks, words, others[0] if len(others) == 1 else None)
     if hint in _SCALARS:
         return _expect(*_SCALARS[hint])
     if origin in (tuple, list):
@@ -256,9 +268,17 @@ def _description_check() -> _Check:
     return _fields(Hardware)
 
 
+@functools.cache
+def _software_check() -> _Check:
+    from stagetimer.software import Software
+
+    return _fields(Software)
+
+
 def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
     """Refuse a ``timings_hardware.json`` mapping whose descriptions do not have the
-    types of ``stagetimer.hardware.Hardware`` (unknown keys are allowed)."""
+    types of ``stagetimer.hardware.Hardware`` (and, under ``software``, of
+    ``stagetimer.software.Software``); unknown keys are allowed."""
     hardware = data.get("hardware")
     if type(hardware) is not dict:
         what = json_type(hardware) if "hardware" in data else "missing"
@@ -268,3 +288,15 @@ def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
         problem = check(entry)
         if problem is not None:
             raise SidecarCorruptError(path, _at(f"hardware {short_repr(key)}", problem))
+    if "software" not in data:  # written before 0.3, or by a recorder told not to
+        return
+    software = data["software"]
+    if type(software) is not dict:
+        raise SidecarCorruptError(
+            path, f"'software' is {json_type(software)}, expected an object"
+        )
+    check = _software_check()
+    for key, entry in software.items():
+        problem = check(entry)
+        if problem is not None:
+            raise SidecarCorruptError(path, _at(f"software {short_repr(key)}", problem))

@@ -34,6 +34,7 @@ __all__ = [
     "Attempt",
     "TimingsCache",
     "add_hardware",
+    "add_software",
     "clear_leftovers",
     "dumps_hardware",
     "dumps_timings",
@@ -155,6 +156,20 @@ def add_hardware(data: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any
     An entry already there is never replaced: equal ids describe equal hardware.
     """
     known = data["hardware"]
+    missing = {k: v for k, v in entries.items() if k not in known}
+    known.update(missing)
+    return missing
+
+
+def add_software(data: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
+    """Add to a parsed hardware sidecar the software descriptions it lacks; return those added.
+
+    The ``software`` map is created at the first one (a file without software stays
+    byte for byte as an older writer left it). An entry is never replaced.
+    """
+    if not entries:
+        return {}
+    known = data.setdefault("software", {})
     missing = {k: v for k, v in entries.items() if k not in known}
     known.update(missing)
     return missing

@@ -18,6 +18,7 @@ from stagetimer.hardware._cpu import (
     cpuinfo_blocks,
     model_name,
     node_cpus,
+    numa_nodes,
     physical_cores,
     sysfs_cpus,
 )
@@ -51,10 +52,11 @@ def _probe_cpu(root: str, cgroups: Cgroups | str) -> tuple[CpuInfo, dict[str, st
     name, guest, name_where, guest_where = model_name(root, scope, blocks)
     quota, quota_where = cpu_quota(root, cgroups)
     node, node_where = node_cpus(root)
+    nodes, nodes_where = numa_nodes(root, cpus)
     info = CpuInfo(
-        affinity=cpus,
         logical_cpus=len(cpus),
         physical_cores=cores,
+        numa_nodes=nodes,
         clock_min_mhz=low,
         clock_max_mhz=high,
         clock_source=clock_source,
@@ -64,9 +66,10 @@ def _probe_cpu(root: str, cgroups: Cgroups | str) -> tuple[CpuInfo, dict[str, st
         node_logical_cpus=node,
     )
     sources = {
-        "cpu.affinity": cpus_where,
-        "cpu.logical_cpus": f"number of CPUs in cpu.affinity ({cpus_where})",
+        # Which CPUs is each run's ``cpus``: placement, not part of the description.
+        "cpu.logical_cpus": f"number of CPUs in the affinity ({cpus_where})",
         "cpu.physical_cores": cores_where,
+        "cpu.numa_nodes": nodes_where,
         "cpu.node_logical_cpus": node_where,
         "cpu.model_name": name_where,
         "cpu.model_name_guest_visible": guest_where,

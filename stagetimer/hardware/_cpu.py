@@ -21,6 +21,7 @@ __all__ = [
     "cpuinfo_blocks",
     "model_name",
     "node_cpus",
+    "numa_nodes",
     "physical_cores",
     "sysfs_cpus",
 ]
@@ -65,6 +66,35 @@ def node_cpus(root: str) -> tuple[int | None, str]:
     if cpus:
         return len(cpus), path
     return None, f"{path} does not parse"
+
+
+_NODE_DIR = "/sys/devices/system/node"
+
+
+def numa_nodes(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
+    """How many NUMA nodes ``cpus`` span, from each ``nodeN/cpulist`` (or why unknown).
+
+    A node's ``cpulist`` lists its CPUs in the kernel's list format
+    (``Documentation/ABI/stable/sysfs-devices-node``). A kernel built without NUMA has
+    no ``/sys/devices/system/node``: unknown, not 1.
+    """
+    if not cpus:
+        return None, "no affine CPUs known"
+    try:
+        names = os.listdir(host_path(root, _NODE_DIR))
+    except OSError:
+        return None, f"{_NODE_DIR} does not exist (a kernel without NUMA support)"
+    nodes = sorted(int(n[4:]) for n in names if n.startswith("node") and n[4:].isdigit())
+    if not nodes:
+        return None, f"{_NODE_DIR} lists no node"
+    affine = set(cpus)
+    spanned = 0
+    for node in nodes:
+        listed = parse_cpu_list(read_text(root, f"{_NODE_DIR}/node{node}/cpulist") or "")
+        if listed is None:
+            return None, f"{_NODE_DIR}/node{node}/cpulist does not parse"
+        spanned += not affine.isdisjoint(listed)
+    return spanned, f"{_NODE_DIR}/nodeN/cpulist over the affine CPUs"
 
 
 def sysfs_cpus(root: str) -> tuple[int, ...]:

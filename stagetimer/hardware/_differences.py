@@ -4,7 +4,9 @@ Two runs are measured on "the same hardware" when these fields agree, whatever
 else differs: the host name, the job, the Python patch level, the kernel build,
 ``sources`` and the reasons a value is missing are not differences. The fields:
 
-- ``cpu.model_name``, ``cpu.logical_cpus``, ``cpu.physical_cores``, ``cpu.quota_cpus``;
+- ``cpu.model_name``, ``cpu.logical_cpus``, ``cpu.physical_cores``, ``cpu.quota_cpus``,
+  and ``cpu.numa_nodes`` where both sides know it (which CPUs a run was placed on is no
+  difference: it is the run's ``cpus``, not part of the description);
 - ``cpu.clock_max_mhz`` when the two differ by more than 1 % (cpufreq tables of
   one SKU disagree in the last digits between firmware releases);
 - ``memory.limit_bytes``, ``memory.high_bytes``;
@@ -105,11 +107,15 @@ _SCALARS: tuple[tuple[str, tuple[str, ...], Callable[[Any], Any] | None], ...] =
     ("cpu.model_name", ("cpu", "model_name"), None),
     ("cpu.logical_cpus", ("cpu", "logical_cpus"), None),
     ("cpu.physical_cores", ("cpu", "physical_cores"), None),
+    ("cpu.numa_nodes", ("cpu", "numa_nodes"), None),
     ("cpu.clock_max_mhz", ("cpu", "clock_max_mhz"), None),
     ("cpu.quota_cpus", ("cpu", "quota_cpus"), None),
     ("memory.limit_bytes", ("memory", "limit_bytes"), None),
     ("memory.high_bytes", ("memory", "high_bytes"), None),
 )
+#: fields compared only when both sides know them: a description written before the
+#: field existed (0.2 and earlier have no ``cpu.numa_nodes``) is not different hardware
+_KNOWN_ONLY = frozenset({"cpu.numa_nodes"})
 _GPU_FIELDS = ("name", "memory_usable_bytes", "peak_memory_bandwidth_bytes_per_s")
 _PLATFORM: tuple[tuple[str, Callable[[Any], Any]], ...] = (
     ("python", _python_minor),
@@ -153,6 +159,8 @@ def hardware_differences(
         old_value, new_value = _get(left, *path), _get(right, *path)
         if field == "cpu.clock_max_mhz":
             differs = _clock_differs(old_value, new_value)
+        elif field in _KNOWN_ONLY:
+            differs = None not in (old_value, new_value) and not _same(old_value, new_value)
         else:
             differs = not _same(old_value, new_value)
         if differs:

@@ -101,3 +101,4 @@ def parse_cpu_list(text: str) -> tuple[int, ...] | None:
         except ValueError:
             return None
     return tuple(sorted(cpus))
+

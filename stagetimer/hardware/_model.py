@@ -44,11 +44,16 @@ class MemoryInfo:
 
 @attrs.frozen
 class CpuInfo:
-    """CPUs the process may run on, their cores, clock range and model."""
+    """CPUs the process may run on: how many, their cores, NUMA nodes, clock range and model.
 
-    affinity: tuple[int, ...] = ()
+    Which CPUs they are is placement, not capacity: each run keeps its own list (its
+    ``cpus``), so that tasks pinned to different CPUs of one node share one description.
+    """
+
     logical_cpus: int = 0
     physical_cores: int | None = None
+    #: NUMA nodes the affine CPUs span (``/sys/devices/system/node/nodeN/cpulist``)
+    numa_nodes: int | None = None
     clock_min_mhz: float | None = None
     clock_max_mhz: float | None = None
     #: "cpufreq", "cpufreq+cppc", "kvm_cpuinfo" or None
@@ -59,6 +64,9 @@ class CpuInfo:
     quota_cpus: float | None = None
     #: CPUs online on the node (``/sys/devices/system/cpu/online``); never the allocation
     node_logical_cpus: int | None = None
+    #: only in descriptions written by stagetimer 0.2 and earlier, which listed the affine
+    #: CPUs here; never captured now, and left out of a description where None
+    affinity: tuple[int, ...] | None = None
 
 
 @attrs.frozen
@@ -111,11 +119,17 @@ def _json_ready(instance: object, field: object, value: Any) -> Any:
 
 
 def _stored(field: attrs.Attribute[Any], value: Any) -> bool:
-    # A first-edition job id is kept where a 0.1 file had one; a new description has no key.
-    return not (field is _LEGACY_JOB_ID and value is None)
+    # A first-edition job id, or a 0.2 CPU list, is kept where an older file had one; a
+    # new description has neither key. A field added later (``cpu.numa_nodes``) is left
+    # out where unknown, so that an older description read back keeps its id.
+    return not (value is None and field in _OMITTED_WHEN_NONE)
 
 
-_LEGACY_JOB_ID = attrs.fields(SchedulerInfo).job_id
+_OMITTED_WHEN_NONE = (
+    attrs.fields(SchedulerInfo).job_id,
+    attrs.fields(CpuInfo).affinity,
+    attrs.fields(CpuInfo).numa_nodes,
+)
 
 
 def description(hardware: Hardware | Mapping[str, Any]) -> dict[str, Any]:

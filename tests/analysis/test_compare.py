@@ -258,6 +258,8 @@ def test_to_dict_has_the_documented_keys(tmp_path: Path) -> None:
             "unpaired_stages",
             "relpath",
             "undescribed_hardware_ids",
+            "software_ids",
+            "metadata_differences",
         },
         {"name", "base", "new", "ratio", "ratio_ci", "verdict", "p_value", "q_value"},
         {"runs", "median_seconds", "mean_seconds", "stdev_seconds"},

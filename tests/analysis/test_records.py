@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from stagetimer import Recorder, load_timings, record_timing, to_frame, to_records
-from stagetimer._analysis.rows import RECORD_COLUMNS
+from stagetimer._analysis.rows import HARDWARE_COLUMNS, RECORD_COLUMNS
 from stagetimer.hardware import capture_hardware, hardware_id
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "temporal_game_experiment.py"
@@ -34,7 +34,8 @@ def example_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_records_have_the_documented_columns_in_order() -> None:
     assert (
         "artifact", "stage", "base_stage", "auto_resume", "run_idx", "label", "seconds",
-        "started_at", "hardware_id", "job_id", "cpu_model", "logical_cpus", "physical_cores",
+        "started_at", "hardware_id", "software_id", "commit", "dirty", "rank", "world_size",
+        "cpus", "job_id", "cpu_model", "logical_cpus", "physical_cores",
         "memory_limit_bytes", "gpu_count", "gpu_name", "gpu_peak_bandwidth_bytes_per_s",
         "cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules",
     ) == RECORD_COLUMNS
@@ -105,7 +106,8 @@ def test_an_undescribed_hardware_id_gives_empty_hardware_columns(tmp_path: Path)
 
     [row] = to_records(tmp_path)
 
-    assert [None] * 7 == [row[c] for c in RECORD_COLUMNS[10:17]]
+    # the software description went with the file: its commit is unknown too
+    assert [None] * 9 == [row[c] for c in ("commit", "dirty", *HARDWARE_COLUMNS)]
 
 
 def _plain(value: Any) -> Any:

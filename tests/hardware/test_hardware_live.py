@@ -38,7 +38,7 @@ import json, os
 os.sched_setaffinity(0, {0})
 from stagetimer.hardware import capture_hardware
 hw = capture_hardware()
-print(json.dumps({"affinity": list(hw.cpu.affinity), "logical": hw.cpu.logical_cpus}))
+print(json.dumps({"affinity": hw.cpu.affinity, "logical": hw.cpu.logical_cpus}))
 """
 
 
@@ -153,7 +153,8 @@ def test_real_affinity_of_a_pinned_child() -> None:
         capture_output=True, text=True, check=True, timeout=120,
     ).stdout
 
-    assert json.loads(out) == {"affinity": [0], "logical": 1}
+    # the CPU it is pinned to is placement (each run's ``cpus``); how many is capacity
+    assert json.loads(out) == {"affinity": None, "logical": 1}
 
 
 def _cpuinfo_blocks() -> list[dict[str, str]]:

@@ -46,8 +46,8 @@ def test_stage_run_holds_hardware_started_at_label_and_metadata(rec: Recorder, a
         pass
     (run,) = stage_runs(art, "nashconv")
     assert list(run) == [
-        "seconds", "hardware_id", "run_idx", "label", "started_at", "resources", "iterations",
-        "tag",
+        "seconds", "hardware_id", "run_idx", "label", "started_at", "software_id", "cpus",
+        "resources", "iterations", "tag",
     ]
     assert run["hardware_id"] == stagetimer.hardware_id(stagetimer.capture_hardware())
     assert run["started_at"].endswith("Z") and run["started_at"][10] == "T"

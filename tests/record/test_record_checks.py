@@ -37,6 +37,8 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("reserved metadata key hardware_id", {}, {"hardware_id": "x"}),
     ("reserved metadata key started_at", {}, {"started_at": "2026-01-01"}),
     ("reserved metadata key job", {}, {"job": {}}),
+    *((f"reserved metadata key {key}", {}, {key: 1})
+      for key in ("software_id", "rank", "world_size", "cpus")),
     ("reserved metadata key total_seconds", {}, {"total_seconds": 3}),
     ("reserved metadata key runs", {}, {"runs": []}),
     ("NaN metadata", {}, {"lr": math.nan}),

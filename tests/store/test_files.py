@@ -15,12 +15,16 @@ from stagetimer import (
     SidecarCorruptError,
     StageTimerWarning,
     capture_hardware,
+    capture_software,
     hardware_id,
     load_hardware,
     load_timings,
     record_timing,
+    software_id,
 )
+from stagetimer._record.placement import format_cpu_list
 from stagetimer.hardware import description
+from stagetimer.software import software_description
 
 LEGACY = {
     "system_ram_gb": 251.5,
@@ -40,13 +44,16 @@ def test_timings_file_layout_is_indented_with_one_run_per_line(rec: Recorder, ar
     record_timing("ippo_train", 1.5, run_idx=0, recorder=rec)
     record_timing("ippo_train", 2.5, run_idx=1, recorder=rec, lr=0.1)
     hw = hardware_id(capture_hardware())
+    sw = software_id(capture_software())
+    cpus = format_cpu_list(os.sched_getaffinity(0))
+    who = f'"software_id": "{sw}", "cpus": "{cpus}"'
     assert (art / "timings.json").read_text() == (
         "{\n"
         '  "ippo_train": {\n'
         '    "total_seconds": 4.0,\n'
         '    "runs": [\n'
-        f'      {{"seconds": 1.5, "hardware_id": "{hw}", "run_idx": 0}},\n'
-        f'      {{"seconds": 2.5, "hardware_id": "{hw}", "run_idx": 1, "lr": 0.1}}\n'
+        f'      {{"seconds": 1.5, "hardware_id": "{hw}", "run_idx": 0, {who}}},\n'
+        f'      {{"seconds": 2.5, "hardware_id": "{hw}", "run_idx": 1, {who}, "lr": 0.1}}\n'
         "    ]\n"
         "  }\n"
         "}\n"
@@ -57,9 +64,11 @@ def test_hardware_sidecar_stores_each_description_once(rec: Recorder, art: Path)
     for i in range(3):
         record_timing("ippo_train", 1.0, run_idx=i, recorder=rec)
     hw = capture_hardware()
+    sw = capture_software()
     assert read_json(art / "timings_hardware.json") == {
         "schema_version": 1,
         "hardware": {hardware_id(hw): description(hw)},
+        "software": {software_id(sw): software_description(sw)},
     }
     assert load_hardware(art).hardware[hardware_id(hw)] == hw
 

@@ -1,0 +1,145 @@
+"""The installed distributions that provide a module this process has imported.
+
+Looks only at ``sys.modules`` and the metadata directories installers write on
+``sys.path`` (``<name>-<version>.dist-info``, PEP 376 and the binary distribution
+format; ``.egg-info`` of older installs): nothing is imported, so the answer is what the
+program loaded, not what the environment could load.
+
+Why not ``importlib.metadata``: its ``packages_distributions()`` builds a
+``PackagePath`` object per line of every ``RECORD`` without a ``top_level.txt`` (most
+wheels built by modern backends), 235-365 ms for the 42 distributions of the
+development environment on the build machine; and importing ``importlib.metadata``
+(``email``, ``zipfile``, ``pathlib``, ``csv``) costs more than the whole capture may
+(50 ms with 200 distributions, benchmarks/bench_software.py). The same files are read
+here with one scan of each ``sys.path`` directory and a substring search per imported
+name; the ``METADATA`` headers only of the distributions that provide one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["imported_packages", "imported_top_level", "provides", "record_top_level"]
+
+# The standard library and the interpreter's built-in modules are no distribution's.
+_NOT_DISTRIBUTED = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
+_SOURCE = (
+    "the .dist-info (.egg-info) directories on sys.path: distributions providing a module "
+    "in sys.modules (top_level.txt, else RECORD; standard library excluded)"
+)
+_SUFFIXES = (".dist-info", ".egg-info")
+
+
+def imported_top_level() -> set[str]:
+    """The top-level names of the modules imported so far, the standard library left out."""
+    # list(): one C-level copy, safe while another thread imports.
+    names = {name.partition(".")[0] for name, module in list(sys.modules.items()) if module}
+    names.discard("__main__")
+    names.discard("__mp_main__")
+    return names - _NOT_DISTRIBUTED
+
+
+def record_top_level(record: str) -> set[str]:
+    """The top-level names a ``RECORD`` installs (PEP 376: CSV lines ``path,hash,size``).
+
+    A package is a directory ``name/``, a module a file ``name.py`` or an extension
+    ``name.cpython-311-x86_64-linux-gnu.so`` (``.pyd``) at the top of the install; a
+    path holding a comma is quoted; ``..`` (scripts), ``__pycache__`` and the metadata
+    and data directories are no module. One split per line: RECORD of a large wheel
+    has thousands of lines, nearly all below a few directories.
+    """
+    names: set[str] = set()
+    for first in {line.partition("/")[0] for line in record.splitlines()}:
+        if first.startswith('"'):  # quoted: the path holds a comma
+            first, separator = first[1:], '",'
+        else:
+            separator = ","
+        if separator in first:  # no "/": a file at the top, "six.py,sha256=...,123"
+            path = first.partition(separator)[0]
+            if path.endswith((".py", ".so", ".pyd")):
+                names.add(path.partition(".")[0])
+        elif first and not first.startswith(".") and first != "__pycache__":
+            names.add(first)
+    return names - {""}
+
+
+def provides(top_level: str | None, record: str | None, names: set[str]) -> bool:
+    """Whether a distribution installs one of the top-level modules ``names``.
+
+    From its ``top_level.txt`` where it has one (setuptools writes it), else from the
+    paths of its ``RECORD``.
+    """
+    if top_level is not None and top_level.strip():
+        return not names.isdisjoint(top_level.split())
+    return not names.isdisjoint(record_top_level(record or ""))
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:  # absent (no top_level.txt), or a directory being removed
+        return None
+
+
+def _name_and_version(directory: str) -> tuple[str, str] | None:
+    """``Name`` and ``Version`` from the core metadata headers (``METADATA``, or
+    ``PKG-INFO`` of an ``.egg-info``), read up to the blank line that ends them."""
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(directory, filename), encoding="utf-8", errors="replace") as f:
+                found: dict[str, str] = {}
+                for line in f:
+                    if not line.strip():
+                        break  # the headers end; the description follows
+                    key, sep, value = line.partition(":")
+                    if sep and key in ("Name", "Version") and key not in found:
+                        found[key] = value.strip()
+                        if len(found) == 2:
+                            return found["Name"], found["Version"]
+        except OSError:
+            continue
+    return None
+
+
+def _metadata_directories() -> list[str]:
+    """Every ``*.dist-info`` / ``*.egg-info`` directory on ``sys.path``, in path order."""
+    found: list[str] = []
+    seen: set[str] = set()
+    for entry in list(sys.path):
+        where = os.path.abspath(entry or ".")
+        if where in seen:
+            continue
+        seen.add(where)
+        try:
+            with os.scandir(where) as listing:
+                names = sorted(e.name for e in listing if e.name.endswith(_SUFFIXES))
+        except OSError:  # a zip file, a missing directory
+            continue
+        found.extend(os.path.join(where, name) for name in names)
+    return found
+
+
+def imported_packages() -> tuple[dict[str, str], str]:
+    """``{distribution: version}`` for the imported modules' distributions, and the source.
+
+    A module that no distribution installs (the program's own, a path added by hand)
+    is not a package. Where two installs of one distribution are on the path, the
+    first one (the one Python imports from) wins.
+    """
+    imported = imported_top_level()
+    packages: dict[str, str] = {}
+    for directory in _metadata_directories():
+        top_level = _read(os.path.join(directory, "top_level.txt"))
+        if top_level is None or not top_level.strip():
+            record = _read(os.path.join(directory, "RECORD"))
+            if record is None:  # an .egg-info lists its files in SOURCES.txt
+                record = _read(os.path.join(directory, "SOURCES.txt"))
+        else:
+            record = None
+        if provides(top_level, record, imported):
+            found = _name_and_version(directory)
+            if found is not None and found[0] not in packages:
+                packages[found[0]] = found[1]
+    return dict(sorted(packages.items())), _SOURCE
