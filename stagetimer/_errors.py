@@ -25,7 +25,6 @@ as itself (``StageTimerError.__reduce__``).
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
 __all__ = [
@@ -102,6 +101,8 @@ def _rebuilt(cls: type[StageTimerError], args: tuple[Any, ...], state: dict[str,
 def _travels(value: object) -> object:
     """``value`` when it pickles, else its short repr: an attribute holding a lock or a
     lambda must not stop the error itself from reaching a pool's parent."""
+    import pickle  # only when an error is pickled: not on ``import stagetimer``
+
     try:
         pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
     except Exception:  # whatever a foreign __reduce__ raises

@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import contextvars
 import functools
-import inspect
 import os
 import warnings
 import weakref
@@ -36,7 +35,7 @@ from stagetimer._errors import (
 )
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
-from stagetimer._record.reentry import defer, reentered, section
+from stagetimer._record.reentry import current_frame, defer, reentered, section
 from stagetimer._record.settings import (
     as_path,
     check_completed_runs,
@@ -369,7 +368,7 @@ class Recorder:
 
     def _warn(self, message: str) -> None:
         """One ``StageTimerWarning``, attributed to the first caller outside stagetimer."""
-        level, frame = 1, inspect.currentframe()
+        level, frame = 1, current_frame()
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
             level, frame = level + 1, frame.f_back
         try:

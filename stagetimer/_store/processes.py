@@ -19,7 +19,6 @@ from before a reboot names nothing. So a writer records, besides its pid:
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable
 from typing import Any, Literal, TypeGuard
 
@@ -82,7 +81,7 @@ def identity() -> Identity:
     pid = os.getpid()
     if _cache is None or _cache.pid != pid:
         _cache = Identity(
-            host=socket.gethostname(),
+            host=os.uname().nodename,  # gethostname(2) is uname(2)'s nodename on Linux
             boot_id=boot_id(),
             pidns=pid_namespace(),
             pid=pid,

@@ -2,24 +2,59 @@
 
 from __future__ import annotations
 
-from stagetimer.hardware._capture import capture_hardware
-from stagetimer.hardware._differences import (
-    Difference,
-    format_differences,
-    hardware_differences,
-)
-from stagetimer.hardware._model import (
-    CpuInfo,
-    GpuInfo,
-    Hardware,
-    MemoryInfo,
-    SchedulerInfo,
-    description,
-    hardware_id,
-)
-from stagetimer.hardware._scheduler import job_identity
-from stagetimer.hardware._show import format_hardware, summary_line
-from stagetimer.hardware._units import format_bytes
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stagetimer.hardware._capture import capture_hardware
+    from stagetimer.hardware._differences import (
+        Difference,
+        format_differences,
+        hardware_differences,
+    )
+    from stagetimer.hardware._model import (
+        CpuInfo,
+        GpuInfo,
+        Hardware,
+        MemoryInfo,
+        SchedulerInfo,
+        description,
+        hardware_id,
+    )
+    from stagetimer.hardware._scheduler import job_identity
+    from stagetimer.hardware._show import format_hardware, summary_line
+    from stagetimer.hardware._units import format_bytes
+
+# Each probe is imported on first use: a module of stagetimer that needs one probe (the
+# identity of this process, a mountinfo line) does not pay for all of them.
+_LAZY = {
+    "capture_hardware": "stagetimer.hardware._capture",
+    "Difference": "stagetimer.hardware._differences",
+    "format_differences": "stagetimer.hardware._differences",
+    "hardware_differences": "stagetimer.hardware._differences",
+    "CpuInfo": "stagetimer.hardware._model",
+    "GpuInfo": "stagetimer.hardware._model",
+    "Hardware": "stagetimer.hardware._model",
+    "MemoryInfo": "stagetimer.hardware._model",
+    "SchedulerInfo": "stagetimer.hardware._model",
+    "description": "stagetimer.hardware._model",
+    "hardware_id": "stagetimer.hardware._model",
+    "job_identity": "stagetimer.hardware._scheduler",
+    "format_hardware": "stagetimer.hardware._show",
+    "summary_line": "stagetimer.hardware._show",
+    "format_bytes": "stagetimer.hardware._units",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CpuInfo",
