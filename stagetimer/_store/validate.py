@@ -14,7 +14,9 @@ from typing import Any
 
 from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
 from stagetimer._format import MAX_DEPTH, MAX_RUN_IDX, RESERVED_KEYS, RUN_FIELDS
+from stagetimer._store.parse import DuplicateKey, decode_unique
 from stagetimer._store.rules import is_valid_seconds
+from stagetimer._store.shape import check_run_shape
 
 __all__ = [
     "MAX_DEPTH",
@@ -143,10 +145,6 @@ def _copy_value(key: str, value: Any) -> Any:
             "(or holds itself)",
             value,
         )
-    # The reader's decoder, imported here: recording without nested metadata, the common
-    # case, does not load the sidecar parser at ``import stagetimer``.
-    from stagetimer._store.parse import DuplicateKey, decode_unique
-
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
         text.encode("utf-8")
@@ -212,8 +210,6 @@ def check_run(name: object, run: object) -> None:
     the same field types as a sidecar's (``shape.py``), for a run that reaches the file
     another way than through a recorder (a rescue file).
     """
-    from stagetimer._store.shape import check_run_shape  # rescue files only
-
     check_name(name)
     try:
         check_run_shape("", str(name), run)

@@ -129,6 +129,7 @@ def run(n, directory):
     target[0].close()
     return state["events"]
 
+run(0, os.path.join(base, "warm"))  # modules imported on first use: not counted below
 points = run(0, os.path.join(base, "count"))
 step = max(1, points // trials)
 faulthandler.dump_traceback_later(20, exit=True)  # stuck: a deadlock, say where
@@ -151,7 +152,7 @@ def test_a_recording_sigusr1_handler_never_deadlocks(
 
     assert 0 == done.returncode, done.stderr[-3000:]
     result = json.loads(done.stdout)
-    # The first run counts the bytecodes of modules imported on first use too, so the
-    # last points may lie past the end of a later run: those trials send nothing.
+    # A run may take a few bytecodes fewer than the counted one (a cache warmed since):
+    # a trial past its end sends nothing.
     assert result["sent"] >= min(trials, result["points"]) // 2, result
     assert result["handled"] == result["sent"], result
