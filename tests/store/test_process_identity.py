@@ -51,7 +51,9 @@ def test_proc_stat_counts_fields_after_a_name_with_parentheses(
     renamed: subprocess.Popen[str],
 ) -> None:
     fields = _stat_fields(renamed.pid)
-    assert ("S", int(fields[19])) == processes.proc_stat(renamed.pid)
+    state, started = processes.proc_stat(renamed.pid)
+    # Sleeping, or running when the scheduler just woke it (a loaded machine): alive.
+    assert (True, int(fields[19])) == (state in ("S", "R"), started)
     assert "live" == processes.liveness(renamed.pid, int(fields[19]))
     assert "dead" == processes.liveness(renamed.pid, int(fields[19]) + 1)  # a reused pid
 
