@@ -30,6 +30,8 @@ whose values differ (``mp="fork"`` against ``mp="spawn"``). A side whose runs sp
 descriptions is compared against each.
 
 The runs of one seed's ranks (a distributed launch) count once, as the slowest rank.
+This module pairs the directories and their stages and adjusts the p-values over the
+call; one stage's statistics and verdict are computed in ``stage_verdict``.
 """
 
 from __future__ import annotations
@@ -59,17 +61,17 @@ from stagetimer._analysis.comparison import (
 )
 from stagetimer._analysis.compute import side_by_side
 from stagetimer._analysis.metadata_pairs import metadata_differences
-from stagetimer._analysis.paired_runs import matched_differences
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
-from stagetimer._analysis.significance import (
-    TTestResult,
-    benjamini_hochberg,
-    paired_test,
-    welch_test,
-)
+from stagetimer._analysis.significance import benjamini_hochberg
 from stagetimer._analysis.software_pairs import SoftwareDifferences, software_ids
-from stagetimer._analysis.stats import mean_and_variance, moments
+from stagetimer._analysis.stage_verdict import (
+    Measured,
+    compare_stage,
+    judged,
+    measure,
+    measure_paired,
+)
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations
@@ -92,120 +94,6 @@ __all__ = [
     "compare_artifacts",
     "compare_stage",
 ]
-
-#: durations below this count as this before their logarithm is taken
-FLOOR_SECONDS = 1e-6
-CONFIDENCE = 0.95
-#: math.exp overflows above ln(max float) = 709.78...; a ratio past it is infinite
-_LARGEST_LOG = math.log(1.7976931348623157e308)
-
-
-def _exp(value: float) -> float:
-    """``math.exp`` without OverflowError: the runs [1e-6, 1e308] differ by e**723."""
-    return math.exp(value) if value <= _LARGEST_LOG else math.inf
-
-
-class _Measured(NamedTuple):
-    """A stage measured, before the adjustment over every test of the call gives its
-    verdict (a named tuple: ten thousand a suite)."""
-
-    name: str
-    base: SideStats
-    new: SideStats
-    ratio: float | None
-    test: TTestResult | None
-    pairs_of_runs: int | None = None
-    unmatched_runs: tuple[int, int] = (0, 0)
-    #: what the stage used on each side (``compute.side_by_side``), None if never recorded
-    resources: dict[str, Any] | None = None
-
-
-def _judged(m: _Measured, q_value: float | None, threshold: float) -> StageComparison:
-    """The stage's comparison once its q-value is known."""
-    test = m.test
-    if test is None:
-        return StageComparison(
-            m.name, m.base, m.new, m.ratio, None, TOO_FEW_RUNS, None, None,
-            m.pairs_of_runs, m.unmatched_runs, m.resources,
-        )
-    assert q_value is not None
-    verdict = NO_DIFFERENCE
-    if q_value <= SIGNIFICANCE and abs(test.difference) >= math.log1p(threshold):
-        verdict = SLOWER if test.difference > 0 else FASTER
-    return StageComparison(
-        m.name, m.base, m.new, m.ratio, (_exp(test.low), _exp(test.high)),
-        verdict, test.p_value, q_value, m.pairs_of_runs, m.unmatched_runs, m.resources,
-    )
-
-
-def _side(values: Sequence[float]) -> tuple[SideStats, float]:
-    """The side's statistics, and its smallest value (inf: none)."""
-    n = len(values)
-    if n == 0:
-        return SideStats(0, None, None, None), math.inf
-    mean, median, stdev, ordered = moments(values, sum(values, 0.0))
-    return SideStats(n, median, mean, stdev), ordered[0]
-
-
-def _logs(values: Sequence[float], smallest: float) -> list[float]:
-    if smallest > FLOOR_SECONDS:  # the usual stage: no duration to raise to the floor
-        return list(map(math.log, values))
-    return [math.log(v if v > FLOOR_SECONDS else FLOOR_SECONDS) for v in values]
-
-
-def _log(value: float) -> float:
-    return math.log(value if value > FLOOR_SECONDS else FLOOR_SECONDS)
-
-
-def _measure(name: str, base: Sequence[float], new: Sequence[float]) -> _Measured:
-    """One stage by Welch's t on log-seconds (durations already valid)."""
-    (base_stats, base_min), (new_stats, new_min) = _side(base), _side(new)
-    if not base or not new:
-        return _Measured(name, base_stats, new_stats, None, None)
-    mean_base, var_base = mean_and_variance(_logs(base, base_min))
-    mean_new, var_new = mean_and_variance(_logs(new, new_min))
-    ratio = _exp(mean_new - mean_base)
-    if len(base) < 2 or len(new) < 2:
-        return _Measured(name, base_stats, new_stats, ratio, None)
-    test = welch_test((mean_new, var_new, len(new)), (mean_base, var_base, len(base)), CONFIDENCE)
-    return _Measured(name, base_stats, new_stats, ratio, test)
-
-
-def compare_stage(
-    name: str, base: Sequence[float], new: Sequence[float], threshold: float = 0.02
-) -> StageComparison:
-    """One stage's comparison from its durations on each side (already valid), as the only
-    test of its call (its q-value is its p-value)."""
-    measured = _measure(name, base, new)
-    p = None if measured.test is None else measured.test.p_value
-    return _judged(measured, p, threshold)
-
-
-# --- paired runs ----------------------------------------------------------------------
-
-
-def _measure_paired(
-    name: str,
-    base_values: list[float],
-    new_values: list[float],
-    base_runs: tuple[list[float], list[dict[str, Any]]],
-    new_runs: tuple[list[float], list[dict[str, Any]]],
-) -> _Measured:
-    """One stage by the paired t on the differences of log-seconds of matched runs.
-
-    ``base_values``/``new_values``: each side's durations, a seed once (its statistics);
-    ``base_runs``/``new_runs``: the stored valid durations and runs, every rank (matched).
-    """
-    base_stats, new_stats = _side(base_values)[0], _side(new_values)[0]
-    differences, matched = matched_differences(base_runs, new_runs, _log)
-    unmatched = (len(base_runs[0]) - matched, len(new_runs[0]) - matched)
-    n = len(differences)
-    if n == 0:
-        return _Measured(name, base_stats, new_stats, None, None, 0, unmatched)
-    ratio = _exp(mean_and_variance(differences)[0])
-    test = paired_test(differences, CONFIDENCE) if n >= 2 else None
-    return _Measured(name, base_stats, new_stats, ratio, test, n, unmatched)
-
 
 # --- pairing directories ----------------------------------------------------------------
 
@@ -252,13 +140,13 @@ _Side = tuple[
 ]
 
 
-def _measure_stages(shared: list[str], base: _Side, new: _Side, paired: bool) -> list[_Measured]:
+def _measure_stages(shared: list[str], base: _Side, new: _Side, paired: bool) -> list[Measured]:
     """Each stage recorded on both sides measured, with what it used where recorded."""
     (base_raw, base_stages, base_runs), (new_raw, new_stages, new_runs) = base, new
     if paired:
         # matched rank by rank on the stored runs, each seed's ranks then one pair
         measured = [
-            _measure_paired(
+            measure_paired(
                 name, b[0], n[0],
                 b if base_stages[name] is base_raw[name] else _stage_runs(base_raw[name]),
                 n if new_stages[name] is new_raw[name] else _stage_runs(new_raw[name]),
@@ -267,7 +155,7 @@ def _measure_stages(shared: list[str], base: _Side, new: _Side, paired: bool) ->
         ]
     else:
         measured = [
-            _measure(name, b[0], n[0]) for name, b, n in zip(shared, base_runs, new_runs,
+            measure(name, b[0], n[0]) for name, b, n in zip(shared, base_runs, new_runs,
                                                              strict=True)
         ]
     # what each stage used on both sides, where recorded (no verdict: not tested)
@@ -280,7 +168,7 @@ def _measure_stages(shared: list[str], base: _Side, new: _Side, paired: bool) ->
 
 def _measure_pair(
     base: Artifact, new: Artifact, cache: _Caches, relpath: str | None, paired: bool
-) -> tuple[Pair, list[_Measured]]:
+) -> tuple[Pair, list[Measured]]:
     """The pair without its stages (filled in once every test of the call is known)."""
     base_raw, new_raw = dict(raw_stages(base.data)), dict(raw_stages(new.data))
     # a seed of a distributed launch counts once, as its slowest rank
@@ -320,18 +208,18 @@ def _measure_pair(
 
 
 def _judge(
-    measured: list[tuple[Pair, list[_Measured]]], threshold: float
+    measured: list[tuple[Pair, list[Measured]]], threshold: float
 ) -> tuple[list[Pair], int]:
     """Every pair with its verdicts, q-values over all the tests; and how many tests."""
     p_values = [m.test.p_value for _, stages in measured for m in stages if m.test is not None]
     q_values = iter(benjamini_hochberg(p_values))
     pairs = []
     for pair, stages in measured:
-        judged = tuple(
-            _judged(m, next(q_values) if m.test is not None else None, threshold)
+        verdicts = tuple(
+            judged(m, next(q_values) if m.test is not None else None, threshold)
             for m in stages
         )
-        pairs.append(attrs.evolve(pair, stages=judged))
+        pairs.append(attrs.evolve(pair, stages=verdicts))
     return pairs, len(p_values)
 
 
@@ -391,7 +279,7 @@ def compare_trees(
 ) -> Comparison:
     """``compare`` of two sides already read (``load_tree``)."""
     cache = _caches()
-    measured: list[tuple[Pair, list[_Measured]]] = []
+    measured: list[tuple[Pair, list[Measured]]] = []
     unpaired = Unpaired()
     if _single(base_artifacts) and _single(new_artifacts):
         measured.append(_measure_pair(base_artifacts[0], new_artifacts[0], cache, None, paired))

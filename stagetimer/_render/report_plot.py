@@ -13,6 +13,7 @@ A whisker reaching past the bar's own length (sd > mean) is flagged with its val
 A panel whose values span more than 100x is drawn on a log scale. Past ``ROWS_PER_PAGE`` rows the
 picture is split into pages, ``x-1.png``, ``x-2.png``, ... matplotlib is an
 optional extra (``stagetimer[plot]``), imported only here, with the Agg backend.
+The rows and their pages are computed in ``report_plot_rows``; this module draws them.
 """
 
 from __future__ import annotations
@@ -21,18 +22,13 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
-from stagetimer._analysis.report import ArtifactReport, StageStats
-from stagetimer._analysis.seeds import longest_ranks
-from stagetimer._analysis.stats import summarise
-from stagetimer._analysis.tree import relative_paths
+from stagetimer._analysis.report import ArtifactReport
 from stagetimer._errors import PlotUnavailableError
 from stagetimer._escape import escape_text
-from stagetimer._format import AUTO_RESUME_SUFFIX, continued_stage
 from stagetimer._render.duration import Unit, unit_for
-from stagetimer._store.rules import is_valid_seconds
-from stagetimer.stages import is_training
+from stagetimer._render.report_plot_rows import FAMILIES, ROWS_PER_PAGE, Bar, Row
+from stagetimer._render.report_plot_rows import layout as _layout  # the tests read these two
+from stagetimer._render.report_plot_rows import rows as _rows  # here, beside _page
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -50,12 +46,9 @@ __all__ = [
 
 FORMATS = (".png", ".svg")
 INSTALL_HINT = "pip install 'stagetimer[plot]'"
-#: rows (directories and environment headings) on one page
-ROWS_PER_PAGE = 40
 _LOG_SPAN = 100.0
 _COLOURS = {"training": "#3b6ea8", "checkpoint_save": "#d9822b", "nashconv": "#4a9c5d"}
 _OTHER_PALETTE = ("#8c6bb1", "#c45a7c", "#6b8e9f", "#b59b4a", "#7f7f7f", "#4aa3a3")
-_FAMILIES = ("training", "checkpoint_save", "nashconv")
 
 
 def load_pyplot() -> Any:
@@ -94,86 +87,6 @@ def page_paths(path: str, pages: int) -> list[str]:
     return [f"{stem}-{i}{suffix}" for i in range(1, pages + 1)]
 
 
-@attrs.frozen
-class _Bar:
-    """One directory's bar in one family panel."""
-
-    base: float  # mean per seed of the stage itself
-    resumed: float  # mean per seed of its continuation
-    seeds: tuple[float, ...]  # each seed: its run plus its continuation
-    stdev: float | None
-
-
-@attrs.frozen
-class _Row:
-    group: str
-    label: str
-    bars: dict[str, _Bar]
-    others: dict[str, _Bar]  # other stage -> its bar
-
-
-def _valid(report: ArtifactReport, stats: StageStats | None) -> list[tuple[int | None, float]]:
-    if stats is None:
-        return []
-    runs, _ = longest_ranks(report.runs(stats.name))  # a seed once, as its slowest rank
-    return [(r.run_idx, r.seconds) for r in runs if is_valid_seconds(r.seconds)]
-
-
-def _bar(
-    report: ArtifactReport, stage: StageStats | None, resume: StageStats | None
-) -> _Bar | None:
-    runs = _valid(report, stage)
-    if not runs:
-        return None
-    extra: dict[int | None, float] = {}
-    for run_idx, seconds in _valid(report, resume):
-        extra[run_idx] = extra.get(run_idx, 0.0) + seconds
-    seeds = tuple(s + (extra.pop(i, 0.0) if i is not None else 0.0) for i, s in runs)
-    base = sum(s for _, s in runs) / len(runs)
-    per_seed = summarise(seeds, quartiles=False)
-    assert per_seed.mean is not None  # runs is not empty
-    stdev = None if per_seed.stdev is None else _drawn(per_seed.stdev)
-    return _Bar(_drawn(base), _drawn(per_seed.mean) - _drawn(base), tuple(map(_drawn, seeds)),
-                stdev)
-
-
-#: the longest duration drawn (about 32 million years): a duration the format allows (up
-#: to 1.8e308 s) is drawn at this edge, where matplotlib's axes still compute their ticks
-_LONGEST_DRAWN = 1e15
-
-
-def _drawn(seconds: float) -> float:
-    return seconds if seconds < _LONGEST_DRAWN else _LONGEST_DRAWN
-
-
-def _family(name: str) -> str | None:
-    if is_training(name):
-        return "training"
-    return name if name in _FAMILIES else None
-
-
-def _rows(reports: Sequence[ArtifactReport]) -> list[_Row]:
-    relative = relative_paths([r.path for r in reports])
-    rows = []
-    for report, rel in zip(reports, relative, strict=True):
-        by_name = {s.name: s for s in report.stages}
-        bars: dict[str, _Bar] = {}
-        others: dict[str, _Bar] = {}
-        for s in report.stages:
-            if continued_stage(s.name) in by_name:
-                continue  # a continuation: drawn as the hatched end of its stage
-            family = _family(s.name)
-            bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
-            if bar is None:
-                continue
-            if family is None or family in bars:
-                others[s.name] = bar
-            else:
-                bars[family] = bar
-        group, _, label = rel.rpartition("/")
-        rows.append(_Row(escape_text(group), escape_text(label or rel), bars, others))
-    return rows
-
 
 def _plural(count: int) -> str:
     return f"{count} director{'y' if count == 1 else 'ies'}"
@@ -189,33 +102,9 @@ def _common(paths: Sequence[str]) -> str:
     return common
 
 
-def _layout(rows: Sequence[_Row]) -> list[list[tuple[str, _Row | None]]]:
-    """Pages of lines: a group heading ``("group", None)`` before its rows; a group is
-    split over pages only when it alone is longer than a page (its heading repeated)."""
-    groups: dict[str, list[_Row]] = {}
-    for row in rows:
-        groups.setdefault(row.group, []).append(row)
-    headed = len(groups) > 1 or next(iter(groups)) != ""
-    pages: list[list[tuple[str, _Row | None]]] = [[]]
-    heading = 1 if headed else 0
-    for group, members in groups.items():
-        lines: list[tuple[str, _Row | None]] = [(group, row) for row in members]
-        fits_a_page = len(lines) + heading <= ROWS_PER_PAGE
-        while lines:
-            page = pages[-1]
-            room = ROWS_PER_PAGE - len(page) - heading
-            if page and (room < 3 or (fits_a_page and room < len(lines))):
-                pages.append([])  # a group that fits a page is never split
-                continue
-            take, lines = lines[:room], lines[room:]
-            if headed:
-                page.append((group or ".", None))
-            page.extend(take)
-    return pages
 
-
-def _panels(rows: Sequence[_Row]) -> list[str]:
-    present = [f for f in _FAMILIES if any(f in r.bars for r in rows)]
+def _panels(rows: Sequence[Row]) -> list[str]:
+    present = [f for f in FAMILIES if any(f in r.bars for r in rows)]
     if any(r.others for r in rows):
         present.append("other stages")
     return present
@@ -227,7 +116,7 @@ def _span_is_wide(values: Sequence[float]) -> bool:
 
 
 def _draw_bar(
-    ax: Axes, y: float, bar: _Bar, colour: Any, unit: Unit, log: bool, height: float
+    ax: Axes, y: float, bar: Bar, colour: Any, unit: Unit, log: bool, height: float
 ) -> bool:
     """One bar: the mean per seed, its continuation hatched, the seeds as dots, the
     whisker ± 1 sd (flagged with its value when it is longer than the bar)."""
@@ -255,7 +144,7 @@ def _draw_bar(
 
 
 def _draw_family(
-    ax: Axes, lines: Sequence[tuple[str, _Row | None]], family: str, unit: Unit, log: bool
+    ax: Axes, lines: Sequence[tuple[str, Row | None]], family: str, unit: Unit, log: bool
 ) -> bool:
     """The panel of one family; whether a whisker was flagged."""
     colour = _COLOURS[family]
@@ -268,7 +157,7 @@ def _draw_family(
 
 
 def _draw_others(
-    ax: Axes, lines: Sequence[tuple[str, _Row | None]], colours: dict[str, Any], unit: Unit,
+    ax: Axes, lines: Sequence[tuple[str, Row | None]], colours: dict[str, Any], unit: Unit,
     log: bool,
 ) -> bool:
     """Each other stage a thin bar of its own within the row, in the order of the legend;
@@ -287,7 +176,7 @@ def _draw_others(
     return flagged
 
 
-def _values(rows: Sequence[_Row], panel: str) -> list[float]:
+def _values(rows: Sequence[Row], panel: str) -> list[float]:
     bars = (
         [b for r in rows for b in r.others.values()] if panel == "other stages"
         else [r.bars[panel] for r in rows if panel in r.bars]
@@ -295,55 +184,69 @@ def _values(rows: Sequence[_Row], panel: str) -> list[float]:
     return [v for b in bars for v in (*b.seeds, b.base + b.resumed + (b.stdev or 0.0))]
 
 
-def _page(
-    plt: Any, rows: Sequence[_Row], lines: Sequence[tuple[str, _Row | None]], title: str,
-    colours: dict[str, Any],
-) -> Any:
-    from matplotlib.patches import Patch
-
-    panels = _panels(rows)
-    labels = [row.label if row is not None else group for group, row in lines]
+def _figure(plt: Any, lines: Sequence[tuple[str, Row | None]], labels: list[str],
+            panels: int) -> tuple[Any, Any, float, float]:
+    """The figure and its axes, one per panel, sized for the labels and the lines; and
+    its width and height in inches."""
     label_inches = 0.25 + 0.075 * max(map(len, labels))  # 8.5 pt text, about 0.075 in a char
     panel_inches = 3.0
     # Room for the title and the legend's one line even with a single panel.
-    panel_inches = max(panel_inches, (8.5 - label_inches - 0.3) / len(panels))
-    width = label_inches + panel_inches * len(panels) + 0.3
+    panel_inches = max(panel_inches, (8.5 - label_inches - 0.3) / panels)
+    width = label_inches + panel_inches * panels + 0.3
     top_inches, bottom_inches = 1.15, 0.55
     height = top_inches + bottom_inches + 0.24 * len(lines)
-    fig, axes = plt.subplots(1, len(panels), sharey=True, squeeze=False, figsize=(width, height))
+    fig, axes = plt.subplots(1, panels, sharey=True, squeeze=False, figsize=(width, height))
     fig.subplots_adjust(
         left=label_inches / width, right=1 - 0.3 / width, top=1 - top_inches / height,
-        bottom=bottom_inches / height, wspace=0.12 * len(panels) / max(len(panels) - 1, 1),
+        bottom=bottom_inches / height, wspace=0.12 * panels / max(panels - 1, 1),
     )
-    for ax, panel in zip(axes[0], panels, strict=True):
-        values = _values(rows, panel)
-        log = _span_is_wide(values)
-        unit = unit_for(values)
-        if panel == "other stages":
-            flagged = _draw_others(ax, lines, colours, unit, log)
-        else:
-            flagged = _draw_family(ax, lines, panel, unit, log)
-        top = max(values, default=1.0) / unit.seconds
-        if log:
-            ax.set_xscale("log")
-            if flagged:  # room for the flag's text right of the longest whisker
-                ax.set_xlim(right=top * 30)
-        else:
-            ax.set_xlim(0, top * (1.4 if flagged else 1.12) or 1.0)
-        ax.set_title(panel, loc="left", fontsize=10, fontweight="bold")
-        ax.set_xlabel(f"{unit.name} per seed", fontsize=9)
-        ax.grid(axis="x", color="0.88", linewidth=0.7, which="both" if log else "major")
-        ax.set_axisbelow(True)
-        ax.tick_params(axis="x", labelsize=8)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-    first = axes[0][0]
+    return fig, axes, width, height
+
+
+def _draw_panel(
+    ax: Axes, rows: Sequence[Row], lines: Sequence[tuple[str, Row | None]], panel: str,
+    colours: dict[str, Any],
+) -> None:
+    """One panel's bars, on a log scale when its values span more than 100x, and its axes."""
+    values = _values(rows, panel)
+    log = _span_is_wide(values)
+    unit = unit_for(values)
+    if panel == "other stages":
+        flagged = _draw_others(ax, lines, colours, unit, log)
+    else:
+        flagged = _draw_family(ax, lines, panel, unit, log)
+    top = max(values, default=1.0) / unit.seconds
+    if log:
+        ax.set_xscale("log")
+        if flagged:  # room for the flag's text right of the longest whisker
+            ax.set_xlim(right=top * 30)
+    else:
+        ax.set_xlim(0, top * (1.4 if flagged else 1.12) or 1.0)
+    ax.set_title(panel, loc="left", fontsize=10, fontweight="bold")
+    ax.set_xlabel(f"{unit.name} per seed", fontsize=9)
+    ax.grid(axis="x", color="0.88", linewidth=0.7, which="both" if log else "major")
+    ax.set_axisbelow(True)
+    ax.tick_params(axis="x", labelsize=8)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def _label_lines(first: Axes, lines: Sequence[tuple[str, Row | None]], labels: list[str]) -> None:
+    """The rows' labels on the first panel, group headings in bold."""
     first.set_yticks(range(len(lines)), labels, fontsize=8.5)
     for tick, (_, row) in zip(first.get_yticklabels(), lines, strict=True):
         if row is None:
             tick.set_fontweight("bold")
     first.tick_params(axis="y", length=0)
     first.set_ylim(len(lines) - 0.4, -0.6)
+
+
+def _legend_and_title(
+    plt: Any, fig: Any, title: str, colours: dict[str, Any], width: float, height: float
+) -> None:
+    """The legend's one line (the marks, then the other stages' colours) under the title."""
+    from matplotlib.patches import Patch
+
     handles = [
         Patch(color=_COLOURS["training"], label="mean per seed"),
         Patch(facecolor="white", edgecolor="0.3", hatch="////", label="auto-resume continuation"),
@@ -357,6 +260,20 @@ def _page(
                borderaxespad=0)
     fig.suptitle(title, x=0.1 / width, y=1 - 0.1 / height, ha="left", va="top", fontsize=12,
                  fontweight="bold")
+
+
+def _page(
+    plt: Any, rows: Sequence[Row], lines: Sequence[tuple[str, Row | None]], title: str,
+    colours: dict[str, Any],
+) -> Any:
+    """One page of the picture: a panel per family present, the rows' labels, the legend."""
+    panels = _panels(rows)
+    labels = [row.label if row is not None else group for group, row in lines]
+    fig, axes, width, height = _figure(plt, lines, labels, len(panels))
+    for ax, panel in zip(axes[0], panels, strict=True):
+        _draw_panel(ax, rows, lines, panel, colours)
+    _label_lines(axes[0][0], lines, labels)
+    _legend_and_title(plt, fig, title, colours, width, height)
     return fig
 
 

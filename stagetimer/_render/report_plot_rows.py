@@ -1,0 +1,134 @@
+"""The rows of ``stagetimer report --plot``: each directory's bars, laid out over pages.
+
+A row is one artifact directory under its group (the environment: its path without
+the last part). Its bars are the mean per seed of a stage family (training,
+``checkpoint_save``, ``nashconv``) or of another stage, with the seeds' auto-resume
+continuation as the bar's hatched end. No matplotlib here: ``report_plot`` draws
+what this module computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.seeds import longest_ranks
+from stagetimer._analysis.stats import summarise
+from stagetimer._analysis.tree import relative_paths
+from stagetimer._escape import escape_text
+from stagetimer._format import AUTO_RESUME_SUFFIX, continued_stage
+from stagetimer._store.rules import is_valid_seconds
+from stagetimer.stages import is_training
+
+__all__ = ["FAMILIES", "ROWS_PER_PAGE", "Bar", "Row", "layout", "rows"]
+
+#: rows (directories and environment headings) on one page
+ROWS_PER_PAGE = 40
+FAMILIES = ("training", "checkpoint_save", "nashconv")
+
+
+@attrs.frozen
+class Bar:
+    """One directory's bar in one family panel."""
+
+    base: float  # mean per seed of the stage itself
+    resumed: float  # mean per seed of its continuation
+    seeds: tuple[float, ...]  # each seed: its run plus its continuation
+    stdev: float | None
+
+
+@attrs.frozen
+class Row:
+    group: str
+    label: str
+    bars: dict[str, Bar]
+    others: dict[str, Bar]  # other stage -> its bar
+
+
+def _valid(report: ArtifactReport, stats: StageStats | None) -> list[tuple[int | None, float]]:
+    if stats is None:
+        return []
+    runs, _ = longest_ranks(report.runs(stats.name))  # a seed once, as its slowest rank
+    return [(r.run_idx, r.seconds) for r in runs if is_valid_seconds(r.seconds)]
+
+
+def _bar(
+    report: ArtifactReport, stage: StageStats | None, resume: StageStats | None
+) -> Bar | None:
+    runs = _valid(report, stage)
+    if not runs:
+        return None
+    extra: dict[int | None, float] = {}
+    for run_idx, seconds in _valid(report, resume):
+        extra[run_idx] = extra.get(run_idx, 0.0) + seconds
+    seeds = tuple(s + (extra.pop(i, 0.0) if i is not None else 0.0) for i, s in runs)
+    base = sum(s for _, s in runs) / len(runs)
+    per_seed = summarise(seeds, quartiles=False)
+    assert per_seed.mean is not None  # runs is not empty
+    stdev = None if per_seed.stdev is None else _drawn(per_seed.stdev)
+    return Bar(_drawn(base), _drawn(per_seed.mean) - _drawn(base), tuple(map(_drawn, seeds)),
+                stdev)
+
+
+#: the longest duration drawn (about 32 million years): a duration the format allows (up
+#: to 1.8e308 s) is drawn at this edge, where matplotlib's axes still compute their ticks
+_LONGEST_DRAWN = 1e15
+
+
+def _drawn(seconds: float) -> float:
+    return seconds if seconds < _LONGEST_DRAWN else _LONGEST_DRAWN
+
+
+def _family(name: str) -> str | None:
+    if is_training(name):
+        return "training"
+    return name if name in FAMILIES else None
+
+
+def rows(reports: Sequence[ArtifactReport]) -> list[Row]:
+    relative = relative_paths([r.path for r in reports])
+    rows = []
+    for report, rel in zip(reports, relative, strict=True):
+        by_name = {s.name: s for s in report.stages}
+        bars: dict[str, Bar] = {}
+        others: dict[str, Bar] = {}
+        for s in report.stages:
+            if continued_stage(s.name) in by_name:
+                continue  # a continuation: drawn as the hatched end of its stage
+            family = _family(s.name)
+            bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
+            if bar is None:
+                continue
+            if family is None or family in bars:
+                others[s.name] = bar
+            else:
+                bars[family] = bar
+        group, _, label = rel.rpartition("/")
+        rows.append(Row(escape_text(group), escape_text(label or rel), bars, others))
+    return rows
+
+def layout(rows: Sequence[Row]) -> list[list[tuple[str, Row | None]]]:
+    """Pages of lines: a group heading ``("group", None)`` before its rows; a group is
+    split over pages only when it alone is longer than a page (its heading repeated)."""
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(row.group, []).append(row)
+    headed = len(groups) > 1 or next(iter(groups)) != ""
+    pages: list[list[tuple[str, Row | None]]] = [[]]
+    heading = 1 if headed else 0
+    for group, members in groups.items():
+        lines: list[tuple[str, Row | None]] = [(group, row) for row in members]
+        fits_a_page = len(lines) + heading <= ROWS_PER_PAGE
+        while lines:
+            page = pages[-1]
+            room = ROWS_PER_PAGE - len(page) - heading
+            if page and (room < 3 or (fits_a_page and room < len(lines))):
+                pages.append([])  # a group that fits a page is never split
+                continue
+            take, lines = lines[:room], lines[room:]
+            if headed:
+                page.append((group or ".", None))
+            page.extend(take)
+    return pages

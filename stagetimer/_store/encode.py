@@ -1,0 +1,95 @@
+"""encode: the sidecars' bytes, written the one way every writer writes them.
+
+``timings.json`` is indented with one run per line (readable, diffable, and encoded by
+the C encoder); the runs a writer already encoded are reused from its
+``TimingsCache`` (see ``stagetimer._store.sidecar``). ``timings_hardware.json`` is
+plain indented JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from stagetimer._store.rules import is_stage
+
+if TYPE_CHECKING:
+    from stagetimer._store.sidecar import TimingsCache
+
+__all__ = ["dumps_hardware", "dumps_timings", "timings_bytes"]
+
+# One encoder object: json.dumps with keyword arguments builds a new one per call.
+# Without indent it uses the C encoder. New values are checked finite before they get
+# here; a NaN read from an older file is written back as it was read.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _indented(value: Any, depth: int) -> str:
+    if value is None or isinstance(value, (str, int, float)):
+        return _encode(value)  # a scalar needs no indentation (and json.dumps is slow)
+    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + "  " * depth)
+
+
+_RUN_SEPARATOR = b",\n      "
+
+
+def _runs_pieces(runs: list[Any], cached: tuple[list[Any], list[bytes]] | None) -> list[bytes]:
+    # The runs list of a stage only ever grows in place (sequential appends); any other
+    # change replaces the list object. So the pieces cached for the same list object are
+    # the text of its first runs: encode only the rest.
+    pieces = cached[1] if cached is not None and cached[0] is runs else []
+    done = (len(pieces) + 1) // 2  # run, separator, run, ...
+    if done > len(runs):
+        pieces, done = [], 0
+    for run in runs[done:]:
+        if pieces:
+            pieces.append(_RUN_SEPARATOR)
+        pieces.append(_encode(run).encode("utf-8"))
+    return pieces
+
+
+def _stage_pieces(
+    name: str, stage: dict[str, Any], cache: TimingsCache | None, out: list[bytes]
+) -> None:
+    out.append(b"{\n")
+    first = True
+    for key, value in stage.items():
+        out.append(b"    " if first else b",\n    ")
+        first = False
+        if key == "runs" and value:
+            pieces = _runs_pieces(value, cache.runs_text.get(name) if cache else None)
+            if cache is not None:
+                cache.runs_text[name] = (value, pieces)
+            out.append(b'"runs": [\n      ')
+            out.extend(pieces)
+            out.append(b"\n    ]")
+        else:
+            out.append(f"{_encode(key)}: {_indented(value, 2)}".encode())
+    out.append(b"\n  }")
+
+
+def timings_bytes(data: dict[str, Any], cache: TimingsCache | None = None) -> bytes:
+    """``timings.json`` as UTF-8: indented, one run per line (readable, diffable, C-encoded).
+
+    With a ``cache``, the runs a stage already had are not encoded again.
+    """
+    if not data:
+        return b"{}\n"
+    out = [b"{\n"]
+    for i, (key, value) in enumerate(data.items()):
+        out.append(f"  {_encode(key)}: ".encode() if i == 0 else f",\n  {_encode(key)}: ".encode())
+        if is_stage(value):
+            _stage_pieces(key, value, cache, out)
+        else:
+            out.append(_indented(value, 1).encode())
+    out.append(b"\n}\n")
+    return b"".join(out)
+
+
+def dumps_timings(data: dict[str, Any]) -> str:
+    """``timings.json`` text (see ``timings_bytes``)."""
+    return timings_bytes(data).decode("utf-8")
+
+def dumps_hardware(data: dict[str, Any]) -> str:
+    """``timings_hardware.json`` text."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
