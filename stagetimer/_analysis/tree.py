@@ -164,6 +164,29 @@ def _os_problem(exc: OSError, fallback: str) -> Problem:
     return Problem(path, exc.strerror or str(exc), exc)
 
 
+class _Found:
+    """The artifact directories found so far, each real directory once, and the problems
+    and rescue directories met on the way."""
+
+    def __init__(self) -> None:
+        self.dirs: list[tuple[str, str, str]] = []
+        self.seen: set[_Key] = set()
+        self.problems: list[Problem] = []
+        self.rescue_dirs: list[str] = []
+
+    def add(self, directory: str, root: str, parts: tuple[str, ...]) -> None:
+        """``directory`` (found under ``root`` at ``parts``), unless already listed."""
+        try:
+            st = os.stat(directory)
+        except OSError as exc:  # pragma: no cover - removed while walking
+            self.problems.append(_os_problem(exc, directory))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.dirs.append((directory, root, "/".join(parts) or "."))
+
+
 def find_artifact_dirs(
     paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
 ) -> tuple[list[tuple[str, str, str]], list[Problem]]:
@@ -174,22 +197,7 @@ def find_artifact_dirs(
     The directories holding rescue files are appended to ``rescued`` (each once): a
     directory whose first save failed may hold nothing else.
     """
-    found: list[tuple[str, str, str]] = []
-    seen: set[tuple[int, int]] = set()
-    problems: list[Problem] = []
-    rescue_dirs: list[str] = []
-
-    def add(directory: str, root: str, parts: tuple[str, ...]) -> None:
-        try:
-            st = os.stat(directory)
-        except OSError as exc:  # pragma: no cover - removed while walking
-            problems.append(_os_problem(exc, directory))
-            return
-        key = (st.st_dev, st.st_ino)
-        if key not in seen:
-            seen.add(key)
-            found.append((directory, root, "/".join(parts) or "."))
-
+    found = _Found()
     for given in paths:
         path = os.path.normpath(os.fspath(given))
         try:
@@ -199,39 +207,58 @@ def find_artifact_dirs(
         except FileNotFoundError:
             pass  # said below, in the words every reader uses
         except OSError as exc:
-            problems.append(_os_problem(exc, path))
+            found.problems.append(_os_problem(exc, path))
             continue
         if os.path.isfile(path):
-            if os.path.basename(path) == TIMINGS_FILE:
-                directory = os.path.dirname(path) or "."
-                add(directory, directory, ())
-                with contextlib.suppress(OSError):
-                    if any(_is_rescue_file(n) for n in os.listdir(directory)):
-                        rescue_dirs.append(directory)
-            else:
-                message = f"not a directory nor a {TIMINGS_FILE}"
-                not_dir = NotADirectoryError(errno.ENOTDIR, message, path)
-                problems.append(Problem(path, message, not_dir))
-            continue
-        if not os.path.isdir(path):
+            _find_in_file(path, found)
+        elif not os.path.isdir(path):
             missing = FileNotFoundError(errno.ENOENT, "no such file or directory", path)
-            problems.append(Problem(path, "no such file or directory", missing))
-            continue
-        before, rescues_before = len(problems), len(rescue_dirs)
-        hits = _walk(path, problems, rescue_dirs)
-        for parts, directory in hits:
-            add(directory, path, parts)
-        if not hits and len(problems) == before and len(rescue_dirs) == rescues_before:
-            message = f"no {TIMINGS_FILE} at or under this path"
-            problems.append(Problem(path, message, FileNotFoundError(errno.ENOENT, message, path)))
+            found.problems.append(Problem(path, "no such file or directory", missing))
+        else:
+            _find_under(path, found)
     if rescued is not None:
-        known: set[str] = set()
-        for directory in rescue_dirs:
-            real = os.path.realpath(directory)
-            if real not in known:
-                known.add(real)
-                rescued.append(directory)
-    return found, problems
+        rescued.extend(_once_each(found.rescue_dirs))
+    return found.dirs, found.problems
+
+
+def _find_in_file(path: str, found: _Found) -> None:
+    """A given file: a ``timings.json`` names its directory; any other file is a problem."""
+    if os.path.basename(path) == TIMINGS_FILE:
+        directory = os.path.dirname(path) or "."
+        found.add(directory, directory, ())
+        with contextlib.suppress(OSError):
+            if any(_is_rescue_file(n) for n in os.listdir(directory)):
+                found.rescue_dirs.append(directory)
+    else:
+        message = f"not a directory nor a {TIMINGS_FILE}"
+        not_dir = NotADirectoryError(errno.ENOTDIR, message, path)
+        found.problems.append(Problem(path, message, not_dir))
+
+
+def _find_under(path: str, found: _Found) -> None:
+    """A given directory: every artifact directory under it; a problem when the walk met
+    neither one nor a problem nor a rescue file."""
+    before, rescues_before = len(found.problems), len(found.rescue_dirs)
+    hits = _walk(path, found.problems, found.rescue_dirs)
+    for parts, directory in hits:
+        found.add(directory, path, parts)
+    if not hits and len(found.problems) == before and len(found.rescue_dirs) == rescues_before:
+        message = f"no {TIMINGS_FILE} at or under this path"
+        found.problems.append(
+            Problem(path, message, FileNotFoundError(errno.ENOENT, message, path))
+        )
+
+
+def _once_each(directories: list[str]) -> list[str]:
+    """``directories`` without those whose real path came before (links to one directory)."""
+    known: set[str] = set()
+    unique: list[str] = []
+    for directory in directories:
+        real = os.path.realpath(directory)
+        if real not in known:
+            known.add(real)
+            unique.append(directory)
+    return unique
 
 
 def _read_problem(

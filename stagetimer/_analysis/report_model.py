@@ -1,0 +1,95 @@
+"""The report's records: one stage summarised (``StageStats``), the legacy values a run
+stored (``LegacyRun``) and everything said about one artifact directory (``ArtifactReport``).
+
+``report.py`` builds them; the renderers and ``wall_span`` read them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from stagetimer._analysis.seeds import RankSpread
+from stagetimer._analysis.tree import Artifact
+from stagetimer._store.records import RunTiming
+from stagetimer._store.rules import is_stage
+from stagetimer.hardware import Hardware
+
+__all__ = ["ArtifactReport", "LegacyRun", "StageStats"]
+
+
+@attrs.frozen
+class StageStats:
+    """One stage of one artifact directory, summarised over the runs a writer could have
+    written (``flagged_runs`` others are left out)."""
+
+    name: str
+    runs: int
+    total_seconds: float
+    mean_seconds: float | None
+    median_seconds: float | None
+    stdev_seconds: float | None
+    min_seconds: float | None
+    max_seconds: float | None
+    #: the distinct hardware ids of the runs, in order of first appearance
+    hardware_ids: tuple[str, ...]
+    #: each run's seconds as stored, in file order
+    run_seconds: tuple[float, ...]
+    #: runs without a hardware_id (legacy files)
+    runs_without_hardware: int
+    #: runs left out of the statistics (a value no writer could have stored)
+    flagged_runs: int = 0
+    #: how many runs the recorder was told to expect (``Recorder(expected_runs=n)``)
+    expected_runs: int | None = None
+    #: the earliest and latest ``started_at`` of its runs (None: none stored)
+    first_started_at: str | None = attrs.field(default=None, eq=False)
+    last_started_at: str | None = attrs.field(default=None, eq=False)
+    #: the distinct software ids of the runs, in order of first appearance
+    software_ids: tuple[str, ...] = ()
+    #: runs of a distributed launch: each seed counts once (``runs``, the statistics) as
+    #: its slowest rank; this says how far its ranks were apart. None without ranks.
+    rank_spread: RankSpread | None = None
+
+
+@attrs.frozen
+class LegacyRun:
+    """``system_ram_gb`` / ``gpu_ram_gb`` that a legacy writer stored in one run."""
+
+    stage: str
+    run_idx: int | None
+    label: str | None
+    values: dict[str, Any]
+
+
+@attrs.frozen
+class ArtifactReport:
+    """Everything the report says about one artifact directory."""
+
+    path: str
+    stages: tuple[StageStats, ...]
+    #: every hardware id the runs refer to -> its description (None: not in the sidecar)
+    hardware: dict[str, Hardware | None]
+    warnings: tuple[str, ...]
+    #: top-level legacy values of the file (they describe the writer, not the reader)
+    legacy_top_level: dict[str, Any]
+    legacy_runs: tuple[LegacyRun, ...]
+    #: the path it was found under, and its path relative to that
+    root: str = ""
+    relpath: str = "."
+    artifact: Artifact | None = attrs.field(default=None, eq=False, repr=False)
+
+    def stored_runs(self, stage: str) -> list[Any]:
+        """The runs of ``stage`` as parsed from the file (mappings, shape checked): what a
+        summary over every run reads without building 100,000 run objects."""
+        if self.artifact is None:
+            return []
+        value: Any = self.artifact.data.get(stage)
+        return value["runs"] if is_stage(value) else []
+
+    def runs(self, stage: str) -> tuple[RunTiming, ...]:
+        """The runs of ``stage`` as ``load_timings`` gives them (built on first use)."""
+        if self.artifact is None:
+            return ()
+        timing = self.artifact.timings.stages.get(stage)
+        return timing.runs if timing is not None else ()

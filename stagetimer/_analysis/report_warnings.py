@@ -1,0 +1,194 @@
+"""The warnings the report gives about one stage or one hardware description.
+
+Values no writer could have stored (``value_flags``), runs that differ in metadata,
+hardware or software (their mean mixes unlike runs), and an allocation smaller than
+its node. Each returns text (or None); ``report.py`` decides when to ask.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from stagetimer._analysis.report_model import StageStats
+from stagetimer._errors import short_repr
+from stagetimer._format import LEGACY_KEYS, RUN_FIELDS
+from stagetimer._store.load import as_float
+from stagetimer._store.rules import is_valid_seconds, valid_durations
+from stagetimer.hardware import Hardware, format_bytes
+from stagetimer.software import Software
+
+__all__ = [
+    "allocation_note",
+    "hardware_warning",
+    "metadata_warning",
+    "software_warning",
+    "value_flags",
+]
+
+_NOT_METADATA = frozenset(RUN_FIELDS) | frozenset(LEGACY_KEYS)
+
+
+def _where(name: str, run_idx: object, position: int) -> str:
+    if type(run_idx) is int and run_idx >= 0:
+        return f"stage {name} run {run_idx}"
+    return f"stage {name} run #{position + 1} in the file"
+
+
+def value_flags(
+    name: str, stage: dict[str, Any], seconds: list[float], indices: list[Any]
+) -> tuple[list[str], list[float], float]:
+    """Warnings for the values no writer could have stored, the seconds kept and their sum."""
+    kept = valid_durations(seconds)
+    kept_total = sum(kept, 0.0)
+    flags: list[str] = []
+    if len(kept) != len(seconds):
+        for position, value in enumerate(seconds):
+            if not is_valid_seconds(value):
+                why = "negative" if value < 0 else "not a finite number"
+                flags.append(
+                    f"{_where(name, indices[position], position)}: seconds {value:.17g} is "
+                    f"{why}; no writer stores that, so it is left out of the statistics"
+                )
+    numbered = indices if None not in indices else [i for i in indices if i is not None]
+    if numbered and min(numbered) < 0:
+        flags.extend(
+            f"stage {name} run #{position + 1} in the file: run_idx {run_idx} is negative; "
+            "no writer stores that"
+            for position, run_idx in enumerate(indices) if run_idx is not None and run_idx < 0
+        )
+    stored = stage.get("total_seconds")
+    if not flags and stored is not None:
+        summed = kept_total
+        if not math.isclose(as_float(stored), summed, rel_tol=1e-9, abs_tol=1e-9):
+            shown = f"{stored:.17g}" if type(stored) is float else short_repr(stored)
+            flags.append(
+                f"stage {name}: total_seconds {shown} is not the sum of its runs "
+                f"({summed:.17g}); the report uses the runs"
+            )
+    return flags, kept, kept_total
+
+def _shown(value: Any) -> Any:
+    """A hashable stand-in for a metadata value, equal for equal JSON values."""
+    if value is None or type(value) in (str, int, float, bool):
+        return (type(value) is bool, value)  # True and 1 are different settings
+    return json.dumps(value, sort_keys=True)
+
+
+def metadata_warning(
+    name: str, runs: Sequence[dict[str, Any]], present: set[str]
+) -> str | None:
+    """A key whose values differ between the runs, so the mean mixes unlike runs.
+
+    A key holding a different value in every one of three or more runs (a seed, a
+    score) describes each run, not a setting, and is not a mixture.
+    """
+    if len(runs) < 2:
+        return None
+    mixed = []
+    for key in present - _NOT_METADATA:
+        values = [r.get(key, _ABSENT) for r in runs]
+        if values.count(values[0]) == len(values) and type(values[0]) is not bool:
+            continue  # the common case, at C speed
+        counts: dict[Any, int] = {}
+        for value in values:
+            shown = _ABSENT if value is _ABSENT else _shown(value)
+            counts[shown] = counts.get(shown, 0) + 1
+        if len(counts) < 2 or (len(counts) == len(runs) >= 3):
+            continue
+        ordered = sorted(counts.items(), key=lambda kv: -kv[1])
+        described = ", ".join(f"{_value_text(key, v)} in {n}" for v, n in ordered[:4])
+        more = f" and {len(ordered) - 4} more values" if len(ordered) > 4 else ""
+        mixed.append(f"{described}{more}")
+    if not mixed:
+        return None
+    mixed.sort()
+    return (
+        f"stage {name}: its runs differ in metadata ({'; '.join(mixed)} runs); its mean "
+        "mixes unlike runs"
+    )
+
+
+def _value_text(key: str, shown: Any) -> str:
+    if shown is _ABSENT:
+        return f"no {key}"
+    if isinstance(shown, tuple):
+        return f"{key}={json.dumps(shown[1])}"
+    return f"{key}={shown}"
+
+
+_ABSENT = object()
+
+
+def hardware_warning(
+    stats: StageStats, described: dict[str, Hardware]
+) -> str | None:
+    """Runs on descriptions that differ in a field that changes a duration (or unknown)."""
+    from stagetimer.hardware import format_differences, hardware_differences
+
+    ids = stats.hardware_ids
+    unknown = [i for i in ids if i not in described]
+    if unknown:
+        return (
+            f"stage {stats.name}: its {stats.runs} runs span {len(ids)} hardware ids "
+            f"({', '.join(ids)}), not all described; their times may not be comparable"
+        )
+    base = ids[0]
+    parts = []
+    for other in ids[1:]:
+        differences = hardware_differences(described[base], described[other])
+        if differences:
+            parts.append(f"{base} vs {other}: {format_differences(differences)}")
+    if not parts:
+        return None
+    return (
+        f"stage {stats.name}: its {stats.runs} runs were measured on hardware that differs "
+        f"({'; '.join(parts)}); their times are not comparable"
+    )
+
+
+def allocation_note(hw_id: str, hw: Hardware) -> str | None:
+    """Where the process could use less than the node: its times do not speak for the node."""
+    parts = []
+    node_cpus = hw.cpu.node_logical_cpus
+    if node_cpus and 0 < hw.cpu.logical_cpus < node_cpus:
+        parts.append(f"ran on {hw.cpu.logical_cpus} of {node_cpus} CPUs")
+    quota = hw.cpu.quota_cpus
+    if quota is not None and hw.cpu.logical_cpus and quota < hw.cpu.logical_cpus:
+        parts.append(f"a CPU quota of {quota:g} of the {hw.cpu.logical_cpus} CPUs it may run on")
+    limit, node = hw.memory.limit_bytes, hw.memory.node_total_bytes
+    if limit is not None and node is not None and limit < node:
+        parts.append(f"{format_bytes(limit)} of the node's {format_bytes(node)} memory")
+    if not parts:
+        return None
+    return f"{hw_id}: the allocation was smaller than the node: {', '.join(parts)}"
+
+
+def software_warning(
+    stats: StageStats, described: Mapping[str, Software]
+) -> str | None:
+    """Runs of one stage that ran different software: name what differs."""
+    from stagetimer.software import format_software_differences, software_differences
+
+    ids = stats.software_ids
+    unknown = [i for i in ids if i not in described]
+    if unknown:
+        return (
+            f"stage {stats.name}: its runs span {len(ids)} software ids "
+            f"({', '.join(ids)}), not all described; they may not have run the same code"
+        )
+    base = ids[0]
+    parts = []
+    for other in ids[1:]:
+        found = software_differences(described[base], described[other])
+        if found:
+            words = format_software_differences(found, described[base], described[other])
+            parts.append(f"{base} vs {other}: {words}")
+    if not parts:
+        return None
+    return (
+        f"stage {stats.name}: its runs ran different software ({'; '.join(parts)}); "
+        "their times may not be comparable"
+    )
