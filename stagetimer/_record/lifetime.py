@@ -19,7 +19,7 @@ from stagetimer._errors import StageTimerWarning
 # ``after_in_child`` hooks run in the order they were registered (Python docs,
 # os.register_at_fork): reentry, and through it _store.lock and _store.claims, are
 # imported first so that a child forgets the parent's sections, locks and claims before
-# its recorders build their new savers, as when this hook lived in recorder.py.
+# its recorders build their new savers.
 from stagetimer._record import reentry  # noqa: F401  (imported for its hook's place)
 
 if TYPE_CHECKING:
