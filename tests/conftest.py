@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from stagetimer import Recorder
-from stagetimer._record import recorder as _recorder
+from stagetimer._record import lifetime as _lifetime
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +20,7 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     # Records a test left pending on purpose are not rescued at the end of the session
     # (interpreter exit is tested in subprocesses).
-    _recorder._with_pending.clear()
+    _lifetime.with_pending.clear()
 
 
 @pytest.fixture

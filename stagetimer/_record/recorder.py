@@ -2,7 +2,8 @@
 
 The recorder is the facade: its settings, ``with rec:``, ``record``, ``close``,
 ``pending`` and pickling. Saving is its ``Saver``'s (``saver.py``), whose every attempt
-ends in one named outcome; the recorder turns an outcome into a warning or an error.
+ends in one named outcome; the recorder turns an outcome into a warning or an error
+(``reporting.py``).
 How a process's life is handled (see docs/guarantees.md):
 
 - A record whose save failed stays pending and is, before the stage returns, in the
@@ -11,31 +12,28 @@ How a process's life is handled (see docs/guarantees.md):
   handler inside a save is queued, never waits, and is saved before that save returns.
 - ``fork()``: the child's recorders drop the parent's pending records; each module resets
   its own state (locks, caches) with its own ``os.register_at_fork`` hook.
+
+Beside it: ``active.py`` (which recorder a stage without one records into),
+``lifetime.py`` (the save at exit, the reset after fork), ``reporting.py`` (an outcome's
+warnings) and ``warning.py`` (how a warning reaches the user).
 """
 
 from __future__ import annotations
 
-import atexit
-import contextvars
 import functools
 import os
-import warnings
-import weakref
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from stagetimer._errors import (
-    InvalidRecordError,
-    InvalidSettingError,
-    NoActiveRecorderError,
-    StageTimerWarning,
-)
+from stagetimer._errors import InvalidRecordError, InvalidSettingError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
+from stagetimer._record.active import enter, environment_recorder, leave, stack
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
-from stagetimer._record.reentry import current_frame, defer, reentered, section
+from stagetimer._record.lifetime import instances, with_pending
+from stagetimer._record.reentry import defer, reentered, section
 from stagetimer._record.settings import (
     as_path,
     check_completed_runs,
@@ -45,17 +43,19 @@ from stagetimer._record.settings import (
     check_policy,
     check_timeout,
 )
+from stagetimer._record.warning import warn_user
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
 
 if TYPE_CHECKING:
     from stagetimer._record.likely_mistakes import LikelyMistakes
     from stagetimer._record.pending import Pending
-    from stagetimer._record.saver import DroppedByReset, Noted, Outcome, Refused, Saved, Saver
+    from stagetimer._record.saver import Outcome, Saver
 
 # The save path (saver.py and the modules it needs: pending, likely_mistakes,
-# rescue_file, the sidecar readers and writers) is imported by the first recorder, not by
-# ``import stagetimer``: its classes cost milliseconds to build (benchmarks/run.py,
-# "import stagetimer"). Hence the imports inside the methods below.
+# rescue_file, the sidecar readers and writers; reporting.py, which reads its outcomes)
+# is imported by the first recorder, not by ``import stagetimer``: its classes cost
+# milliseconds to build (benchmarks/run.py, "import stagetimer"). Hence the imports
+# inside the methods below.
 
 __all__ = ["Recorder", "resolve_recorder"]
 
@@ -66,26 +66,15 @@ __all__ = ["Recorder", "resolve_recorder"]
 # stage would lose its record.
 _pending_module: ModuleType
 _saver_module: ModuleType
+_reporting_module: ModuleType
 
 
 def _bind_save_path() -> None:
-    global _pending_module, _saver_module
-    if "_saver_module" not in globals():
-        from stagetimer._record import pending, saver
+    global _pending_module, _saver_module, _reporting_module
+    if "_reporting_module" not in globals():
+        from stagetimer._record import pending, reporting, saver
 
-        _pending_module, _saver_module = pending, saver
-
-_stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
-    "stagetimer_recorders", default=()
-)
-_env_recorders: dict[str, Recorder] = {}
-# Recorders holding pending records, kept alive (strong references) until those are saved
-# or given up at exit: a recorder dropped by its user must not take its records with it.
-# Only added to, discarded from and copied: each one atomic operation, no lock.
-_with_pending: set[Recorder] = set()
-# Every recorder of this process, for the reset in a forked child.
-_instances: weakref.WeakSet[Recorder] = weakref.WeakSet()
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        _pending_module, _saver_module, _reporting_module = pending, saver, reporting
 
 
 def _restore(settings: dict[str, Any]) -> Recorder:
@@ -169,7 +158,7 @@ class Recorder:
         _bind_save_path()
         self._saver = self._new_saver()
         self._mistakes = LikelyMistakes(self.policy, self._warn)
-        _instances.add(self)
+        instances.add(self)
 
     def _new_saver(self) -> Saver:
         return _saver_module.Saver(  # type: ignore[no-any-return]
@@ -206,16 +195,11 @@ class Recorder:
         return len(self._saver.pending)
 
     def __enter__(self) -> Recorder:
-        _stack.set((*_stack.get(), self))
+        enter(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        stack = list(_stack.get())
-        for i in range(len(stack) - 1, -1, -1):
-            if stack[i] is self:
-                del stack[i]
-                break
-        _stack.set(tuple(stack))
+        leave(self)
         self.close()
 
     def record(
@@ -264,7 +248,7 @@ class Recorder:
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
         self._saver.pending.append(pending)
-        _with_pending.add(self)
+        with_pending.add(self)
         try:
             if reentered():
                 defer(self)
@@ -292,7 +276,7 @@ class Recorder:
             if isinstance(outcome, _saver_module.HandedBack):
                 raise outcome.error
             if isinstance(outcome, _saver_module.Refused):
-                self._report_refused(outcome)
+                _reporting_module.report_refused(outcome, self._mistakes, self._warn)
                 raise outcome.error
             self._report(outcome)
 
@@ -324,38 +308,14 @@ class Recorder:
 
     def _report(self, outcome: Outcome) -> None:
         """Warn about an outcome nobody waits for; a strict recorder raises a refusal."""
-        if isinstance(outcome, _saver_module.KeptPending):
-            finished = outcome.newest
-            self._warn(
-                f"stage {finished.name!r} finished ({finished.seconds:.3f} s) but could not be "
-                f"saved: {outcome.error}; {outcome.count} record(s) kept pending, retried at "
-                f"the next save and at exit; {outcome.where}"
-            )
-        elif isinstance(outcome, _saver_module.Refused):
-            self._report_refused(outcome)
-            if outcome.rescued is None:
-                raise outcome.error
-        elif not isinstance(outcome, _saver_module.HandedBack):
-            self._noted(cast("Saved", outcome).appended_again)
-
-    def _noted(self, noted: tuple[Noted, ...]) -> None:
-        for note in noted:
-            if isinstance(note, _saver_module.AppendedAgain):
-                self._mistakes.appended_again(note.stage, note.run_idx)
-            else:
-                self._mistakes.reset_dropped(note.stage, cast("DroppedByReset", note).run_idxs)
-
-    def _report_refused(self, outcome: Refused) -> None:
-        self._noted(outcome.appended_again)
-        if outcome.rescued is not None:
-            self._warn(f"{outcome.error}; {outcome.rescued}")
+        _reporting_module.report(outcome, self._mistakes, self._warn)
 
     def _track(self) -> None:
         """Kept alive for the save at exit exactly while records are pending."""
         if self._saver.pending:
-            _with_pending.add(self)
+            with_pending.add(self)
         else:
-            _with_pending.discard(self)
+            with_pending.discard(self)
 
     def _make_safe(self) -> None:
         """After an interrupt: settle the write it cut short, rescue what is still pending."""
@@ -367,18 +327,8 @@ class Recorder:
         self._saver = self._new_saver()
 
     def _warn(self, message: str) -> None:
-        """One ``StageTimerWarning``, attributed to the first caller outside stagetimer."""
-        level, frame = 1, current_frame()
-        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            level, frame = level + 1, frame.f_back
-        try:
-            warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
-        except (ValueError, OSError) as exc:
-            if isinstance(exc, Warning):
-                raise  # the user's filter turned the warning into an error
-            # warnings writes to a closed sys.stderr (ValueError) or one whose reader
-            # left; the record itself is in its rescue file: a lost warning must not fail
-            # the stage.
+        """One ``StageTimerWarning`` about this directory (``warning.py``)."""
+        warn_user(self.directory, message)
 
 
 def resolve_recorder(recorder: Recorder | None) -> Recorder:
@@ -389,41 +339,7 @@ def resolve_recorder(recorder: Recorder | None) -> Recorder:
                 f"recorder {recorder!r} is not valid: expected a stagetimer.Recorder", recorder
             )
         return recorder
-    stack = _stack.get()
-    if stack:
-        return stack[-1]
-    directory = os.environ.get("STAGETIMER_DIR")
-    if not directory:
-        raise NoActiveRecorderError()
-    key = os.path.abspath(directory)
-    rec = _env_recorders.get(key)
-    if rec is None:
-        # No lock: a signal handler or finaliser that records while this thread builds
-        # the recorder (the first stage() imports the save path) would wait forever for
-        # a lock its own thread holds. Built outside any lock and published with one
-        # atomic setdefault: of two built at once, both callers get the first published.
-        rec = _env_recorders.setdefault(key, Recorder(directory))
-    return rec
-
-
-@atexit.register
-def _close_all() -> None:
-    recorders = list(_with_pending)  # one C-level copy: atomic under the GIL
-    for rec in recorders:
-        try:
-            rec.close()
-        except Exception as exc:  # at exit, one recorder's failure must not hide the others'
-            warnings.warn(
-                f"{rec.directory}: closing at exit failed: {exc}", StageTimerWarning, stacklevel=2
-            )
-
-
-def _after_fork_in_child() -> None:
-    """A forked child: no recorder lock is held, none of the parent's records is pending."""
-    _with_pending.clear()
-    for rec in list(_instances):
-        rec._reset_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    entered = stack.get()
+    if entered:
+        return entered[-1]
+    return environment_recorder(Recorder)

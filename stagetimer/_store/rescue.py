@@ -207,6 +207,26 @@ def _put_back(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
 
 def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recovered:
     """Put the file's records back where missing, hardware (and software) first."""
+    records, refused = _fold_hardware(directory, content, lock_timeout)
+    put, present, put_refused = _fold_timings(
+        directory, records, content.expected_runs, lock_timeout
+    )
+    refused.extend(put_refused)
+    if not refused:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(content.path)
+    return Recovered(content.path, put, present, tuple(refused))
+
+
+def _fold_hardware(
+    directory: str, content: RescueContent, lock_timeout: float
+) -> tuple[list[RescueRecord], list[str]]:
+    """Add the descriptions the records need to ``timings_hardware.json``.
+
+    Returns the records whose ``hardware_id`` is now described (or who have none), and
+    the file's refusals followed by one for each record whose hardware is described
+    nowhere.
+    """
     records = list(content.records)
     refused = list(content.refused)
     known: set[str] = set()
@@ -229,7 +249,7 @@ def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recove
         added_software = add_software(data, software)
         return dumps_hardware(data) if added or added_software else None
 
-    from stagetimer._store.parse import parse_hardware, parse_timings
+    from stagetimer._store.parse import parse_hardware
 
     hardware_path = os.path.join(directory, HARDWARE_FILE)
     update_file(hardware_path, parse_hardware, change_hardware, lock_timeout)
@@ -239,7 +259,16 @@ def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recove
             f"stage {r.stage!r}: its hardware_id {r.run['hardware_id']!r} is described "
             f"neither in the rescue file nor in {HARDWARE_FILE}"
         )
-    records = [r for r in records if r not in unresolved]
+    return [r for r in records if r not in unresolved], refused
+
+
+def _fold_timings(
+    directory: str, records: list[RescueRecord], expected: int | None, lock_timeout: float
+) -> tuple[int, int, list[str]]:
+    """Put each record back into ``timings.json`` unless a run with its key is there.
+
+    Returns how many were put back, how many were already there, and the refusals.
+    """
     counts = [0, 0]
     put_refused: list[str] = []
 
@@ -262,15 +291,13 @@ def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recove
                 put_refused.append(str(exc))
                 continue
             counts[0] += 1
-            _note_expected(data, record, content.expected_runs)
+            _note_expected(data, record, expected)
         return timings_bytes(data) if counts[0] else None
 
+    from stagetimer._store.parse import parse_timings
+
     update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout)
-    refused.extend(put_refused)
-    if not refused:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(content.path)
-    return Recovered(content.path, counts[0], counts[1], tuple(refused))
+    return counts[0], counts[1], put_refused
 
 
 def _note_expected(data: dict[str, Any], record: RescueRecord, expected: int | None) -> None:

@@ -128,6 +128,32 @@ def _clear_continuation(data: dict[str, Any], continuation: str, rank: object) -
         del data[continuation]
 
 
+def _existing_stage(data: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """Stage ``name`` of ``data``, None when absent; refused when the name holds other data."""
+    existing = data.get(name)
+    if name in data and not is_stage(existing):  # a stored null is other data too
+        raise InvalidRecordError(
+            f"stage name {name!r} holds other data in timings.json (not an object with a "
+            "'runs' list); choose another stage name",
+            name,
+        )
+    return existing
+
+
+def _upserted(old_runs: list[Any], run: dict[str, Any]) -> list[Any]:
+    """Under ``upsert``: ``old_runs`` without the run of ``run``'s run_idx, label and rank,
+    plus ``run``, in run_idx order (a new list)."""
+    key = (run.get("run_idx"), run.get("label"), run.get("rank"))
+    runs = [
+        r
+        for r in old_runs
+        if not (isinstance(r, dict) and (r.get("run_idx"), r.get("label"), r.get("rank")) == key)
+    ]
+    runs.append(run)
+    runs.sort(key=_upsert_key)
+    return runs
+
+
 def apply_run(
     data: dict[str, Any],
     name: str,
@@ -142,13 +168,7 @@ def apply_run(
     (this process wrote it), so an appended run only adds to it. Nothing is changed
     when the record is refused.
     """
-    existing = data.get(name)
-    if name in data and not is_stage(existing):  # a stored null is other data too
-        raise InvalidRecordError(
-            f"stage name {name!r} holds other data in timings.json (not an object with a "
-            "'runs' list); choose another stage name",
-            name,
-        )
+    existing = _existing_stage(data, name)
     old_runs: list[Any] = existing["runs"] if existing is not None else []
     run_idx = run.get("run_idx")
     rank = run.get("rank")
@@ -165,16 +185,7 @@ def apply_run(
         runs = [*_other_ranks(old_runs, rank), run] if old_runs else [run]
         total = add_seconds(0.0, runs)
     else:
-        key = (run_idx, run.get("label"), rank)
-        runs = [
-            r
-            for r in old_runs
-            if not (
-                isinstance(r, dict) and (r.get("run_idx"), r.get("label"), r.get("rank")) == key
-            )
-        ]
-        runs.append(run)
-        runs.sort(key=_upsert_key)
+        runs = _upserted(old_runs, run)
         total = add_seconds(0.0, runs)
     if not math.isfinite(total):
         # Only valid runs are summed, so this needs runs that together exceed ~1.8e308 s.

@@ -77,7 +77,7 @@ warnings.simplefilter("ignore")
 what, base, trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
 PKG = os.path.dirname(stagetimer.__file__) + os.sep
 from stagetimer import Recorder, capture_hardware, record_timing, stage
-from stagetimer._record import pending, recorder
+from stagetimer._record import active, pending
 from stagetimer.hardware import _capture
 
 handled = []
@@ -97,7 +97,7 @@ main = threading.main_thread().ident
 
 def run(n, directory):
     os.environ["STAGETIMER_DIR"] = directory
-    recorder._env_recorders.clear()
+    active._env_recorders.clear()
     target[0] = Recorder(directory)
     _capture.clear_cache()
     pending._live_hardware = None
