@@ -45,7 +45,6 @@ print(json.dumps({"id": software_id(sw), "description": software_description(sw)
 
 
 def test_a_child_importing_one_more_distribution_differs_by_that_package(tmp_path: Path) -> None:
-    pytest.importorskip("six")
     base = run_child(DESCRIBE, "json", cwd=tmp_path)
     new = run_child(DESCRIBE, "six", cwd=tmp_path)
 

@@ -52,7 +52,6 @@ def train(repo: Path, directory: Path, first_seed: int = 0, imports: str = "-") 
 @pytest.fixture
 def sides(tmp_path: Path) -> tuple[Path, Path, str, str]:
     """base: the first commit, clean; new: the second, with an edit, importing six."""
-    pytest.importorskip("six")
     repo, first, second = two_commits(tmp_path)
     git(repo, "checkout", "-q", first)
     train(repo, tmp_path / "base")

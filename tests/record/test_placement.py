@@ -146,7 +146,6 @@ print(json.dumps(sorted(software.packages)))
 def test_software_is_captured_at_the_first_save_with_what_was_imported_by_then(
     tmp_path: Path,
 ) -> None:
-    pytest.importorskip("six")
 
     packages = json.loads(run_child(LATE_IMPORT, str(tmp_path)))
 
@@ -168,7 +167,6 @@ os.waitpid(pid, 0)
 
 
 def test_a_forked_child_captures_its_own_software(tmp_path: Path) -> None:
-    pytest.importorskip("six")
     run_child(FORKED, str(tmp_path))
 
     stages = load_timings(tmp_path).stages

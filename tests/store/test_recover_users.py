@@ -25,7 +25,8 @@ from helpers.rescue import dead_owner
 from stagetimer import recover
 from stagetimer._cli import main
 
-GROUP, ALICE, BOB = "strcgrp", "strcalice", "strcbob"  # names no other test uses
+# Names no other test uses, and no other run of this suite on the machine at the same time.
+GROUP, ALICE, BOB = (f"{name}{os.getpid()}" for name in ("strcgrp", "strcalice", "strcbob"))
 
 SAVE = """
 import sys, warnings
