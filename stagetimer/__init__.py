@@ -8,8 +8,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from stagetimer import stages
 from stagetimer._errors import (
@@ -21,6 +20,7 @@ from stagetimer._errors import (
     StageTimerError,
     StageTimerWarning,
 )
+from stagetimer._lazy import lazy_attributes
 from stagetimer._record.recorder import Recorder
 from stagetimer._record.stage import record_timing, stage
 from stagetimer._record.timed import TimedFunction, timed_stage
@@ -77,13 +77,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stagetimer' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

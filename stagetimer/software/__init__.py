@@ -7,9 +7,9 @@ import twice over when it only captures its software.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from stagetimer._lazy import lazy_attributes
 from stagetimer.software._capture import capture_software
 from stagetimer.software._model import CodeInfo, Software, software_description, software_id
 
@@ -29,12 +29,8 @@ __all__ = [
     "software_id",
 ]
 
-_LAZY = {"format_software_differences", "software_differences"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'stagetimer.software' has no attribute {name!r}")
-    value = getattr(importlib.import_module("stagetimer.software._differences"), name)
-    globals()[name] = value
-    return value
+_LAZY = {
+    "format_software_differences": "stagetimer.software._differences",
+    "software_differences": "stagetimer.software._differences",
+}
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
