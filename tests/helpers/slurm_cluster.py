@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 __all__ = [
     "PACKAGES",
@@ -403,14 +404,26 @@ def slurm_cluster(*, constrain_ram: bool) -> Iterator[SlurmCluster]:
 
     Raises ``ClusterUnavailable`` where the daemons cannot start here.
     """
+    with running(lambda root: SlurmCluster(root, constrain_ram=constrain_ram), "slurm") as cluster:
+        yield cluster
+
+
+_C = TypeVar("_C", bound="SlurmCluster")
+
+
+@contextlib.contextmanager
+def running(make: Callable[[Path], _C], name: str) -> Iterator[_C]:
+    """A cluster made by ``make(root)`` in a fresh temporary root, started for the
+    ``with`` block, then stopped and removed; ``ClusterUnavailable`` where it cannot
+    start here (not root, no munge, a daemon that dies)."""
     if os.geteuid() != 0:
-        raise ClusterUnavailable("needs root (slurmd runs the job as root and manages cgroups)")
+        raise ClusterUnavailable("needs root (slurmd runs the jobs as root and manages cgroups)")
     try:
         pwd.getpwnam("munge")
     except KeyError:
         raise ClusterUnavailable("there is no `munge` user: is munge installed?") from None
-    root = Path(tempfile.mkdtemp(prefix="stagetimer-slurm-"))
-    cluster = SlurmCluster(root, constrain_ram=constrain_ram)
+    root = Path(tempfile.mkdtemp(prefix=f"stagetimer-{name}-"))
+    cluster = make(root)
     try:
         try:
             cluster.start()

@@ -11,20 +11,15 @@ Built on ``helpers.slurm_cluster`` (munged, slurmctld, job submission and teardo
 from __future__ import annotations
 
 import contextlib
-import os
-import pwd
-import shutil
 import signal
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from helpers.slurm_cluster import (
-    ClusterUnavailable,
-    DaemonDied,
     SlurmCluster,
     _free_ports,
+    running,
 )
 
 __all__ = ["NODES", "MultiNodeCluster", "multi_node_cluster"]
@@ -124,20 +119,5 @@ def multi_node_cluster() -> Iterator[MultiNodeCluster]:
 
     Raises ``ClusterUnavailable`` where it cannot start here.
     """
-    if os.geteuid() != 0:
-        raise ClusterUnavailable("needs root (slurmd runs the jobs as root)")
-    try:
-        pwd.getpwnam("munge")
-    except KeyError:
-        raise ClusterUnavailable("there is no `munge` user: is munge installed?") from None
-    root = Path(tempfile.mkdtemp(prefix="stagetimer-slurm-mn-"))
-    cluster = MultiNodeCluster(root)
-    try:
-        try:
-            cluster.start()
-        except (DaemonDied, TimeoutError) as error:
-            raise ClusterUnavailable(f"the cluster did not start: {error}") from error
+    with running(MultiNodeCluster, "slurm-mn") as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
