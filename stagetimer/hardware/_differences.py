@@ -33,7 +33,13 @@ from stagetimer._errors import InvalidTypeError
 from stagetimer.hardware._model import Hardware, description
 from stagetimer.hardware._units import format_bytes, format_rate, significant
 
-__all__ = ["Difference", "format_differences", "format_value", "hardware_differences"]
+__all__ = [
+    "Difference",
+    "as_description",
+    "format_differences",
+    "format_value",
+    "hardware_differences",
+]
 
 #: relative difference of ``cpu.clock_max_mhz`` below which two clocks are the same
 CLOCK_TOLERANCE = 0.01
@@ -124,15 +130,24 @@ _PLATFORM: tuple[tuple[str, Callable[[Any], Any]], ...] = (
 )
 
 
-def _as_dict(hardware: Hardware | Mapping[str, Any]) -> Mapping[str, Any]:
-    if isinstance(hardware, Hardware):
-        return description(hardware)
-    if isinstance(hardware, Mapping):
-        return hardware
+def as_description(
+    value: object, kind: type[Any], describe: Callable[[Any], Mapping[str, Any]]
+) -> Mapping[str, Any]:
+    """``value`` as a stored description: ``describe(value)`` for a ``kind`` object, a
+    mapping as it is; anything else is an ``InvalidTypeError`` naming it."""
+    if isinstance(value, kind):
+        return describe(value)
+    if isinstance(value, Mapping):
+        return value
     raise InvalidTypeError(
-        f"expected a Hardware or a stored description (dict), not {type(hardware).__name__}:"
-        f" {hardware!r}"
+        f"expected a {kind.__name__} or a stored description (dict), not "
+        f"{type(value).__name__}: {value!r}",
+        value,
     )
+
+
+def _as_dict(hardware: Hardware | Mapping[str, Any]) -> Mapping[str, Any]:
+    return as_description(hardware, Hardware, description)
 
 
 def _gpus(data: Mapping[str, Any]) -> Sequence[Any]:

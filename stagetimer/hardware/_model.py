@@ -24,6 +24,7 @@ __all__ = [
     "Hardware",
     "MemoryInfo",
     "SchedulerInfo",
+    "content_id",
     "description",
     "hardware_id",
 ]
@@ -145,5 +146,12 @@ def hardware_id(hardware: Hardware | Mapping[str, Any]) -> str:
     >>> hardware_id({"host": "a"})
     'hw-...'
     """
-    canonical = json.dumps(description(hardware), sort_keys=True, separators=(",", ":"))
-    return "hw-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return content_id("hw-", description(hardware))
+
+
+def content_id(prefix: str, stored: Mapping[str, Any]) -> str:
+    """``prefix`` + the first 16 hex digits of the SHA-256 of ``stored``'s canonical JSON
+    (sorted keys, no spaces): the id of a hardware or software description, equal for
+    equal descriptions in any process, on any Python version."""
+    canonical = json.dumps(stored, sort_keys=True, separators=(",", ":"))
+    return prefix + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stagetimer.hardware import Difference
+from stagetimer.hardware._differences import as_description
 from stagetimer.software._model import Software, software_description
 
 __all__ = ["format_software_differences", "software_differences"]
@@ -21,14 +22,7 @@ _CODE_FIELDS = ("commit", "dirty", "diff_sha256")
 
 
 def _as_dict(software: Software | Mapping[str, Any]) -> Mapping[str, Any]:
-    if isinstance(software, Software):
-        return software_description(software)
-    if isinstance(software, Mapping):
-        return software
-    raise TypeError(
-        f"expected a Software or a stored description (dict), not {type(software).__name__}:"
-        f" {software!r}"
-    )
+    return as_description(software, Software, software_description)
 
 
 def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -10,12 +10,12 @@ pid, host, paths of temporary directories) belongs in it. Missing values stay ``
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
+from stagetimer.hardware._model import content_id
 
 __all__ = ["CodeInfo", "Software", "software_description", "software_id"]
 
@@ -65,7 +65,4 @@ def software_id(software: Software | Mapping[str, Any]) -> str:
     >>> software_id({"python": "CPython 3.11.7"})
     'sw-...'
     """
-    canonical = json.dumps(
-        software_description(software), sort_keys=True, separators=(",", ":")
-    )
-    return "sw-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return content_id("sw-", software_description(software))
