@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._store.load import as_float, load_hardware
+from stagetimer._store.load import as_float, structure_hardware
 from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._store.records import HardwareSidecar
 from stagetimer._store.rules import is_stage
@@ -65,10 +65,8 @@ class HardwareCache:
             return HardwareSidecar()
         known = self._by_content.get(raw)
         if known is None:
-            parse_hardware(path, raw)  # its errors, from these bytes
-            known = load_hardware(directory)
-            # Kept only when the file did not change while it was read twice.
-            if len(self._by_content) < 64 and read_bytes(path) == raw:
+            known = structure_hardware(path, parse_hardware(path, raw))  # from these bytes
+            if len(self._by_content) < 64:
                 self._by_content[raw] = known
         # A fresh mapping per artifact: the Hardware values inside are frozen.
         return HardwareSidecar(

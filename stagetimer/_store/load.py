@@ -20,7 +20,14 @@ from stagetimer._store.rules import add_seconds, is_stage
 if TYPE_CHECKING:
     import cattrs
 
-__all__ = ["as_float", "load_hardware", "load_timings", "make_converter", "structure_timings"]
+__all__ = [
+    "as_float",
+    "load_hardware",
+    "load_timings",
+    "make_converter",
+    "structure_hardware",
+    "structure_timings",
+]
 
 
 
@@ -82,16 +89,13 @@ def structure_timings(data: dict[str, Any]) -> Timings:
     return Timings(stages=stages, legacy_metadata=legacy, other=other)
 
 
+@functools.cache
 def make_converter() -> cattrs.Converter:
-    """The private converter that structures ``timings_hardware.json`` into the attrs classes."""
+    """The private converter that structures ``timings_hardware.json`` into the attrs
+    classes, built once (never hooks on cattrs' global converter)."""
     import cattrs
 
     return cattrs.Converter()
-
-
-@functools.cache
-def _converter() -> cattrs.Converter:
-    return make_converter()
 
 
 def _why(exc: Exception) -> str:
@@ -138,8 +142,13 @@ def load_hardware(directory: str | os.PathLike[str]) -> HardwareSidecar:
     ``SchemaVersionError``; a missing directory and bad content as for ``load_timings``.
     """
     path = _sidecar_path(directory, HARDWARE_FILE)
-    data = parse_hardware(path, read_bytes(path))
+    return structure_hardware(path, parse_hardware(path, read_bytes(path)))
+
+
+def structure_hardware(path: str, data: dict[str, Any]) -> HardwareSidecar:
+    """The parsed ``timings_hardware.json`` at ``path`` (``parse_hardware``'s mapping) as
+    ``load_hardware`` returns it."""
     try:
-        return _converter().structure(data, HardwareSidecar)
+        return make_converter().structure(data, HardwareSidecar)
     except Exception as exc:  # cattrs raises several kinds; name the file whatever it was
         raise SidecarCorruptError(path, f"unexpected hardware description ({_why(exc)})") from None
