@@ -67,7 +67,6 @@ from stagetimer._analysis.significance import benjamini_hochberg
 from stagetimer._analysis.software_pairs import SoftwareDifferences, software_ids
 from stagetimer._analysis.stage_verdict import (
     Measured,
-    compare_stage,
     judged,
     measure,
     measure_paired,
@@ -91,8 +90,6 @@ __all__ = [
     "StageComparison",
     "Unpaired",
     "compare",
-    "compare_artifacts",
-    "compare_stage",
 ]
 
 # --- pairing directories ----------------------------------------------------------------
@@ -221,25 +218,6 @@ def _judge(
         )
         pairs.append(attrs.evolve(pair, stages=verdicts))
     return pairs, len(p_values)
-
-
-def compare_artifacts(
-    base: Artifact,
-    new: Artifact,
-    *,
-    threshold: float = 0.02,
-    paired: bool = False,
-) -> Pair:
-    """Compare two artifact directories already read (see ``stagetimer._analysis.tree``),
-    the q-values adjusted over this pair's tests alone.
-
-    Works on the parsed files (``Artifact.data``), as the report does: a run's
-    ``seconds`` and ``hardware_id`` are all it needs, and building run objects
-    for 100,000 runs would cost more than the statistics.
-    """
-    threshold = _check_threshold(threshold)
-    pairs, _ = _judge([_measure_pair(base, new, _caches(), None, paired)], threshold)
-    return pairs[0]
 
 
 def compare(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import attrs
 
@@ -36,7 +36,6 @@ __all__ = [
     "side_by_side",
     "stage_use",
     "statement_from",
-    "with_resources",
 ]
 
 #: The stage families of a compute statement, in the order it lists them.
@@ -189,22 +188,6 @@ def side_by_side(
     verdict: these are not tested), or None when neither side recorded any."""
     base, new = _side(base_runs), _side(new_runs)
     return None if base is None and new is None else {"base": base, "new": new}
-
-
-_Compared = TypeVar("_Compared")
-
-
-def with_resources(
-    stages: tuple[_Compared, ...], base: Mapping[str, Any], new: Mapping[str, Any]
-) -> tuple[_Compared, ...]:
-    """``compare``'s stage comparisons (attrs objects with ``name`` and ``resources``), each
-    with what the stage used on both sides (``base``/``new``: the raw stages by name)."""
-    out = []
-    for stage in stages:
-        name = stage.name  # type: ignore[attr-defined]
-        used = side_by_side(base[name]["runs"], new[name]["runs"])
-        out.append(stage if used is None else attrs.evolve(cast(Any, stage), resources=used))
-    return tuple(out)
 
 
 @attrs.define

@@ -30,7 +30,6 @@ __all__ = [
     "CONFIDENCE",
     "FLOOR_SECONDS",
     "Measured",
-    "compare_stage",
     "judged",
     "measure",
     "measure_paired",
@@ -112,16 +111,6 @@ def measure(name: str, base: Sequence[float], new: Sequence[float]) -> Measured:
         return Measured(name, base_stats, new_stats, ratio, None)
     test = welch_test((mean_new, var_new, len(new)), (mean_base, var_base, len(base)), CONFIDENCE)
     return Measured(name, base_stats, new_stats, ratio, test)
-
-
-def compare_stage(
-    name: str, base: Sequence[float], new: Sequence[float], threshold: float = 0.02
-) -> StageComparison:
-    """One stage's comparison from its durations on each side (already valid), as the only
-    test of its call (its q-value is its p-value)."""
-    measured = measure(name, base, new)
-    p = None if measured.test is None else measured.test.p_value
-    return judged(measured, p, threshold)
 
 
 def measure_paired(

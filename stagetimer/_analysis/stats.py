@@ -12,10 +12,9 @@
 - :func:`t_sf` and :func:`t_ppf`: Student's t upper tail and quantile; the tail
   is ``I_x(df/2, 1/2) / 2`` with ``x = df / (df + t**2)``, and the quantile solves
   it by Newton's method from the Cornish-Fisher expansion.
-- :func:`welch_interval`: the confidence interval of ``mean(a) - mean(b)`` by
-  Welch's t (unequal variances, Welch-Satterthwaite degrees of freedom): the
-  interval ``scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval()``
-  gives.
+
+The tests built on them (Welch's and the paired t, Benjamini-Hochberg) are in
+``significance``.
 """
 
 from __future__ import annotations
@@ -36,8 +35,6 @@ __all__ = [
     "summarise",
     "t_ppf",
     "t_sf",
-    "welch_from_moments",
-    "welch_interval",
 ]
 
 _EPSILON = 1e-15
@@ -303,41 +300,3 @@ def mean_and_variance(values: Sequence[float]) -> tuple[float, float]:
     if n < 2:
         return mean, math.nan
     return mean, _variance(values, mean)
-
-
-def welch_from_moments(
-    a: tuple[float, float, int], b: tuple[float, float, int], confidence: float = 0.95
-) -> tuple[float, float]:
-    """Welch's interval of ``mean(a) - mean(b)`` from each sample's (mean, variance, n)."""
-    (mean_a, var_a, n_a), (mean_b, var_b, n_b) = a, b
-    if n_a < 2 or n_b < 2:
-        raise ValueError(
-            f"Welch's interval needs at least 2 values per sample, not {n_a} and {n_b}"
-        )
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie between 0 and 1, not {confidence!r}")
-    se_a, se_b = var_a / n_a, var_b / n_b
-    difference = mean_a - mean_b
-    spread = se_a + se_b
-    if spread == 0.0:
-        return difference, difference
-    df = spread * spread / (se_a * se_a / (n_a - 1) + se_b * se_b / (n_b - 1))
-    half = t_ppf(0.5 + confidence / 2.0, df) * math.sqrt(spread)
-    return difference - half, difference + half
-
-
-def welch_interval(
-    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
-) -> tuple[float, float]:
-    """The ``confidence`` interval of ``mean(a) - mean(b)`` by Welch's t.
-
-    Both samples need at least 2 values. When both have no spread, the interval
-    is the difference itself, at both ends.
-    """
-    if len(a) < 2 or len(b) < 2:
-        raise ValueError(
-            f"Welch's interval needs at least 2 values per sample, not {len(a)} and {len(b)}"
-        )
-    return welch_from_moments(
-        (*mean_and_variance(a), len(a)), (*mean_and_variance(b), len(b)), confidence
-    )

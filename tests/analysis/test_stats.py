@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from stagetimer._analysis.stats import betainc, t_ppf, t_sf, welch_interval
+from stagetimer._analysis.significance import welch_test
+from stagetimer._analysis.stats import betainc, mean_and_variance, t_ppf, t_sf
 
 scipy_stats = pytest.importorskip("scipy.stats")
 scipy_special = pytest.importorskip("scipy.special")
@@ -44,6 +45,12 @@ def test_t_upper_tail_matches_scipy(t: float, df: float) -> None:
 )
 def test_incomplete_beta_matches_scipy(a: float, b: float, x: float) -> None:
     assert math.isclose(betainc(a, b, x), float(scipy_special.betainc(a, b, x)), rel_tol=1e-10)
+
+
+def welch_interval(a: list[float], b: list[float]) -> tuple[float, float]:
+    """The 95 % interval of mean(a) - mean(b) by compare's Welch test."""
+    result = welch_test((*mean_and_variance(a), len(a)), (*mean_and_variance(b), len(b)))
+    return result.low, result.high
 
 
 @pytest.mark.parametrize("seed", range(12))
