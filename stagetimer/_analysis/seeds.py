@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from stagetimer._analysis.stats import median
 from stagetimer._store.rules import add_seconds, is_valid_seconds
 
 __all__ = ["RankSpread", "by_seed", "longest_ranks"]
@@ -97,11 +98,9 @@ def by_seed(stage: dict[str, Any]) -> tuple[dict[str, Any], RankSpread | None]:
     if not spreads:
         return view, None
     ordered = sorted(s for s, _ in spreads)
-    middle = len(ordered) // 2
-    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
     return view, RankSpread(
         ranks=max(n for _, n in spreads),
         seeds=len(spreads),
         max_seconds=ordered[-1],
-        median_seconds=median,
+        median_seconds=median(ordered),
     )
