@@ -164,17 +164,6 @@ def cold_capture(
     )
 
 
-def _per_call(fn: object, number: int, turns: int) -> float:
-    call = fn  # type: ignore[assignment]
-    best = []
-    for _ in range(turns):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()  # type: ignore[operator]
-        best.append((time.perf_counter() - t0) / number)
-    return statistics.median(best)
-
-
 def _save_cost(turns: int) -> float:
     """Median seconds of one save at 10 runs (the record row's smallest file)."""
     from stagetimer import Recorder, record_timing
@@ -212,11 +201,13 @@ def figures(turns: int = 5) -> list[tuple[str, str, str, bool | None]]:
             "  the same against its floor (the git commands alone)",
             f"{ratio:.2f}x", f"<= {FLOOR_GOAL:g}x", ratio <= FLOOR_GOAL,
         ))
+    from run import per_call  # the timer every row of benchmarks/run.py uses
+
     capture_software()
-    cached = _per_call(capture_software, 10_000, max(turns, 5))
+    cached = per_call(capture_software, 10_000, max(turns, 5))
     rows.append(("capture_software cached", f"{cached * 1e6:.2f} µs",
                  f"<= {CACHED_GOAL * 1e6:g} µs", cached <= CACHED_GOAL))
-    cpus = _per_call(placed_cpus, 10_000, max(turns, 5))
+    cpus = per_call(placed_cpus, 10_000, max(turns, 5))
     save = _save_cost(turns)
     share = cpus / save
     rows.append(("cpus read at each save", f"{cpus * 1e6:.2f} µs = {share:.2%} of a save "
