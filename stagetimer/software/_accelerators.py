@@ -21,6 +21,8 @@ import re
 import sys
 from typing import Any
 
+from stagetimer.hardware._files import read_or_reason
+
 __all__ = ["loaded_accelerators"]
 
 _DRIVER_FILE = "/proc/driver/nvidia/version"
@@ -98,12 +100,9 @@ def _driver_from_nvml() -> str | None:
 
 
 def _driver_from_proc(root: str) -> tuple[str | None, str]:
-    path = root.rstrip("/") + _DRIVER_FILE
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(4096)
-    except OSError:
-        return None, f"{_DRIVER_FILE} does not exist (no NVIDIA driver loaded)"
+    text, reason = read_or_reason(root, _DRIVER_FILE)
+    if text is None:
+        return None, f"{reason} (no NVIDIA driver loaded)"
     match = _DRIVER.search(text)
     if match is None:
         return None, f"{_DRIVER_FILE} has no kernel module version"

@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 import sys
 
+from stagetimer.hardware._files import read_text
+
 __all__ = ["imported_packages", "imported_top_level", "provides", "record_top_level"]
 
 # The standard library and the interpreter's built-in modules are no distribution's.
@@ -75,14 +77,6 @@ def provides(top_level: str | None, record: str | None, names: set[str]) -> bool
     return not names.isdisjoint(record_top_level(record or ""))
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:  # absent (no top_level.txt), or a directory being removed
-        return None
-
-
 def _name_and_version(directory: str) -> tuple[str, str] | None:
     """``Name`` and ``Version`` from the core metadata headers (``METADATA``, or
     ``PKG-INFO`` of an ``.egg-info``), read up to the blank line that ends them."""
@@ -131,11 +125,11 @@ def imported_packages() -> tuple[dict[str, str], str]:
     imported = imported_top_level()
     packages: dict[str, str] = {}
     for directory in _metadata_directories():
-        top_level = _read(os.path.join(directory, "top_level.txt"))
+        top_level = read_text("/", os.path.join(directory, "top_level.txt"))
         if top_level is None or not top_level.strip():
-            record = _read(os.path.join(directory, "RECORD"))
+            record = read_text("/", os.path.join(directory, "RECORD"))
             if record is None:  # an .egg-info lists its files in SOURCES.txt
-                record = _read(os.path.join(directory, "SOURCES.txt"))
+                record = read_text("/", os.path.join(directory, "SOURCES.txt"))
         else:
             record = None
         if provides(top_level, record, imported):
