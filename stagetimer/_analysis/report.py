@@ -34,7 +34,7 @@ from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
 from stagetimer._analysis.wall_span import wall_span
-from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX, RUN_FIELDS
+from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX
 from stagetimer._store.rules import is_stage
 from stagetimer.hardware import Hardware
 
@@ -48,7 +48,6 @@ __all__ = [
     "wall_span",
 ]
 
-_RUN_FIELD_SET = frozenset(RUN_FIELDS)
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _RUN_IDX): each run's run_idx, gathered in C (repeat() is endless)
 _RUN_IDX, _HARDWARE_ID, _STARTED_AT = repeat("run_idx"), repeat("hardware_id"), repeat("started_at")
@@ -134,8 +133,6 @@ def _note_run_keys(
     """Keys beyond a run's own fields: legacy values go to ``legacy_runs``, metadata that
     differs between the runs to ``warnings``."""
     keys = set().union(*runs)
-    if keys <= _RUN_FIELD_SET:
-        return  # the common case: nothing but the fields a writer stores
     if not keys.isdisjoint(LEGACY_KEYS):
         legacy_runs.extend(
             LegacyRun(name, r.get("run_idx"), r.get("label"),

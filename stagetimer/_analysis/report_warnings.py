@@ -7,14 +7,13 @@ its node. Each returns text (or None); ``report.py`` decides when to ask.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stagetimer._analysis.metadata_pairs import ABSENT_TEXT, NOT_METADATA, metadata_values
 from stagetimer._analysis.report_model import StageStats
 from stagetimer._errors import short_repr
-from stagetimer._format import LEGACY_KEYS, RUN_FIELDS
 from stagetimer._store.load import as_float
 from stagetimer._store.rules import is_valid_seconds, valid_durations
 from stagetimer.hardware import Hardware, format_bytes
@@ -27,9 +26,6 @@ __all__ = [
     "software_warning",
     "value_flags",
 ]
-
-_NOT_METADATA = frozenset(RUN_FIELDS) | frozenset(LEGACY_KEYS)
-
 
 def _where(name: str, run_idx: object, position: int) -> str:
     if type(run_idx) is int and run_idx >= 0:
@@ -70,11 +66,9 @@ def value_flags(
             )
     return flags, kept, kept_total
 
-def _shown(value: Any) -> Any:
-    """A hashable stand-in for a metadata value, equal for equal JSON values."""
-    if value is None or type(value) in (str, int, float, bool):
-        return (type(value) is bool, value)  # True and 1 are different settings
-    return json.dumps(value, sort_keys=True)
+#: a value whose equal values (``==``, one type) have one JSON text: -0.0 == 0.0 and
+#: {"a": 1} == {"a": 1.0} have two
+_PLAIN = (str, int, type(None))
 
 
 def metadata_warning(
@@ -82,24 +76,24 @@ def metadata_warning(
 ) -> str | None:
     """A key whose values differ between the runs, so the mean mixes unlike runs.
 
-    A key holding a different value in every one of three or more runs (a seed, a
-    score) describes each run, not a setting, and is not a mixture.
+    Values differ as ``metadata_pairs.metadata_values`` says (``compare``'s rule): a key
+    holding a different value in every one of three or more runs (a seed, a score)
+    describes each run, not a setting, and is not a mixture.
     """
     if len(runs) < 2:
         return None
     mixed = []
-    for key in present - _NOT_METADATA:
-        values = [r.get(key, _ABSENT) for r in runs]
-        if values.count(values[0]) == len(values) and type(values[0]) is not bool:
-            continue  # the common case, at C speed
-        counts: dict[Any, int] = {}
-        for value in values:
-            shown = _ABSENT if value is _ABSENT else _shown(value)
-            counts[shown] = counts.get(shown, 0) + 1
-        if len(counts) < 2 or (len(counts) == len(runs) >= 3):
+    for key in present - NOT_METADATA:
+        values = [r.get(key, _MISSING) for r in runs]
+        first = values[0]
+        if (type(first) in _PLAIN and values.count(first) == len(values)
+                and len(set(map(type, values))) == 1):
+            continue  # the common case, at C speed (bool is not int here: True == 1)
+        counts = metadata_values(runs, key)
+        if counts is None or len(counts) < 2:
             continue
-        ordered = sorted(counts.items(), key=lambda kv: -kv[1])
-        described = ", ".join(f"{_value_text(key, v)} in {n}" for v, n in ordered[:4])
+        ordered = sorted(counts.items(), key=lambda kv: -kv[1][1])
+        described = ", ".join(f"{_value_text(key, text)} in {n}" for text, (_, n) in ordered[:4])
         more = f" and {len(ordered) - 4} more values" if len(ordered) > 4 else ""
         mixed.append(f"{described}{more}")
     if not mixed:
@@ -111,15 +105,11 @@ def metadata_warning(
     )
 
 
-def _value_text(key: str, shown: Any) -> str:
-    if shown is _ABSENT:
-        return f"no {key}"
-    if isinstance(shown, tuple):
-        return f"{key}={json.dumps(shown[1])}"
-    return f"{key}={shown}"
+def _value_text(key: str, text: str) -> str:
+    return f"no {key}" if text == ABSENT_TEXT else f"{key}={text}"
 
 
-_ABSENT = object()
+_MISSING = object()
 
 
 def hardware_warning(
