@@ -113,7 +113,7 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
         _note_mixed_machines(stats, artifact, warnings)
     hardware = _referenced_hardware(referenced, artifact.hardware.hardware, warnings)
     return ArtifactReport(
-        path=artifact.path,
+        artifact=artifact,
         stages=tuple(stages),
         hardware=hardware,
         warnings=tuple(warnings),
@@ -121,9 +121,6 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
             k: v for k, v in data.items() if k in LEGACY_KEYS and not is_stage(v)
         },
         legacy_runs=tuple(legacy_runs),
-        root=artifact.root,
-        relpath=artifact.relpath,
-        artifact=artifact,
     )
 
 
