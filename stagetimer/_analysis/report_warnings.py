@@ -8,15 +8,16 @@ its node. Each returns text (or None); ``report.py`` decides when to ask.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
+from stagetimer._analysis.id_pairs import PairCache
 from stagetimer._analysis.metadata_pairs import ABSENT_TEXT, NOT_METADATA, metadata_values
 from stagetimer._analysis.report_model import StageStats
 from stagetimer._errors import short_repr
 from stagetimer._store.load import as_float
 from stagetimer._store.rules import is_valid_seconds, valid_durations
-from stagetimer.hardware import Hardware, format_bytes
+from stagetimer.hardware import Difference, Hardware, format_bytes
 from stagetimer.software import Software
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "software_warning",
     "value_flags",
 ]
+_Description = TypeVar("_Description")
+
 
 def _where(name: str, run_idx: object, position: int) -> str:
     if type(run_idx) is int and run_idx >= 0:
@@ -112,33 +115,6 @@ def _value_text(key: str, text: str) -> str:
 _MISSING = object()
 
 
-def hardware_warning(
-    stats: StageStats, described: dict[str, Hardware]
-) -> str | None:
-    """Runs on descriptions that differ in a field that changes a duration (or unknown)."""
-    from stagetimer.hardware import format_differences, hardware_differences
-
-    ids = stats.hardware_ids
-    unknown = [i for i in ids if i not in described]
-    if unknown:
-        return (
-            f"stage {stats.name}: its {stats.runs} runs span {len(ids)} hardware ids "
-            f"({', '.join(ids)}), not all described; their times may not be comparable"
-        )
-    base = ids[0]
-    parts = []
-    for other in ids[1:]:
-        differences = hardware_differences(described[base], described[other])
-        if differences:
-            parts.append(f"{base} vs {other}: {format_differences(differences)}")
-    if not parts:
-        return None
-    return (
-        f"stage {stats.name}: its {stats.runs} runs were measured on hardware that differs "
-        f"({'; '.join(parts)}); their times are not comparable"
-    )
-
-
 def allocation_note(hw_id: str, hw: Hardware) -> str | None:
     """Where the process could use less than the node: its times do not speak for the node."""
     parts = []
@@ -156,29 +132,52 @@ def allocation_note(hw_id: str, hw: Hardware) -> str | None:
     return f"{hw_id}: the allocation was smaller than the node: {', '.join(parts)}"
 
 
-def software_warning(
-    stats: StageStats, described: Mapping[str, Software]
+def _mixed_warning(
+    ids: tuple[str, ...],
+    described: Mapping[str, _Description],
+    cache: PairCache[_Description],
+    words: Callable[[list[Difference], _Description, _Description], str],
+    unknown: tuple[str, str],
+    differs: tuple[str, str],
 ) -> str | None:
-    """Runs of one stage that ran different software: name what differs."""
-    from stagetimer.software import format_software_differences, software_differences
-
-    ids = stats.software_ids
-    unknown = [i for i in ids if i not in described]
-    if unknown:
-        return (
-            f"stage {stats.name}: its runs span {len(ids)} software ids "
-            f"({', '.join(ids)}), not all described; they may not have run the same code"
-        )
+    """``unknown`` around the ids where one is undescribed; else ``differs`` around what
+    differs between the first description and each other (None: nothing differs)."""
+    if any(i not in described for i in ids):
+        return unknown[0] + ", ".join(ids) + unknown[1]
     base = ids[0]
     parts = []
     for other in ids[1:]:
-        found = software_differences(described[base], described[other])
+        found = cache.between(base, described[base], other, described[other])
         if found:
-            words = format_software_differences(found, described[base], described[other])
-            parts.append(f"{base} vs {other}: {words}")
-    if not parts:
-        return None
-    return (
-        f"stage {stats.name}: its runs ran different software ({'; '.join(parts)}); "
-        "their times may not be comparable"
+            parts.append(f"{base} vs {other}: {words(found, described[base], described[other])}")
+    return differs[0] + "; ".join(parts) + differs[1] if parts else None
+
+
+def hardware_warning(
+    stats: StageStats, described: Mapping[str, Hardware], cache: PairCache[Hardware]
+) -> str | None:
+    """Runs on descriptions that differ in a field that changes a duration (or unknown)."""
+    from stagetimer.hardware import format_differences
+
+    head = f"stage {stats.name}: its {stats.runs} runs "
+    return _mixed_warning(
+        stats.hardware_ids, described, cache, lambda found, _, __: format_differences(found),
+        (f"{head}span {len(stats.hardware_ids)} hardware ids (",
+         "), not all described; their times may not be comparable"),
+        (f"{head}were measured on hardware that differs (", "); their times are not comparable"),
+    )
+
+
+def software_warning(
+    stats: StageStats, described: Mapping[str, Software], cache: PairCache[Software]
+) -> str | None:
+    """Runs of one stage that ran different software: name what differs."""
+    from stagetimer.software import format_software_differences
+
+    head = f"stage {stats.name}: its runs "
+    return _mixed_warning(
+        stats.software_ids, described, cache, format_software_differences,
+        (f"{head}span {len(stats.software_ids)} software ids (",
+         "), not all described; they may not have run the same code"),
+        (f"{head}ran different software (", "); their times may not be comparable"),
     )
