@@ -25,14 +25,13 @@ from stagetimer._analysis.comparison import (
     StageComparison,
 )
 from stagetimer._escape import escape_text
-from stagetimer._render.compare_text import SAME_HARDWARE
+from stagetimer._render.compare_text import SAME_HARDWARE, hardware_words
 from stagetimer._render.report_plot import (
     FORMATS,
     PlotUnavailableError,
     load_pyplot,
     quiet_floats,
 )
-from stagetimer.hardware import Difference, format_differences
 
 __all__ = ["check_target", "plot_comparison"]
 
@@ -68,7 +67,7 @@ def _caption(comparison: Comparison) -> str:
     """The hardware differences in words, pairs with the same differences on one line."""
     groups: dict[str, list[str]] = {}
     for pair in comparison.pairs:
-        words = format_differences([Difference(d.field, d.base, d.new) for d in _unique(pair)])
+        words = "; ".join(hardware_words(pair))
         if not words:
             known = bool(pair.base_hardware_ids and pair.new_hardware_ids) and not (
                 pair.undescribed_hardware_ids
@@ -86,13 +85,6 @@ def _caption(comparison: Comparison) -> str:
     if len(lines) > 8:
         wrapped.append(f"... and {len(lines) - 8} more (see stagetimer compare)")
     return "\n".join(wrapped)
-
-
-def _unique(pair: Pair) -> list[Difference]:
-    seen: dict[tuple[str, str, str], Difference] = {}
-    for d in pair.hardware_differences:
-        seen.setdefault((d.field, repr(d.base), repr(d.new)), Difference(d.field, d.base, d.new))
-    return list(seen.values())
 
 
 def _short_labels(paths: list[str], width: int = 28) -> list[str]:
