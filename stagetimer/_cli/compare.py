@@ -52,11 +52,17 @@ def _rendered(comparison: Comparison, args: argparse.Namespace) -> str:
 def _plotter(path: str) -> ModuleType | None:
     """The plotting module, or None after saying why ``path`` cannot be drawn (before any
     work is done)."""
-    from stagetimer._render import compare_plot
+    from stagetimer._errors import PlotUnavailableError
+    from stagetimer._render import compare_plot, report_plot
 
-    problem = compare_plot.check_target(path)
+    problem = report_plot.check_path(path)
     if problem is not None:
         error("compare", f"--plot {path}: {problem}")
+        return None
+    try:
+        report_plot.load_pyplot()
+    except PlotUnavailableError as exc:
+        error("compare", f"--plot {path}: {exc}")
         return None
     return compare_plot
 

@@ -50,10 +50,9 @@ def _plotter(path: str, parser: argparse.ArgumentParser) -> ModuleType | None:
     from stagetimer._errors import PlotUnavailableError
     from stagetimer._render import report_plot
 
-    try:
-        report_plot.check_path(path)
-    except ValueError as exc:
-        parser.error(f"--plot {path}: {exc}")
+    problem = report_plot.check_path(path)
+    if problem is not None:
+        parser.error(f"--plot {path}: {problem}")
     try:
         report_plot.load_pyplot()
     except PlotUnavailableError as exc:

@@ -27,13 +27,11 @@ from stagetimer._analysis.comparison import (
 from stagetimer._escape import escape_text
 from stagetimer._render.compare_text import SAME_HARDWARE, hardware_words
 from stagetimer._render.report_plot import (
-    FORMATS,
-    PlotUnavailableError,
     load_pyplot,
     quiet_floats,
 )
 
-__all__ = ["check_target", "plot_comparison"]
+__all__ = ["plot_comparison"]
 
 _COLOURS = {FASTER: "#1a7f37", SLOWER: "#cf222e"}
 _NEUTRAL = "#57606a"
@@ -43,24 +41,6 @@ _TICKS = (
     1.05, 1.1, 1.25, 1.5, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0,
 )  # fmt: skip
 _COARSE_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
-
-
-def check_target(path: str) -> str | None:
-    """Why the plot cannot be written to ``path`` (checked before any work), or None."""
-    if os.path.splitext(path)[1].lower() not in FORMATS:
-        return "the file name must end in .png or .svg"
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        return f"its directory {directory} does not exist"
-    if not os.access(directory, os.W_OK):
-        return f"its directory {directory} is not writable"
-    if os.path.isdir(path):
-        return "is a directory"
-    try:
-        load_pyplot()
-    except PlotUnavailableError as exc:
-        return str(exc)
-    return None
 
 
 def _caption(comparison: Comparison) -> str:
