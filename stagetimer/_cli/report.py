@@ -31,7 +31,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         error("report", problem.line())
     _say_rescued(rescued)
     if args.csv:
-        from stagetimer._analysis.rows import records_csv, records_from
+        from stagetimer._analysis.rows import records_from
+        from stagetimer._render.csv_text import records_csv
 
         sys.stdout.write(records_csv(records_from(artifacts)))
         reports = report_from(artifacts) if plot is not None else []

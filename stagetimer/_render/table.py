@@ -14,9 +14,9 @@ import csv
 import io
 from collections.abc import Callable, Sequence
 
-from stagetimer._analysis.rows import spreadsheet_safe
 from stagetimer._analysis.stats import Summary
 from stagetimer._analysis.table import SuiteTable
+from stagetimer._render.csv_text import spreadsheet_safe
 from stagetimer._render.duration import Unit, format_duration, unit_for
 from stagetimer._render.latex_text import latex_text
 from stagetimer._render.markdown_text import markdown_text
