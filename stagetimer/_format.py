@@ -26,6 +26,7 @@ __all__ = [
     "TRAINING_SUFFIX",
     "can_continue",
     "continued_stage",
+    "is_rescue_name",
     "takes_expected_runs",
 ]
 
@@ -35,6 +36,13 @@ HARDWARE_FILE = "timings_hardware.json"
 #: A recorder's rescue file: ``timings.rescue-<host>-<pid>-<id>.json``.
 RESCUE_PREFIX = "timings.rescue-"
 RESCUE_SUFFIX = ".json"
+
+
+
+def is_rescue_name(name: str) -> bool:
+    """Whether a file name is a recorder's rescue file's (``RESCUE_PREFIX``...``RESCUE_SUFFIX``)."""
+    return name.startswith(RESCUE_PREFIX) and name.endswith(RESCUE_SUFFIX)
+
 
 #: Version of ``timings_hardware.json``.
 #: 1 (stagetimer 0.1): {"schema_version": 1, "hardware": {hardware_id: description}}.

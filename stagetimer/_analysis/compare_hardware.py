@@ -5,41 +5,26 @@ of ids: an id is its content)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from stagetimer._analysis.comparison import HardwareDifference
+from stagetimer._analysis.id_pairs import PairCache, distinct_ids
 from stagetimer._analysis.tree import Artifact
-from stagetimer.hardware import Difference, Hardware, hardware_differences
+from stagetimer.hardware import Hardware, hardware_differences
 
 __all__ = ["Differences", "hardware_between", "ids_of"]
 
-_get: Callable[[dict[str, Any], str], Any] = dict.get
-_HARDWARE_ID = itertools.repeat("hardware_id")
-
-
-class Differences:
-    """hardware_differences per pair of hardware ids, computed once (an id is its content)."""
+class Differences(PairCache[Hardware]):
+    """hardware_differences per pair of hardware ids, computed once (``PairCache``)."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, str], list[Difference]] = {}
-
-    def between(self, base_id: str, base: Hardware, new_id: str, new: Hardware) -> list[Difference]:
-        key = (base_id, new_id)
-        found = self._known.get(key)
-        if found is None:
-            found = self._known[key] = hardware_differences(base, new)
-        return found
+        super().__init__(hardware_differences)
 
 
 def ids_of(found: Iterable[list[dict[str, Any]]]) -> list[str]:
-    """The distinct hardware ids (strings) of the runs, in first-seen order."""
-    # parse_timings let through only a string or null (absent) hardware_id; legacy runs
-    # have none: they name no description.
-    seen = dict.fromkeys(itertools.chain.from_iterable(map(_get, runs, _HARDWARE_ID)
-                                                       for runs in found))
-    seen.pop(None, None)
-    return list(seen)
+    """The distinct hardware ids of the runs, in first-seen order (``distinct_ids``)."""
+    return list(distinct_ids(itertools.chain.from_iterable(found), "hardware_id"))
 
 
 def hardware_between(

@@ -2,7 +2,7 @@
 
 Read-only: it opens no lock file and takes no claim, so it may be run beside a live suite.
 The file system and its options come from ``/proc/self/mountinfo``
-(``stagetimer._analysis.mounts``); the rest from the directory itself.
+(``stagetimer.hardware._mounts``); the rest from the directory itself.
 """
 
 from __future__ import annotations

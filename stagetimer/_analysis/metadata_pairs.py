@@ -18,11 +18,18 @@ import attrs
 
 from stagetimer._format import LEGACY_KEYS, RUN_FIELDS
 
-__all__ = ["MetadataDifference", "metadata_differences"]
+__all__ = [
+    "ABSENT_TEXT",
+    "NOT_METADATA",
+    "MetadataDifference",
+    "metadata_differences",
+    "metadata_values",
+]
 
-_NOT_METADATA = frozenset(RUN_FIELDS) | frozenset(LEGACY_KEYS)
+#: the keys of a run that are not metadata: its own fields and legacy values
+NOT_METADATA = frozenset(RUN_FIELDS) | frozenset(LEGACY_KEYS)
 #: what stands for "no such key in a run": no JSON text is empty
-_ABSENT_TEXT, _ABSENT = "", "(absent)"
+ABSENT_TEXT, _ABSENT = "", "(absent)"
 
 
 @attrs.frozen
@@ -49,21 +56,32 @@ def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=True)
 
 
-def _values(runs: Sequence[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    """``{JSON text: value}`` of ``key`` over ``runs``; None when it names each run."""
-    found: dict[str, Any] = {}
+def metadata_values(
+    runs: Sequence[dict[str, Any]], key: str
+) -> dict[str, tuple[Any, int]] | None:
+    """``{JSON text: (value, how many runs hold it)}`` of ``key`` over ``runs``, in the
+    order first seen (``ABSENT_TEXT``: runs without the key); None when the key holds a
+    different value in every one of three or more runs (it names each run).
+
+    The one rule for "metadata values differ": the report's warning and ``compare``'s
+    differences both read it (``1``, ``1.0`` and ``True`` are three values).
+    """
+    found: dict[str, tuple[Any, int]] = {}
     for run in runs:
         if key in run:
-            found.setdefault(_text(run[key]), run[key])
+            value = run[key]
+            text = _text(value)
         else:
-            found.setdefault(_ABSENT_TEXT, _ABSENT)
+            value, text = _ABSENT, ABSENT_TEXT
+        known = found.get(text)
+        found[text] = (value, 1) if known is None else (known[0], known[1] + 1)
     if len(runs) >= 3 and len(found) == len(runs):
         return None  # a different value per run: a seed or a score, not a setting
     return found
 
 
 def _keys(runs: Iterable[dict[str, Any]]) -> set[str]:
-    return set().union(*runs) - _NOT_METADATA
+    return set().union(*runs) - NOT_METADATA
 
 
 def metadata_differences(
@@ -82,11 +100,11 @@ def metadata_differences(
         if not base_runs or not new_runs:
             continue
         for key in sorted(_keys(base_runs) | _keys(new_runs)):
-            left, right = _values(base_runs, key), _values(new_runs, key)
+            left, right = metadata_values(base_runs, key), metadata_values(new_runs, key)
             if left is None or right is None or left.keys() == right.keys():
                 continue
             found.append(MetadataDifference(
                 name, key,
-                tuple(left[k] for k in sorted(left)), tuple(right[k] for k in sorted(right)),
+                tuple(left[k][0] for k in sorted(left)), tuple(right[k][0] for k in sorted(right)),
             ))
     return tuple(found)

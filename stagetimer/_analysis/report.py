@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.id_pairs import PairCache, distinct_ids
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.report_model import ArtifactReport, LegacyRun, StageStats
 from stagetimer._analysis.report_warnings import (
@@ -34,9 +35,10 @@ from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
 from stagetimer._analysis.wall_span import wall_span
-from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX, RUN_FIELDS
+from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX
 from stagetimer._store.rules import is_stage
-from stagetimer.hardware import Hardware
+from stagetimer.hardware import Hardware, hardware_differences
+from stagetimer.software import Software
 
 __all__ = [
     "ArtifactReport",
@@ -48,11 +50,9 @@ __all__ = [
     "wall_span",
 ]
 
-_RUN_FIELD_SET = frozenset(RUN_FIELDS)
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _RUN_IDX): each run's run_idx, gathered in C (repeat() is endless)
 _RUN_IDX, _HARDWARE_ID, _STARTED_AT = repeat("run_idx"), repeat("hardware_id"), repeat("started_at")
-_SOFTWARE_ID = repeat("software_id")
 
 
 def _expected_runs(stage: dict[str, Any]) -> int | None:
@@ -60,13 +60,6 @@ def _expected_runs(stage: dict[str, Any]) -> int | None:
     if type(value) is int and 0 < value <= MAX_RUN_IDX:  # what a recorder can write
         return value
     return None
-
-
-def _distinct(ids: list[str | None]) -> tuple[str, ...]:
-    """The hardware ids in order of first appearance, without None."""
-    distinct = dict.fromkeys(ids)
-    distinct.pop(None, None)
-    return tuple(distinct)  # type: ignore[arg-type]  # None was just removed
 
 
 def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str]]:
@@ -85,15 +78,30 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
     if None in starts:
         starts = [t for t in starts if t is not None]
     stats = StageStats(
-        name, len(runs), total, mean, median, stdev, low, high, _distinct(ids),
+        name, len(runs), total, mean, median, stdev, low, high, distinct_ids(runs, "hardware_id"),
         tuple(seconds), ids.count(None), len(runs) - len(kept), _expected_runs(stage),
         min(starts) if starts else None, max(starts) if starts else None,
-        software_ids=_distinct(list(map(_get, runs, _SOFTWARE_ID))),
+        software_ids=distinct_ids(runs, "software_id"),
     )
     return stats, flags
 
 
-def _analyse(artifact: Artifact) -> ArtifactReport:
+@attrs.frozen
+class _Caches:
+    """The differences between two descriptions, computed once per report (an id is its
+    content; a suite's directories share their machines)."""
+
+    hardware: PairCache[Hardware] = attrs.field(factory=lambda: PairCache(hardware_differences))
+    software: PairCache[Software] = attrs.field(factory=lambda: _software_cache())
+
+
+def _software_cache() -> PairCache[Software]:
+    from stagetimer.software import software_differences  # imported when first needed
+
+    return PairCache(software_differences)
+
+
+def _analyse(artifact: Artifact, caches: _Caches) -> ArtifactReport:
     """One artifact directory's report: each stage summarised, every warning gathered."""
     data = artifact.data
     stages: list[StageStats] = []
@@ -111,10 +119,10 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
         runs = stage["runs"]
         _note_run_keys(name, runs, legacy_runs, warnings)
         _count_references(stats, runs, referenced)
-        _note_mixed_machines(stats, artifact, warnings)
+        _note_mixed_machines(stats, artifact, caches, warnings)
     hardware = _referenced_hardware(referenced, artifact.hardware.hardware, warnings)
     return ArtifactReport(
-        path=artifact.path,
+        artifact=artifact,
         stages=tuple(stages),
         hardware=hardware,
         warnings=tuple(warnings),
@@ -122,9 +130,6 @@ def _analyse(artifact: Artifact) -> ArtifactReport:
             k: v for k, v in data.items() if k in LEGACY_KEYS and not is_stage(v)
         },
         legacy_runs=tuple(legacy_runs),
-        root=artifact.root,
-        relpath=artifact.relpath,
-        artifact=artifact,
     )
 
 
@@ -134,8 +139,6 @@ def _note_run_keys(
     """Keys beyond a run's own fields: legacy values go to ``legacy_runs``, metadata that
     differs between the runs to ``warnings``."""
     keys = set().union(*runs)
-    if keys <= _RUN_FIELD_SET:
-        return  # the common case: nothing but the fields a writer stores
     if not keys.isdisjoint(LEGACY_KEYS):
         legacy_runs.extend(
             LegacyRun(name, r.get("run_idx"), r.get("label"),
@@ -161,14 +164,16 @@ def _count_references(
                 referenced[named] = referenced.get(named, 0) + 1
 
 
-def _note_mixed_machines(stats: StageStats, artifact: Artifact, warnings: list[str]) -> None:
+def _note_mixed_machines(
+    stats: StageStats, artifact: Artifact, caches: _Caches, warnings: list[str]
+) -> None:
     """Warn when the stage's runs span hardware or software that differ."""
     if len(stats.hardware_ids) > 1:
-        note = hardware_warning(stats, artifact.hardware.hardware)
+        note = hardware_warning(stats, artifact.hardware.hardware, caches.hardware)
         if note is not None:
             warnings.append(note)
     if len(stats.software_ids) > 1:
-        note = software_warning(stats, artifact.hardware.software)
+        note = software_warning(stats, artifact.hardware.software, caches.software)
         if note is not None:
             warnings.append(note)
 
@@ -192,7 +197,8 @@ def _referenced_hardware(
 
 def report_from(artifacts: Iterable[Artifact]) -> list[ArtifactReport]:
     """The report of artifacts already read (``scan_tree`` / ``load_tree``)."""
-    return [_analyse(a) for a in artifacts]
+    caches = _Caches()
+    return [_analyse(a, caches) for a in artifacts]
 
 
 def build_report(

@@ -66,7 +66,8 @@ class LegacyRun:
 class ArtifactReport:
     """Everything the report says about one artifact directory."""
 
-    path: str
+    #: the directory as read (its parsed file, its hardware sidecar)
+    artifact: Artifact = attrs.field(eq=False, repr=False)
     stages: tuple[StageStats, ...]
     #: every hardware id the runs refer to -> its description (None: not in the sidecar)
     hardware: dict[str, Hardware | None]
@@ -74,22 +75,29 @@ class ArtifactReport:
     #: top-level legacy values of the file (they describe the writer, not the reader)
     legacy_top_level: dict[str, Any]
     legacy_runs: tuple[LegacyRun, ...]
-    #: the path it was found under, and its path relative to that
-    root: str = ""
-    relpath: str = "."
-    artifact: Artifact | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def path(self) -> str:
+        """The artifact directory."""
+        return self.artifact.path
+
+    @property
+    def root(self) -> str:
+        """The path it was found under."""
+        return self.artifact.root
+
+    @property
+    def relpath(self) -> str:
+        """``path`` relative to ``root``, ``"."`` for the root itself."""
+        return self.artifact.relpath
 
     def stored_runs(self, stage: str) -> list[Any]:
         """The runs of ``stage`` as parsed from the file (mappings, shape checked): what a
         summary over every run reads without building 100,000 run objects."""
-        if self.artifact is None:
-            return []
         value: Any = self.artifact.data.get(stage)
         return value["runs"] if is_stage(value) else []
 
     def runs(self, stage: str) -> tuple[RunTiming, ...]:
         """The runs of ``stage`` as ``load_timings`` gives them (built on first use)."""
-        if self.artifact is None:
-            return ()
         timing = self.artifact.timings.stages.get(stage)
         return timing.runs if timing is not None else ()

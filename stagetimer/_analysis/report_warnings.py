@@ -7,17 +7,17 @@ its node. Each returns text (or None); ``report.py`` decides when to ask.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
+from stagetimer._analysis.id_pairs import PairCache
+from stagetimer._analysis.metadata_pairs import ABSENT_TEXT, NOT_METADATA, metadata_values
 from stagetimer._analysis.report_model import StageStats
 from stagetimer._errors import short_repr
-from stagetimer._format import LEGACY_KEYS, RUN_FIELDS
 from stagetimer._store.load import as_float
 from stagetimer._store.rules import is_valid_seconds, valid_durations
-from stagetimer.hardware import Hardware, format_bytes
+from stagetimer.hardware import Difference, Hardware, format_bytes
 from stagetimer.software import Software
 
 __all__ = [
@@ -27,8 +27,7 @@ __all__ = [
     "software_warning",
     "value_flags",
 ]
-
-_NOT_METADATA = frozenset(RUN_FIELDS) | frozenset(LEGACY_KEYS)
+_Description = TypeVar("_Description")
 
 
 def _where(name: str, run_idx: object, position: int) -> str:
@@ -70,11 +69,9 @@ def value_flags(
             )
     return flags, kept, kept_total
 
-def _shown(value: Any) -> Any:
-    """A hashable stand-in for a metadata value, equal for equal JSON values."""
-    if value is None or type(value) in (str, int, float, bool):
-        return (type(value) is bool, value)  # True and 1 are different settings
-    return json.dumps(value, sort_keys=True)
+#: a value whose equal values (``==``, one type) have one JSON text: -0.0 == 0.0 and
+#: {"a": 1} == {"a": 1.0} have two
+_PLAIN = (str, int, type(None))
 
 
 def metadata_warning(
@@ -82,24 +79,24 @@ def metadata_warning(
 ) -> str | None:
     """A key whose values differ between the runs, so the mean mixes unlike runs.
 
-    A key holding a different value in every one of three or more runs (a seed, a
-    score) describes each run, not a setting, and is not a mixture.
+    Values differ as ``metadata_pairs.metadata_values`` says (``compare``'s rule): a key
+    holding a different value in every one of three or more runs (a seed, a score)
+    describes each run, not a setting, and is not a mixture.
     """
     if len(runs) < 2:
         return None
     mixed = []
-    for key in present - _NOT_METADATA:
-        values = [r.get(key, _ABSENT) for r in runs]
-        if values.count(values[0]) == len(values) and type(values[0]) is not bool:
-            continue  # the common case, at C speed
-        counts: dict[Any, int] = {}
-        for value in values:
-            shown = _ABSENT if value is _ABSENT else _shown(value)
-            counts[shown] = counts.get(shown, 0) + 1
-        if len(counts) < 2 or (len(counts) == len(runs) >= 3):
+    for key in present - NOT_METADATA:
+        values = [r.get(key, _MISSING) for r in runs]
+        first = values[0]
+        if (type(first) in _PLAIN and values.count(first) == len(values)
+                and len(set(map(type, values))) == 1):
+            continue  # the common case, at C speed (bool is not int here: True == 1)
+        counts = metadata_values(runs, key)
+        if counts is None or len(counts) < 2:
             continue
-        ordered = sorted(counts.items(), key=lambda kv: -kv[1])
-        described = ", ".join(f"{_value_text(key, v)} in {n}" for v, n in ordered[:4])
+        ordered = sorted(counts.items(), key=lambda kv: -kv[1][1])
+        described = ", ".join(f"{_value_text(key, text)} in {n}" for text, (_, n) in ordered[:4])
         more = f" and {len(ordered) - 4} more values" if len(ordered) > 4 else ""
         mixed.append(f"{described}{more}")
     if not mixed:
@@ -111,42 +108,11 @@ def metadata_warning(
     )
 
 
-def _value_text(key: str, shown: Any) -> str:
-    if shown is _ABSENT:
-        return f"no {key}"
-    if isinstance(shown, tuple):
-        return f"{key}={json.dumps(shown[1])}"
-    return f"{key}={shown}"
+def _value_text(key: str, text: str) -> str:
+    return f"no {key}" if text == ABSENT_TEXT else f"{key}={text}"
 
 
-_ABSENT = object()
-
-
-def hardware_warning(
-    stats: StageStats, described: dict[str, Hardware]
-) -> str | None:
-    """Runs on descriptions that differ in a field that changes a duration (or unknown)."""
-    from stagetimer.hardware import format_differences, hardware_differences
-
-    ids = stats.hardware_ids
-    unknown = [i for i in ids if i not in described]
-    if unknown:
-        return (
-            f"stage {stats.name}: its {stats.runs} runs span {len(ids)} hardware ids "
-            f"({', '.join(ids)}), not all described; their times may not be comparable"
-        )
-    base = ids[0]
-    parts = []
-    for other in ids[1:]:
-        differences = hardware_differences(described[base], described[other])
-        if differences:
-            parts.append(f"{base} vs {other}: {format_differences(differences)}")
-    if not parts:
-        return None
-    return (
-        f"stage {stats.name}: its {stats.runs} runs were measured on hardware that differs "
-        f"({'; '.join(parts)}); their times are not comparable"
-    )
+_MISSING = object()
 
 
 def allocation_note(hw_id: str, hw: Hardware) -> str | None:
@@ -166,29 +132,52 @@ def allocation_note(hw_id: str, hw: Hardware) -> str | None:
     return f"{hw_id}: the allocation was smaller than the node: {', '.join(parts)}"
 
 
-def software_warning(
-    stats: StageStats, described: Mapping[str, Software]
+def _mixed_warning(
+    ids: tuple[str, ...],
+    described: Mapping[str, _Description],
+    cache: PairCache[_Description],
+    words: Callable[[list[Difference], _Description, _Description], str],
+    unknown: tuple[str, str],
+    differs: tuple[str, str],
 ) -> str | None:
-    """Runs of one stage that ran different software: name what differs."""
-    from stagetimer.software import format_software_differences, software_differences
-
-    ids = stats.software_ids
-    unknown = [i for i in ids if i not in described]
-    if unknown:
-        return (
-            f"stage {stats.name}: its runs span {len(ids)} software ids "
-            f"({', '.join(ids)}), not all described; they may not have run the same code"
-        )
+    """``unknown`` around the ids where one is undescribed; else ``differs`` around what
+    differs between the first description and each other (None: nothing differs)."""
+    if any(i not in described for i in ids):
+        return unknown[0] + ", ".join(ids) + unknown[1]
     base = ids[0]
     parts = []
     for other in ids[1:]:
-        found = software_differences(described[base], described[other])
+        found = cache.between(base, described[base], other, described[other])
         if found:
-            words = format_software_differences(found, described[base], described[other])
-            parts.append(f"{base} vs {other}: {words}")
-    if not parts:
-        return None
-    return (
-        f"stage {stats.name}: its runs ran different software ({'; '.join(parts)}); "
-        "their times may not be comparable"
+            parts.append(f"{base} vs {other}: {words(found, described[base], described[other])}")
+    return differs[0] + "; ".join(parts) + differs[1] if parts else None
+
+
+def hardware_warning(
+    stats: StageStats, described: Mapping[str, Hardware], cache: PairCache[Hardware]
+) -> str | None:
+    """Runs on descriptions that differ in a field that changes a duration (or unknown)."""
+    from stagetimer.hardware import format_differences
+
+    head = f"stage {stats.name}: its {stats.runs} runs "
+    return _mixed_warning(
+        stats.hardware_ids, described, cache, lambda found, _, __: format_differences(found),
+        (f"{head}span {len(stats.hardware_ids)} hardware ids (",
+         "), not all described; their times may not be comparable"),
+        (f"{head}were measured on hardware that differs (", "); their times are not comparable"),
+    )
+
+
+def software_warning(
+    stats: StageStats, described: Mapping[str, Software], cache: PairCache[Software]
+) -> str | None:
+    """Runs of one stage that ran different software: name what differs."""
+    from stagetimer.software import format_software_differences
+
+    head = f"stage {stats.name}: its runs "
+    return _mixed_warning(
+        stats.software_ids, described, cache, format_software_differences,
+        (f"{head}span {len(stats.software_ids)} software ids (",
+         "), not all described; they may not have run the same code"),
+        (f"{head}ran different software (", "); their times may not be comparable"),
     )

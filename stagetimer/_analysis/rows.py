@@ -9,15 +9,12 @@ report flags (a negative ``seconds`` stays negative here).
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import MissingExtraError
-from stagetimer._escape import escape_text
 from stagetimer._format import RESOURCE_FIELDS, continued_stage
 from stagetimer._store.records import RunTiming
 from stagetimer.hardware import Hardware
@@ -32,9 +29,7 @@ __all__ = [
     "RECORD_COLUMNS",
     "WHO_COLUMNS",
     "job_id",
-    "records_csv",
     "records_from",
-    "spreadsheet_safe",
     "to_frame",
     "to_records",
 ]
@@ -219,38 +214,3 @@ def _typed(
         frame["started_at"], utc=True, errors="coerce", format="ISO8601"
     ).astype("datetime64[ns, UTC]")
     return frame
-
-
-def records_csv(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows as CSV with a header; text from the files with control characters escaped."""
-    columns = list(rows[0]) if rows else list(RECORD_COLUMNS)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([spreadsheet_safe(c) for c in columns])
-    for row in rows:
-        writer.writerow([_cell(row[c]) for c in columns])
-    return out.getvalue()
-
-
-#: what a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"):
-#: ``=HYPERLINK(...)`` in a name would run when the file is opened
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(text: str) -> str:
-    """``text`` with control characters escaped, and a leading ``'`` when it starts like a
-    formula, so that a spreadsheet shows it as text and never runs it."""
-    text = escape_text(text)
-    return "'" + text if text.startswith(_FORMULA_START) else text
-
-
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return spreadsheet_safe(value)
-    if isinstance(value, (dict, list)):
-        import json
-
-        return spreadsheet_safe(json.dumps(value, ensure_ascii=False, sort_keys=True))
-    return value

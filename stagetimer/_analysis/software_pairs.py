@@ -8,44 +8,29 @@ is its content.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from stagetimer._analysis.comparison import SoftwareDifference
-from stagetimer.hardware import Difference
+from stagetimer._analysis.id_pairs import PairCache, distinct_ids
 from stagetimer.software import Software
 
 __all__ = ["SoftwareDifference", "SoftwareDifferences", "software_ids"]
 
-_get: Callable[[dict[str, Any], str], Any] = dict.get
-_SOFTWARE_ID = itertools.repeat("software_id")
-
 
 def software_ids(stages: Iterable[dict[str, Any]]) -> list[str]:
     """The distinct ``software_id`` of the runs of ``stages`` (stored), first seen first."""
-    seen: dict[Any, None] = {}
-    for stage in stages:
-        seen.update(dict.fromkeys(map(_get, stage["runs"], _SOFTWARE_ID)))
-    seen.pop(None, None)  # runs recorded without software, or before it was recorded
-    return list(seen)
+    runs = itertools.chain.from_iterable(stage["runs"] for stage in stages)
+    return list(distinct_ids(runs, "software_id"))
 
 
-class SoftwareDifferences:
+class SoftwareDifferences(PairCache[Software]):
     """software_differences per pair of software ids, computed once for a whole compare."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, str], list[Difference]] = {}
-
-    def _between(
-        self, base_id: str, base: Software, new_id: str, new: Software
-    ) -> list[Difference]:
         from stagetimer.software import software_differences
 
-        key = (base_id, new_id)
-        found = self._known.get(key)
-        if found is None:
-            found = self._known[key] = software_differences(base, new)
-        return found
+        super().__init__(software_differences)
 
     def of_pair(
         self,
@@ -65,6 +50,6 @@ class SoftwareDifferences:
                     continue
                 found.extend(
                     SoftwareDifference(d.field, d.base, d.new, base_id, new_id)
-                    for d in self._between(base_id, base_sw, new_id, new_sw)
+                    for d in self.between(base_id, base_sw, new_id, new_sw)
                 )
         return tuple(found)

@@ -23,12 +23,18 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.folding import seed_times
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import Summary, summarise
 from stagetimer._analysis.tree import Artifact, relative_paths
-from stagetimer._format import TRAINING_SUFFIX, continued_stage
-from stagetimer._store.rules import is_valid_seconds, valid_durations
+from stagetimer._format import (
+    AUTO_RESUME_SUFFIX,
+    TRAINING_SUFFIX,
+    can_continue,
+    continued_stage,
+)
+from stagetimer._store.rules import is_stage, valid_durations
 
 __all__ = ["SuiteTable", "TableRequestError", "build_table", "natural_key"]
 
@@ -104,23 +110,22 @@ def _labels(
 
 
 def _folded(data: dict[str, Any]) -> dict[str, list[float]]:
-    """Each stage's samples with continuations folded in: per seed (``run_idx``), the sum
-    of its runs of the stage and of ``<stage>_auto_resume``; a run without a run_idx is a
-    sample of its own."""
-    samples: dict[str, dict[Any, float]] = {}
-    for name, stored in raw_stages(data):
-        stage = by_seed(stored)[0]  # a seed's ranks count once, as the slowest
+    """Each stage's samples with continuations folded in: per seed, its time in the stage
+    plus its time in ``<stage>_auto_resume`` (``folding.seed_times``)."""
+    samples: dict[str, list[float]] = {}
+    for name, _ in raw_stages(data):
         target = continued_stage(name) or name
-        bucket = samples.setdefault(target, {})
-        for position, (run, seconds) in enumerate(
-            zip(stage["runs"], raw_seconds(stage), strict=True)
-        ):
-            if not is_valid_seconds(seconds):
-                continue
-            run_idx = run.get("run_idx")
-            key = ("seed", run_idx) if run_idx is not None else (name, position)
-            bucket[key] = bucket.get(key, 0.0) + seconds
-    return {name: list(bucket.values()) for name, bucket in samples.items()}
+        if target in samples:
+            continue
+        runs = _stored_runs(data, target)
+        resumed = _stored_runs(data, target + AUTO_RESUME_SUFFIX) if can_continue(target) else []
+        samples[target] = [base + more for base, more in seed_times(runs, resumed)]
+    return samples
+
+
+def _stored_runs(data: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    stage: Any = data.get(name)
+    return stage["runs"] if is_stage(stage) else []
 
 
 def _stage_samples(data: dict[str, Any], fold: bool) -> dict[str, list[float]]:

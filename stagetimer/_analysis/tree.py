@@ -25,7 +25,7 @@ import attrs
 from stagetimer._analysis.raw import HardwareCache, read_data
 from stagetimer._errors import InvalidTypeError, SchemaVersionError, SidecarCorruptError
 from stagetimer._escape import escape_text
-from stagetimer._format import HARDWARE_FILE, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
+from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, is_rescue_name
 from stagetimer._store.load import structure_timings
 from stagetimer._store.records import HardwareSidecar, Timings
 
@@ -34,6 +34,7 @@ __all__ = [
     "Problem",
     "find_artifact_dirs",
     "load_tree",
+    "read_problem",
     "relative_paths",
     "scan_tree",
 ]
@@ -85,10 +86,6 @@ class Problem:
 _Key = tuple[int, int]  # (st_dev, st_ino): a directory however it is reached
 
 
-def _is_rescue_file(name: str) -> bool:
-    return name.startswith(RESCUE_PREFIX) and name.endswith(RESCUE_SUFFIX)
-
-
 def _ancestors(root: str) -> set[_Key]:
     """The keys of ``root``'s real directory and of every directory above it, up to ``/``.
 
@@ -131,7 +128,7 @@ def _walk(
             if entry.name == TIMINGS_FILE:
                 found.append((parts, directory))
                 continue
-            if _is_rescue_file(entry.name):
+            if is_rescue_name(entry.name):
                 rescue_here = True
                 continue
             try:
@@ -227,7 +224,7 @@ def _find_in_file(path: str, found: _Found) -> None:
         directory = os.path.dirname(path) or "."
         found.add(directory, directory, ())
         with contextlib.suppress(OSError):
-            if any(_is_rescue_file(n) for n in os.listdir(directory)):
+            if any(is_rescue_name(n) for n in os.listdir(directory)):
                 found.rescue_dirs.append(directory)
     else:
         message = f"not a directory nor a {TIMINGS_FILE}"
@@ -261,9 +258,11 @@ def _once_each(directories: list[str]) -> list[str]:
     return unique
 
 
-def _read_problem(
+def read_problem(
     exc: SidecarCorruptError | SchemaVersionError | OSError, fallback: str
 ) -> Problem:
+    """What a reader says of ``exc`` (``Problem.line()`` prints it); ``fallback`` names
+    the path where an ``OSError`` names none."""
     if isinstance(exc, SidecarCorruptError):
         return Problem(exc.path, exc.problem, exc)
     if isinstance(exc, SchemaVersionError):
@@ -298,12 +297,12 @@ def _read_all(
         try:
             data = read_data(directory)
         except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
-            problems.append(_read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
+            problems.append(read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
             continue
         try:
             hardware = hardware_cache.read(directory)
         except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
-            problems.append(_read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
+            problems.append(read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
             hardware = HardwareSidecar()
         artifacts.append(Artifact(directory, root, relpath, hardware, data))
 

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from itertools import repeat
 from typing import Any
 
-from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.raw import raw_seconds
 from stagetimer._analysis.report_model import ArtifactReport
 from stagetimer._store.rules import is_valid_seconds
 
@@ -39,14 +39,10 @@ def _timestamp(text: Any) -> float | None:
 
 def _stage_end(report: ArtifactReport, name: str) -> float | None:
     """The latest start + seconds over the stage's runs (None: no run has both)."""
-    if report.artifact is None:
-        return None
-    stage = dict(raw_stages(report.artifact.data)).get(name)
-    if stage is None:
-        return None
+    runs = report.stored_runs(name)
     ends = [
         start + seconds
-        for text, seconds in zip(map(_get, stage["runs"], _STARTED_AT), raw_seconds(stage),
+        for text, seconds in zip(map(_get, runs, _STARTED_AT), raw_seconds({"runs": runs}),
                                  strict=True)
         if is_valid_seconds(seconds) and (start := _timestamp(text)) is not None
     ]

@@ -52,11 +52,17 @@ def _rendered(comparison: Comparison, args: argparse.Namespace) -> str:
 def _plotter(path: str) -> ModuleType | None:
     """The plotting module, or None after saying why ``path`` cannot be drawn (before any
     work is done)."""
-    from stagetimer._render import compare_plot
+    from stagetimer._errors import PlotUnavailableError
+    from stagetimer._render import compare_plot, report_plot
 
-    problem = compare_plot.check_target(path)
+    problem = report_plot.check_path(path)
     if problem is not None:
         error("compare", f"--plot {path}: {problem}")
+        return None
+    try:
+        report_plot.load_pyplot()
+    except PlotUnavailableError as exc:
+        error("compare", f"--plot {path}: {exc}")
         return None
     return compare_plot
 
@@ -64,15 +70,13 @@ def _plotter(path: str) -> ModuleType | None:
 def _compared(args: argparse.Namespace) -> Comparison | None:
     """The comparison, or None after one line naming what could not be read."""
     from stagetimer._analysis.compare import compare
+    from stagetimer._analysis.tree import read_problem
     from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 
     try:
         return compare(args.base, args.new, threshold=args.threshold / 100, paired=args.paired)
     except (OSError, SidecarCorruptError, SchemaVersionError) as exc:
-        filename = getattr(exc, "filename", None)
-        strerror = getattr(exc, "strerror", None)
-        message = f"{filename}: {strerror}" if filename and strerror else str(exc)
-        error("compare", " ".join(message.split()))
+        error("compare", read_problem(exc, args.base).line())
         return None
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from stagetimer._cli.stderr import error
+
 __all__ = ["run"]
 
 
@@ -18,8 +20,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     status = 0
     for directory, report in zip(args.directories, reports, strict=True):
         if not report.exists:
-            print(escape_text(f"stagetimer doctor: {directory}: no such directory"),
-                  file=sys.stderr)
+            error("doctor", escape_text(f"{directory}: no such directory"))
             status = 1
         elif any(f.kind == "corrupt_sidecar" for f in report.findings):
             status = 1  # a sidecar that cannot be read (the report names it)

@@ -21,6 +21,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """
     from stagetimer._errors import StageTimerError
     from stagetimer._escape import escape_text as esc
+    from stagetimer._format import TIMINGS_FILE
     from stagetimer._store.rescue import recover
 
     status = 0
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             error("recover", esc(str(exc)))
             status = 1
             continue
-        target = esc(os.path.join(directory, "timings.json"))
+        target = esc(os.path.join(directory, TIMINGS_FILE))
         for item in done:
             path = esc(item.path)
             if item.skipped is not None:

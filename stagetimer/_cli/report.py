@@ -31,7 +31,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         error("report", problem.line())
     _say_rescued(rescued)
     if args.csv:
-        from stagetimer._analysis.rows import records_csv, records_from
+        from stagetimer._analysis.rows import records_from
+        from stagetimer._render.csv_text import records_csv
 
         sys.stdout.write(records_csv(records_from(artifacts)))
         reports = report_from(artifacts) if plot is not None else []
@@ -50,10 +51,9 @@ def _plotter(path: str, parser: argparse.ArgumentParser) -> ModuleType | None:
     from stagetimer._errors import PlotUnavailableError
     from stagetimer._render import report_plot
 
-    try:
-        report_plot.check_path(path)
-    except ValueError as exc:
-        parser.error(f"--plot {path}: {exc}")
+    problem = report_plot.check_path(path)
+    if problem is not None:
+        parser.error(f"--plot {path}: {problem}")
     try:
         report_plot.load_pyplot()
     except PlotUnavailableError as exc:

@@ -25,6 +25,7 @@ from stagetimer._analysis.comparison import (
 )
 from stagetimer._render.compare_text import (
     format_ratio,
+    hardware_words,
     metadata_words,
     software_unknown,
     software_words,
@@ -33,7 +34,6 @@ from stagetimer._render.compare_text import (
 )
 from stagetimer._render.duration import Unit, unit_for
 from stagetimer._render.markdown_text import markdown_text
-from stagetimer.hardware import Difference, format_differences
 
 __all__ = ["render_markdown"]
 
@@ -137,10 +137,7 @@ def _differences(comparison: Comparison, several: bool) -> list[str]:
     for pair in comparison.pairs:
         where = f"{markdown_text(pair.relpath or pair.new)}: " if several else ""
         if pair.hardware_differences:
-            words = format_differences(
-                [Difference(d.field, d.base, d.new) for d in pair.hardware_differences]
-            )
-            lines.append(f"- {where}hardware: {markdown_text(words)}")
+            lines.extend(f"- {where}hardware: {markdown_text(w)}" for w in hardware_words(pair))
         elif not pair.base_hardware_ids or not pair.new_hardware_ids:
             lines.append(f"- {where}hardware not described on one side")
         side = software_unknown(pair)

@@ -25,16 +25,13 @@ from stagetimer._analysis.comparison import (
     StageComparison,
 )
 from stagetimer._escape import escape_text
-from stagetimer._render.compare_text import SAME_HARDWARE
+from stagetimer._render.compare_text import SAME_HARDWARE, hardware_words
 from stagetimer._render.report_plot import (
-    FORMATS,
-    PlotUnavailableError,
     load_pyplot,
     quiet_floats,
 )
-from stagetimer.hardware import Difference, format_differences
 
-__all__ = ["check_target", "plot_comparison"]
+__all__ = ["plot_comparison"]
 
 _COLOURS = {FASTER: "#1a7f37", SLOWER: "#cf222e"}
 _NEUTRAL = "#57606a"
@@ -46,29 +43,11 @@ _TICKS = (
 _COARSE_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 
 
-def check_target(path: str) -> str | None:
-    """Why the plot cannot be written to ``path`` (checked before any work), or None."""
-    if os.path.splitext(path)[1].lower() not in FORMATS:
-        return "the file name must end in .png or .svg"
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        return f"its directory {directory} does not exist"
-    if not os.access(directory, os.W_OK):
-        return f"its directory {directory} is not writable"
-    if os.path.isdir(path):
-        return "is a directory"
-    try:
-        load_pyplot()
-    except PlotUnavailableError as exc:
-        return str(exc)
-    return None
-
-
 def _caption(comparison: Comparison) -> str:
     """The hardware differences in words, pairs with the same differences on one line."""
     groups: dict[str, list[str]] = {}
     for pair in comparison.pairs:
-        words = format_differences([Difference(d.field, d.base, d.new) for d in _unique(pair)])
+        words = "; ".join(hardware_words(pair))
         if not words:
             known = bool(pair.base_hardware_ids and pair.new_hardware_ids) and not (
                 pair.undescribed_hardware_ids
@@ -86,13 +65,6 @@ def _caption(comparison: Comparison) -> str:
     if len(lines) > 8:
         wrapped.append(f"... and {len(lines) - 8} more (see stagetimer compare)")
     return "\n".join(wrapped)
-
-
-def _unique(pair: Pair) -> list[Difference]:
-    seen: dict[tuple[str, str, str], Difference] = {}
-    for d in pair.hardware_differences:
-        seen.setdefault((d.field, repr(d.base), repr(d.new)), Difference(d.field, d.base, d.new))
-    return list(seen.values())
 
 
 def _short_labels(paths: list[str], width: int = 28) -> list[str]:

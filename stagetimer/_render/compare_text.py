@@ -25,7 +25,6 @@ from stagetimer._analysis.comparison import (
     SLOWER,
     TOO_FEW_RUNS,
     Comparison,
-    HardwareDifference,
     Pair,
     SideStats,
     StageComparison,
@@ -40,6 +39,7 @@ __all__ = [
     "SAME_HARDWARE",
     "format_comparison",
     "format_ratio",
+    "hardware_words",
     "metadata_lines",
     "metadata_words",
     "render_json",
@@ -148,6 +148,19 @@ def software_words(pair: Pair) -> list[str]:
     ]
 
 
+def hardware_words(pair: Pair) -> list[str]:
+    """What differs between the hardware of the sides, in words, not yet escaped: one
+    entry per pair of hardware ids that differ, ``"memory.limit_bytes: 16 GiB → 64 GiB"``,
+    led by the two ids where a side's runs name several."""
+    groups: dict[tuple[str, str], list[Difference]] = {}
+    for d in pair.hardware_differences:
+        key = (d.base_hardware_id, d.new_hardware_id)
+        groups.setdefault(key, []).append(Difference(d.field, d.base, d.new))
+    if len(pair.base_hardware_ids) > 1 or len(pair.new_hardware_ids) > 1:
+        return [f"{b} -> {n}: {format_differences(found)}" for (b, n), found in groups.items()]
+    return [format_differences(found) for found in groups.values()]
+
+
 def software_unknown(pair: Pair) -> str | None:
     """Which side's runs name no software description, where only one side's do."""
     if bool(pair.base_software_ids) == bool(pair.new_software_ids):
@@ -202,20 +215,12 @@ def _hardware_lines(pair: Pair) -> list[str]:
     if pair.undescribed_hardware_ids:
         listed = ", ".join(escape_text(i) for i in pair.undescribed_hardware_ids)
         unknown = [f"Hardware unknown for {listed}: no description in timings_hardware.json."]
-    groups: dict[tuple[str, str], list[HardwareDifference]] = {}
-    for difference in pair.hardware_differences:
-        key = (difference.base_hardware_id, difference.new_hardware_id)
-        groups.setdefault(key, []).append(difference)
-    if not groups:
+    words = hardware_words(pair)
+    if not words:
         if unknown:
             return [*unknown, "No difference among the descriptions there are."]
         return [SAME_HARDWARE[0].upper() + SAME_HARDWARE[1:] + "."]
-    lines = [*unknown, "Hardware differs:"]
-    several = len(pair.base_hardware_ids) > 1 or len(pair.new_hardware_ids) > 1
-    for (base_id, new_id), found in groups.items():
-        words = escape_text(format_differences([Difference(d.field, d.base, d.new) for d in found]))
-        lines.append(f"  {base_id} -> {new_id}: {words}" if several else f"  {words}")
-    return lines
+    return [*unknown, "Hardware differs:", *(f"  {escape_text(w)}" for w in words)]
 
 
 def _pair_block(pair: Pair, comparison: Comparison, *, header: bool) -> list[str]:

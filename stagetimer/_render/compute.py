@@ -22,19 +22,14 @@ from stagetimer._analysis.compute import (
 from stagetimer._analysis.report import ArtifactReport
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
+from stagetimer._render.latex_text import latex_text
+from stagetimer._render.markdown_text import markdown_text
 from stagetimer.hardware import format_bytes
 from stagetimer.hardware._units import significant
 
 __all__ = ["render_compute", "sentence", "use_line", "used_lines", "used_side_by_side"]
 
 _HEADER = ("stages", "runs", "wall time", "GPU-hours", "CPU core-hours", "GPU energy")
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "\N{MULTIPLICATION SIGN}": r"$\times$",
-}
-
-
 def _joules(value: float) -> str:
     for unit, size in (("MJ", 1e6), ("kJ", 1e3)):
         if value >= size:
@@ -185,33 +180,23 @@ def _text(statement: ComputeStatement) -> list[str]:
 def _markdown(statement: ComputeStatement) -> list[str]:
     lines: list[str] = []
     for hw in statement.hardware:
-        lines += [f"**{_md(_machine(hw))}** (`{hw.hardware_id}`)", ""]
+        lines += [f"**{markdown_text(_machine(hw))}** (`{hw.hardware_id}`)", ""]
         lines.append("| " + " | ".join(_HEADER) + " |")
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(_HEADER) - 1)) + "|")
-        lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in _rows(hw)]
-        lines += ["", _md(_footnote(hw)), ""]
+        lines += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in _rows(hw)]
+        lines += ["", markdown_text(_footnote(hw)), ""]
     return lines
-
-
-def _md(text: str) -> str:
-    """Text as GitHub Markdown shows it literally: ``|``, ``*`` and ``_`` escaped (names
-    come from the files; a table cell ends at ``|``)."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
-
-
-def _tex(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
 
 
 def _latex(statement: ComputeStatement) -> list[str]:
     lines = ["% the compute statement; needs \\usepackage{booktabs}"]
     for hw in statement.hardware:
         lines += [
-            f"% {_tex(hw.hardware_id)}", f"{_tex(_machine(hw))}\\par", "",
+            f"% {latex_text(hw.hardware_id)}", f"{latex_text(_machine(hw))}\\par", "",
             "\\begin{tabular}{lrrrrr}", "\\toprule",
-            " & ".join(map(_tex, _HEADER)) + r" \\", "\\midrule",
-            *(" & ".join(map(_tex, row)) + r" \\" for row in _rows(hw)),
-            "\\bottomrule", "\\end{tabular}\\par", f"{_tex(_footnote(hw))}\\par", "",
+            " & ".join(map(latex_text, _HEADER)) + r" \\", "\\midrule",
+            *(" & ".join(map(latex_text, row)) + r" \\" for row in _rows(hw)),
+            "\\bottomrule", "\\end{tabular}\\par", f"{latex_text(_footnote(hw))}\\par", "",
         ]
     return lines
 
@@ -236,7 +221,7 @@ def render_compute(statement: ComputeStatement, form: str = "text") -> str:
     if form == "markdown":
         lines = [*_markdown(statement), *(f"_{n}_\n" for n in notes), paste]
     elif form == "latex":
-        lines = [*_latex(statement), *(f"% {n}" for n in notes), _tex(paste)]
+        lines = [*_latex(statement), *(f"% {n}" for n in notes), latex_text(paste)]
     else:
         lines = [*_text(statement), *notes, "", "To paste:", paste]
     return "\n".join(map(escape_text, lines)) + "\n"

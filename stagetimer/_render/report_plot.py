@@ -65,18 +65,20 @@ def load_pyplot() -> Any:
     return plt
 
 
-def check_path(path: str) -> None:
-    """``ValueError`` unless a picture can be written at ``path``: a ``.png`` or ``.svg``
-    name in an existing, writable directory. Called before any work is done."""
+def check_path(path: str) -> str | None:
+    """Why a picture cannot be written at ``path``, or None: it needs a ``.png`` or
+    ``.svg`` name in an existing, writable directory. Called before any work is done
+    (``report --plot`` and ``compare --plot``; matplotlib is checked apart)."""
     if os.path.splitext(path)[1].lower() not in FORMATS:
-        raise ValueError("the file name must end in .png or .svg")
+        return "the file name must end in .png or .svg"
     if os.path.isdir(path):
-        raise ValueError("is a directory; name the picture's file")
+        return "is a directory; name the picture's file"
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise ValueError(f"the directory {folder} does not exist")
+        return f"its directory {folder} does not exist"
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"the directory {folder} is not writable")
+        return f"its directory {folder} is not writable"
+    return None
 
 
 def page_paths(path: str, pages: int) -> list[str]:

@@ -13,13 +13,12 @@ from collections.abc import Sequence
 
 import attrs
 
+from stagetimer._analysis.folding import seed_times
 from stagetimer._analysis.report import ArtifactReport, StageStats
-from stagetimer._analysis.seeds import longest_ranks
 from stagetimer._analysis.stats import summarise
 from stagetimer._analysis.tree import relative_paths
 from stagetimer._escape import escape_text
 from stagetimer._format import AUTO_RESUME_SUFFIX, continued_stage
-from stagetimer._store.rules import is_valid_seconds
 from stagetimer.stages import is_training
 
 __all__ = ["FAMILIES", "ROWS_PER_PAGE", "Bar", "Row", "layout", "rows"]
@@ -35,7 +34,8 @@ class Bar:
 
     base: float  # mean per seed of the stage itself
     resumed: float  # mean per seed of its continuation
-    seeds: tuple[float, ...]  # each seed: its run plus its continuation
+    # each seed: its run plus its continuation (a seed with only a continuation included)
+    seeds: tuple[float, ...]
     stdev: float | None
 
 
@@ -47,26 +47,19 @@ class Row:
     others: dict[str, Bar]  # other stage -> its bar
 
 
-def _valid(report: ArtifactReport, stats: StageStats | None) -> list[tuple[int | None, float]]:
-    if stats is None:
-        return []
-    runs, _ = longest_ranks(report.runs(stats.name))  # a seed once, as its slowest rank
-    return [(r.run_idx, r.seconds) for r in runs if is_valid_seconds(r.seconds)]
-
-
 def _bar(
     report: ArtifactReport, stage: StageStats | None, resume: StageStats | None
 ) -> Bar | None:
-    runs = _valid(report, stage)
-    if not runs:
+    times = seed_times(
+        report.stored_runs(stage.name) if stage is not None else [],
+        report.stored_runs(resume.name) if resume is not None else [],
+    )
+    if not times:
         return None
-    extra: dict[int | None, float] = {}
-    for run_idx, seconds in _valid(report, resume):
-        extra[run_idx] = extra.get(run_idx, 0.0) + seconds
-    seeds = tuple(s + (extra.pop(i, 0.0) if i is not None else 0.0) for i, s in runs)
-    base = sum(s for _, s in runs) / len(runs)
+    seeds = tuple(base + resumed for base, resumed in times)
+    base = sum(b for b, _ in times) / len(times)
     per_seed = summarise(seeds, quartiles=False)
-    assert per_seed.mean is not None  # runs is not empty
+    assert per_seed.mean is not None  # times is not empty
     stdev = None if per_seed.stdev is None else _drawn(per_seed.stdev)
     return Bar(_drawn(base), _drawn(per_seed.mean) - _drawn(base), tuple(map(_drawn, seeds)),
                 stdev)

@@ -14,11 +14,11 @@ import csv
 import io
 from collections.abc import Callable, Sequence
 
-from stagetimer._analysis.rows import spreadsheet_safe
 from stagetimer._analysis.stats import Summary
 from stagetimer._analysis.table import SuiteTable
-from stagetimer._escape import escape_text
+from stagetimer._render.csv_text import spreadsheet_safe
 from stagetimer._render.duration import Unit, format_duration, unit_for
+from stagetimer._render.latex_text import latex_text
 from stagetimer._render.markdown_text import markdown_text
 
 __all__ = ["FORMATS", "render_table"]
@@ -102,35 +102,6 @@ def _markdown(table: SuiteTable) -> str:
     return "\n".join(out) + "\n"
 
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    # "[" and "]" braced: after "\\" a row starting with "[" is read as its optional
-    # argument (the space below the line) and does not compile
-    "[": "{[}", "]": "{]}",
-    # in the default OT1 encoding these print other glyphs; "-" braced: no "--" dash
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "-": "-{}",
-    '"': r"\texttt{\char34}", "`": r"\textasciigrave{}", "'": r"\textquotesingle{}",
-    "\N{MICRO SIGN}": r"$\mu$", "\N{PLUS-MINUS SIGN}": r"$\pm$",
-}
-
-
-def _latex_char(char: str) -> str:
-    special = _LATEX_SPECIAL.get(char)
-    if special is not None:
-        return special
-    if " " <= char <= "~":
-        return char
-    # pdflatex has no glyph for most of Unicode ("Unicode character not set up for use
-    # with LaTeX"): anything past ASCII is written as its code, in the text escapes' form
-    return r"\textbackslash{}" + (f"x{ord(char):02x}" if ord(char) < 0x100 else f"u{ord(char):04x}")
-
-
-def _latex_text(text: str) -> str:
-    """A name from the files as LaTeX text that typesets as its characters."""
-    return "".join(map(_latex_char, escape_text(text)))
-
-
 def _latex_numbers(cell: str) -> str:
     """A cell already escaped, with the cells' own signs (±, µ, the quartiles' brackets)
     in LaTeX. A bracket is braced here too: a label may be empty and a cell lead."""
@@ -139,7 +110,7 @@ def _latex_numbers(cell: str) -> str:
 
 
 def _latex(table: SuiteTable) -> str:
-    header, rows = _text_rows(table, _latex_text)
+    header, rows = _text_rows(table, latex_text)
     labels = len(table.label_columns)
 
     def line(cells: Sequence[str]) -> str:

@@ -237,6 +237,24 @@ def test_a_key_that_differs_in_every_run_is_not_a_mixture(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
+    ("values", "differ"),
+    [((1, 1.0), True), ((1, True), True), ((0.0, -0.0), True), (({"a": 1}, {"a": 1.0}), True),
+     (("fork", "fork"), False), ((float("nan"), float("nan")), False)],
+    ids=["int-float", "int-bool", "signed-zero", "nested", "same", "nan"],
+)
+def test_report_warning_and_compare_agree_on_which_metadata_values_differ(
+    values: tuple[Any, Any], differ: bool
+) -> None:
+    from stagetimer._analysis.metadata_pairs import metadata_differences
+    from stagetimer._analysis.report_warnings import metadata_warning
+
+    runs = [{"seconds": 1.0, "bs": value} for value in values]
+    warned = metadata_warning("s", runs, {"seconds", "bs"}) is not None
+    base, new = {"runs": runs[:1]}, {"runs": runs[1:]}
+    assert (differ, differ) == (warned, bool(metadata_differences([("s", base, new)])))
+
+
+@pytest.mark.parametrize(
     ("change", "flag"),
     [
         (lambda d: d["s"]["runs"][1].update(seconds=-5000000), "seconds -5000000 is negative"),

@@ -129,4 +129,21 @@ def test_names_from_the_files_stay_text_in_markdown_and_latex(
     )
     assert "AMD_EPYC_9654 &amp; co | 50% *fast* \\o/" in html
     latex = compute(capsys, str(tmp_path), "--latex")
-    assert "AMD\\_EPYC\\_9654 \\& co | 50\\% *fast* \\textbackslash{}o/" in latex
+    # "|" in OT1 prints an em dash: it is \textbar{} (latex_text, the table's escapes)
+    assert "AMD\\_EPYC\\_9654 \\& co \\textbar{} 50\\% *fast* \\textbackslash{}o/" in latex
+
+
+def test_markup_in_a_name_stays_text_in_markdown_and_compiles_in_latex(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "<b>EPYC</b> [a](b) `c` \"q\" 'r' x-y \N{DEGREE SIGN}"
+    write(tmp_path / "a", {"hw-odd": {**CPU_ONLY, "cpu": {"model_name": name, "logical_cpus": 2}}},
+          {"ippo_train": [run(60, "hw-odd", 0, cpu_seconds=30)]})
+    markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py is not installed")
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(
+        compute(capsys, str(tmp_path), "--markdown")
+    )
+    assert "&lt;b&gt;EPYC&lt;/b&gt; [a](b) `c` &quot;q&quot; 'r' x-y \N{DEGREE SIGN}" in html
+    latex = compute(capsys, str(tmp_path), "--latex")
+    assert "\\textless{}b\\textgreater{}EPYC" in latex and "\\textasciigrave{}c" in latex
+    assert latex.isascii()

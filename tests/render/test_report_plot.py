@@ -83,3 +83,25 @@ def test_without_matplotlib_one_line_says_how_to_install_it(exports: Path, tmp_p
     assert "pip install 'stagetimer[plot]'" in line
     assert "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def test_the_plot_and_the_table_fold_a_continuation_alike(tmp_path: Path) -> None:
+    """One fold (``folding.seed_times``): a seed with only a continuation still ran."""
+    from stagetimer._analysis.report import report_from
+    from stagetimer._analysis.table import build_table
+    from stagetimer._analysis.tree import scan_tree
+    from stagetimer._render.report_plot_rows import rows
+
+    rec = Recorder(tmp_path / "a")
+    record_timing("ippo_train", 10.0, run_idx=0, recorder=rec)
+    record_timing("ippo_train", 10.0, run_idx=1, recorder=rec)
+    record_timing("ippo_train_auto_resume", 5.0, run_idx=1, recorder=rec)
+    record_timing("ippo_train_auto_resume", 7.0, run_idx=2, recorder=rec)
+    artifacts, _ = scan_tree([tmp_path / "a"])
+
+    [row] = rows(report_from(artifacts))
+    table = build_table(artifacts, fold_continuations=True)
+
+    assert (10.0, 15.0, 7.0) == row.bars["training"].seeds
+    assert 32.0 == table.cells[0]["ippo_train"].total
+    assert 3 == table.cells[0]["ippo_train"].runs
