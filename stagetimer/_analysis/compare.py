@@ -39,11 +39,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any, NamedTuple
 
 import attrs
 
-from stagetimer._analysis.compare_hardware import Differences, hardware_between, ids_of
+from stagetimer._analysis.compare_hardware import Differences, hardware_between
 from stagetimer._analysis.comparison import (
     FASTER,
     NO_DIFFERENCE,
@@ -60,11 +61,12 @@ from stagetimer._analysis.comparison import (
     Unpaired,
 )
 from stagetimer._analysis.compute import side_by_side
+from stagetimer._analysis.id_pairs import distinct_ids
 from stagetimer._analysis.metadata_pairs import metadata_differences
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.significance import benjamini_hochberg
-from stagetimer._analysis.software_pairs import SoftwareDifferences, software_ids
+from stagetimer._analysis.software_pairs import SoftwareDifferences
 from stagetimer._analysis.stage_verdict import (
     Measured,
     judged,
@@ -176,11 +178,15 @@ def _measure_pair(
     new_runs = [_stage_runs(new_stages[name]) for name in shared]
     measured = _measure_stages(shared, (base_raw, base_stages, base_runs),
                                (new_raw, new_stages, new_runs), paired)
-    base_ids = ids_of(runs for _, runs in base_runs)
-    new_ids = ids_of(runs for _, runs in new_runs)
+    base_ids = distinct_ids(chain.from_iterable(runs for _, runs in base_runs), "hardware_id")
+    new_ids = distinct_ids(chain.from_iterable(runs for _, runs in new_runs), "hardware_id")
     found, undescribed = hardware_between(base, new, base_ids, new_ids, cache.hardware)
-    base_sw = software_ids(base_stages[name] for name in shared)
-    new_sw = software_ids(new_stages[name] for name in shared)
+    base_sw = distinct_ids(
+        chain.from_iterable(base_stages[name]["runs"] for name in shared), "software_id"
+    )
+    new_sw = distinct_ids(
+        chain.from_iterable(new_stages[name]["runs"] for name in shared), "software_id"
+    )
     pair = Pair(
         metadata_differences=metadata_differences(
             (name, base_stages[name], new_stages[name]) for name in shared

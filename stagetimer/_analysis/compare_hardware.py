@@ -4,16 +4,14 @@ of ids: an id is its content)."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from stagetimer._analysis.comparison import HardwareDifference
-from stagetimer._analysis.id_pairs import PairCache, distinct_ids
+from stagetimer._analysis.id_pairs import PairCache
 from stagetimer._analysis.tree import Artifact
 from stagetimer.hardware import Hardware, hardware_differences
 
-__all__ = ["Differences", "hardware_between", "ids_of"]
+__all__ = ["Differences", "hardware_between"]
 
 class Differences(PairCache[Hardware]):
     """hardware_differences per pair of hardware ids, computed once (``PairCache``)."""
@@ -22,13 +20,12 @@ class Differences(PairCache[Hardware]):
         super().__init__(hardware_differences)
 
 
-def ids_of(found: Iterable[list[dict[str, Any]]]) -> list[str]:
-    """The distinct hardware ids of the runs, in first-seen order (``distinct_ids``)."""
-    return list(distinct_ids(itertools.chain.from_iterable(found), "hardware_id"))
-
-
 def hardware_between(
-    base: Artifact, new: Artifact, base_ids: list[str], new_ids: list[str], cache: Differences
+    base: Artifact,
+    new: Artifact,
+    base_ids: Sequence[str],
+    new_ids: Sequence[str],
+    cache: Differences,
 ) -> tuple[list[HardwareDifference], list[str]]:
     """The differences between each base and each new description, and the ids undescribed."""
     base_described: Mapping[str, Hardware] = base.hardware.hardware

@@ -7,21 +7,13 @@ is its content.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from stagetimer._analysis.comparison import SoftwareDifference
-from stagetimer._analysis.id_pairs import PairCache, distinct_ids
+from stagetimer._analysis.id_pairs import PairCache
 from stagetimer.software import Software
 
-__all__ = ["SoftwareDifference", "SoftwareDifferences", "software_ids"]
-
-
-def software_ids(stages: Iterable[dict[str, Any]]) -> list[str]:
-    """The distinct ``software_id`` of the runs of ``stages`` (stored), first seen first."""
-    runs = itertools.chain.from_iterable(stage["runs"] for stage in stages)
-    return list(distinct_ids(runs, "software_id"))
+__all__ = ["SoftwareDifference", "SoftwareDifferences"]
 
 
 class SoftwareDifferences(PairCache[Software]):
@@ -35,9 +27,9 @@ class SoftwareDifferences(PairCache[Software]):
     def of_pair(
         self,
         base: Mapping[str, Software],
-        base_ids: list[str],
+        base_ids: Sequence[str],
         new: Mapping[str, Software],
-        new_ids: list[str],
+        new_ids: Sequence[str],
     ) -> tuple[SoftwareDifference, ...]:
         """Each side's described software against each of the other's (``base``, ``new``:
         id -> description as the sidecars hold them; undescribed ids are not compared)."""
