@@ -10,27 +10,19 @@ named, never stored, and the other records of the file are still good.
 
 from __future__ import annotations
 
+import errno
 import os
-import stat
 from typing import Any
 
 import attrs
 
 from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
-from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, POLICIES, SCHEMA_VERSION
-from stagetimer._store.parse import parse_json, read_all
+from stagetimer._format import MAX_FILE_DEPTH, POLICIES, SCHEMA_VERSION
+from stagetimer._store.parse import open_sidecar, parse_json, read_all
 from stagetimer._store.shape import check_hardware_shape, json_type
 from stagetimer._store.validate import check_run
 
 __all__ = ["RescueContent", "RescueRecord", "read_rescue"]
-
-_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
-
 
 @attrs.frozen
 class RescueRecord:
@@ -58,19 +50,24 @@ class RescueContent:
 
 
 def _read(path: str) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat, opened as a sidecar is (``parse.open_sidecar``).
+
+    ``FileNotFoundError`` when it is gone (its writer saved its records and removed it
+    meanwhile); any other failure to open or read it is ``SidecarCorruptError``.
+    """
     try:
-        fd = os.open(path, _FLAGS)
+        opened = open_sidecar(path)
+        if opened is None:
+            raise FileNotFoundError(errno.ENOENT, "removed meanwhile", path)
+        fd, st = opened
+        try:
+            return read_all(fd, st.st_size), st
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        raise
     except OSError as exc:
-        raise SidecarCorruptError(path, f"cannot be opened ({exc.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SidecarCorruptError(path, "is not a regular file")
-        if st.st_size > MAX_BYTES:
-            raise SidecarCorruptError(path, f"is {st.st_size} bytes, too large for a rescue file")
-        return read_all(fd, st.st_size), st
-    finally:
-        os.close(fd)
+        raise SidecarCorruptError(path, f"cannot be read ({exc.strerror})") from None
 
 
 def _header(path: str, payload: object) -> tuple[str, int | None, list[Any], dict[str, Any]]:
