@@ -35,6 +35,7 @@ from stagetimer._store.shape import check_hardware_shape, check_timings_shape, j
 __all__ = [
     "DuplicateKey",
     "decode_unique",
+    "is_cut_short",
     "open_sidecar",
     "parse_hardware",
     "parse_json",
@@ -308,9 +309,11 @@ def _utf8(path: str, raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SidecarCorruptError(
+        error = SidecarCorruptError(
             path, f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-        ) from None
+        )
+        # A character cut in two at the end: the bytes may be a read cut short.
+        raise _cut_short(error) if exc.end == len(raw) else error from None
 
 
 def _decode(path: str, text: str) -> Any:
@@ -320,7 +323,8 @@ def _decode(path: str, text: str) -> Any:
             return json.loads(text, object_pairs_hook=_no_duplicates)
         return decode_unique(text)
     except json.JSONDecodeError as exc:
-        raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
+        error = SidecarCorruptError(path, f"does not parse as JSON ({exc})")
+        raise _cut_short(error) if _unfinished(text, exc) else error from None
     except DuplicateKey as exc:
         raise SidecarCorruptError(
             path,
@@ -331,6 +335,32 @@ def _decode(path: str, text: str) -> Any:
         raise SidecarCorruptError(path, f"holds a number Python refuses to read ({exc})") from None
     except RecursionError:  # the caller's own stack was already deep
         raise SidecarCorruptError(path, "is nested too deeply to parse here") from None
+
+
+_CUT_SHORT = "truncated"
+#: What may be left of the last value of a text cut short: part of a number or a literal.
+_PARTIAL_TOKEN = re.compile(r"[-+.0-9eE]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
+
+
+def _unfinished(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the parser failed only because ``text`` ends too soon."""
+    if exc.msg.startswith("Unterminated string"):
+        return True
+    if exc.msg == "Extra data":  # a whole value, then more: never a cut
+        return False
+    return _PARTIAL_TOKEN.fullmatch(text[exc.pos :].rstrip()) is not None
+
+
+def _cut_short(error: SidecarCorruptError) -> SidecarCorruptError:
+    setattr(error, _CUT_SHORT, True)  # the error class is shared: an attribute of ours
+    return error
+
+
+def is_cut_short(error: SidecarCorruptError) -> bool:
+    """Whether ``error`` is a parse error at the very end of the input (a character or
+    the JSON text left unfinished): what a read cut short by a stale size gives, which
+    reading again may mend. Any other corruption is in the file itself."""
+    return getattr(error, _CUT_SHORT, False) is True
 
 
 def _refuse_lone_surrogate(path: str, data: Any) -> None:

@@ -23,11 +23,7 @@ from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import token as _token  # noqa: F401 (read here by tests)
 from stagetimer._store.leftovers import unclean as _unclean
 from stagetimer._store.lock import acquire, release
-from stagetimer._store.parse import (
-    open_sidecar,
-    read_all,
-    retry_replaced,
-)
+from stagetimer._store.parse import is_cut_short, open_sidecar, read_all, retry_replaced
 from stagetimer.hardware._mounts import is_local
 
 __all__ = [
@@ -268,7 +264,7 @@ def _read_locked(
     return parse(path, raw), mode
 
 
-#: Waits before reading again a sidecar that did not parse on a network or FUSE file
+#: Waits before reading again a sidecar cut short on a network or FUSE file
 #: system (about 3 s in all: past FUSE's default attribute timeout of 1 s).
 _SETTLE_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 
@@ -280,16 +276,16 @@ def _read_settled(
 
     A FUSE client keeps a file's attributes for ``attr_timeout`` (1 s unless the mount
     says otherwise, fuse(8)); after another client replaced the file, reads through the
-    old size return the new content cut short, which does not parse. On a local file
-    system a file that does not parse is corrupt at once.
+    old size return the new content cut short, which does not parse (``is_cut_short``).
+    Any other corruption, and any on a local file system, is final at once.
     """
     waits = iter(_SETTLE_WAITS)
     while True:
         try:
             return retry_replaced(lambda: _read_locked(path, parse, cache))
-        except SidecarCorruptError:
+        except SidecarCorruptError as exc:
             wait = next(waits, None)
-            if wait is None or is_local(os.path.dirname(path) or "."):
+            if wait is None or not is_cut_short(exc) or is_local(os.path.dirname(path) or "."):
                 raise
             time.sleep(wait)
 

@@ -4,11 +4,13 @@ on shared mounts only when cut short, legacy rescue names, one insertion rule.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.rescue import write_rescue
 
 from stagetimer import recover
+from stagetimer._errors import SidecarCorruptError
 from stagetimer._store import rescue, rescue_content
 
 GOOD = {"stage": "eval", "run": {"seconds": 2.0, "run_idx": 0}}
@@ -34,3 +36,57 @@ def test_a_rescue_file_removed_between_look_and_read_is_skipped_not_refused(
 def test_reading_a_missing_rescue_file_says_it_is_missing(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         rescue_content.read_rescue(str(tmp_path / "timings.rescue-x-1-0.json"))
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from stagetimer._store import sidecar
+
+    reads: list[str] = []
+    real = sidecar._read_locked
+
+    def counted(*args: Any) -> Any:
+        reads.append(args[0])
+        return real(*args)
+
+    monkeypatch.setattr(sidecar, "_read_locked", counted)
+    monkeypatch.setattr(sidecar, "is_local", lambda path: False)  # a network mount
+    monkeypatch.setattr(sidecar, "_SETTLE_WAITS", (0.0, 0.0, 0.0))
+    return reads
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"train": {"total_seconds": 1, "runs": 3}}',  # wrong type: corrupt in the file
+        '{"train": 1,, }',  # a syntax error inside the text
+        '{"train": 1} {}',  # extra data
+    ],
+)
+def test_a_sidecar_corrupt_in_itself_on_a_network_mount_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    from stagetimer._store.parse import parse_timings
+    from stagetimer._store.sidecar import update_file
+
+    path = tmp_path / "timings.json"
+    path.write_text(text, encoding="utf-8")
+    reads = _count_reads(monkeypatch)
+    with pytest.raises(SidecarCorruptError):
+        update_file(str(path), parse_timings, lambda data: None, 5.0)
+    assert len(reads) == 1
+
+
+@pytest.mark.parametrize("cut", [0, 1, 9, 18, 25, 31, 40, 70, 72])
+def test_a_sidecar_cut_short_on_a_network_mount_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int
+) -> None:
+    from stagetimer._store.parse import parse_timings
+    from stagetimer._store.sidecar import update_file
+
+    text = '{"train": {"total_seconds": 1.5, "runs": [{"seconds": 1.5, "label": "é"}]}}'
+    path = tmp_path / "timings.json"
+    path.write_bytes(text.encode("utf-8")[:cut])
+    reads = _count_reads(monkeypatch)
+    with pytest.raises(SidecarCorruptError):
+        update_file(str(path), parse_timings, lambda data: None, 5.0)
+    assert len(reads) == 4  # the first read and one per wait
