@@ -45,9 +45,7 @@ from stagetimer._store.rules import apply_run, keep_completed_prefix
 from stagetimer._store.sidecar import (
     Attempt,
     TimingsCache,
-    add_hardware,
-    add_software,
-    dumps_hardware,
+    add_descriptions,
     timings_bytes,
     update_file,
 )
@@ -350,9 +348,7 @@ class Saver:
                 return
 
         def change(data: dict[str, Any]) -> str | None:
-            added = add_hardware(data, needed)
-            added_software = add_software(data, software)
-            return dumps_hardware(data) if added or added_software else None
+            return add_descriptions(data, needed, software)
 
         update_file(
             path, parse_hardware, change, self.settings.lock_timeout,

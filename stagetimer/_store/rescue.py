@@ -42,9 +42,7 @@ from stagetimer._store.owner import liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
 from stagetimer._store.rules import add_seconds, is_stage
 from stagetimer._store.sidecar import (
-    add_hardware,
-    add_software,
-    dumps_hardware,
+    add_descriptions,
     timings_bytes,
     update_file,
 )
@@ -245,9 +243,7 @@ def _fold_hardware(
     def change_hardware(data: dict[str, Any]) -> str | None:
         known.update(data["hardware"])
         known.update(needed)
-        added = add_hardware(data, needed)
-        added_software = add_software(data, software)
-        return dumps_hardware(data) if added or added_software else None
+        return add_descriptions(data, needed, software)
 
     from stagetimer._store.parse import parse_hardware
 

@@ -29,8 +29,7 @@ from stagetimer.hardware._mounts import is_local
 __all__ = [
     "Attempt",
     "TimingsCache",
-    "add_hardware",
-    "add_software",
+    "add_descriptions",
     "clear_leftovers",
     "dumps_hardware",
     "dumps_timings",
@@ -73,30 +72,27 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def add_hardware(data: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
-    """Add to a parsed hardware sidecar the entries it lacks; return those added.
-
-    An entry already there is never replaced: equal ids describe equal hardware.
-    """
-    known = data["hardware"]
+def _add_missing(known: dict[str, Any], entries: dict[str, Any]) -> bool:
+    """Add to ``known`` the entries it lacks (one already there is never replaced: equal
+    ids describe equal things); whether any was added."""
     missing = {k: v for k, v in entries.items() if k not in known}
     known.update(missing)
-    return missing
+    return bool(missing)
 
 
-def add_software(data: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
-    """Add to a parsed hardware sidecar the software descriptions it lacks; return those added.
+def add_descriptions(
+    data: dict[str, Any], hardware: dict[str, Any], software: dict[str, Any]
+) -> str | None:
+    """Add to a parsed hardware sidecar the hardware and software descriptions it lacks;
+    its new text, or None when it held them all (nothing to write).
 
     The ``software`` map is created at the first one (a file without software stays
-    byte for byte as an older writer left it). An entry is never replaced.
+    byte for byte as an older writer left it).
     """
-    if not entries:
-        return {}
-    known = data.setdefault("software", {})
-    missing = {k: v for k, v in entries.items() if k not in known}
-    known.update(missing)
-    return missing
-
+    added = _add_missing(data["hardware"], hardware)
+    if software:
+        added = _add_missing(data.setdefault("software", {}), software) or added
+    return dumps_hardware(data) if added else None
 
 
 def _fsync_directory(directory: str) -> None:
