@@ -15,7 +15,7 @@ from typing import Any
 from stagetimer._errors import SidecarCorruptError, short_repr
 from stagetimer._format import RESOURCE_FIELDS, RUN_FIELDS
 
-__all__ = ["check_hardware_shape", "check_run_shape", "check_timings_shape", "json_type"]
+__all__ = ["check_hardware_shape", "check_timings_shape", "json_type", "run_problem"]
 
 _short = short_repr
 
@@ -62,21 +62,25 @@ _RUN_TYPES = tuple(
 _KINDS = {key: kinds for key, kinds, _ in _RUN_TYPES}
 
 
-def _check_run(path: str, name: str, i: int, run: object) -> None:
-    where = f"stage {_short(name)} run {i}"
+def run_problem(run: object) -> str | None:
+    """What is wrong with one run's known field types (``is a number, expected an object``,
+    ``has 'label' a number, expected a string``), or None; the caller says which run."""
     if type(run) is not dict:
-        raise SidecarCorruptError(path, f"{where} is {json_type(run)}, expected an object")
+        return f"is {json_type(run)}, expected an object"
     if "seconds" not in run:
-        raise SidecarCorruptError(path, f"{where} has no 'seconds', expected a number")
+        return "has no 'seconds', expected a number"
     for key, kinds, words in _RUN_TYPES:
         value = run.get(key)
         if type(value) not in kinds:
-            raise SidecarCorruptError(
-                path, f"{where} has {key!r} {json_type(value)}, expected {words}"
-            )
+            return f"has {key!r} {json_type(value)}, expected {words}"
     problem = _resources_problem(run.get("resources"))
+    return None if problem is None else f"has {problem}"
+
+
+def _check_run(path: str, name: str, i: int, run: object) -> None:
+    problem = run_problem(run)
     if problem is not None:
-        raise SidecarCorruptError(path, f"{where} has {problem}")
+        raise SidecarCorruptError(path, f"stage {_short(name)} run {i} {problem}")
 
 
 def _resources_problem(resources: dict[str, Any] | None) -> str | None:
@@ -89,11 +93,6 @@ def _resources_problem(resources: dict[str, Any] | None) -> str | None:
         if value is not None and not _is_number(value):
             return f"'resources' {key!r} {json_type(value)}, expected a number"
     return None
-
-
-def check_run_shape(path: str, name: str, run: object) -> None:
-    """Refuse one run whose known fields do not have the format's types (as in a stage)."""
-    _check_run(path, name, 0, run)
 
 
 def _runs_fit(runs: list[Any]) -> bool:

@@ -12,11 +12,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
+from stagetimer._errors import InvalidRecordError, short_repr
 from stagetimer._format import MAX_DEPTH, MAX_RUN_IDX, RESERVED_KEYS, RUN_FIELDS
 from stagetimer._store.parse import DuplicateKey, decode_unique
 from stagetimer._store.rules import is_valid_seconds
-from stagetimer._store.shape import check_run_shape
+from stagetimer._store.shape import run_problem
 
 __all__ = [
     "MAX_DEPTH",
@@ -211,10 +211,9 @@ def check_run(name: object, run: object) -> None:
     another way than through a recorder (a rescue file).
     """
     check_name(name)
-    try:
-        check_run_shape("", str(name), run)
-    except SidecarCorruptError as exc:
-        raise InvalidRecordError(f"run {exc.problem}", run) from None
+    problem = run_problem(run)
+    if problem is not None:
+        raise InvalidRecordError(f"run {problem}", run)
     assert isinstance(run, dict)
     check_seconds(run["seconds"])
     check_run_idx(run.get("run_idx"))

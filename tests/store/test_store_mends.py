@@ -90,3 +90,12 @@ def test_a_sidecar_cut_short_on_a_network_mount_is_read_again(
     with pytest.raises(SidecarCorruptError):
         update_file(str(path), parse_timings, lambda data: None, 5.0)
     assert len(reads) == 4  # the first read and one per wait
+
+
+def test_a_refused_rescue_record_names_its_problem_without_a_made_up_run_number(
+    tmp_path: Path,
+) -> None:
+    art = tmp_path / "art"
+    write_rescue(art, [{"stage": "train", "run": {"seconds": 1.0, "label": 3}}])
+    (done,) = recover(art)
+    assert done.refused == ("record 0: run has 'label' a number, expected a string",)
