@@ -40,8 +40,7 @@ from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending
 from stagetimer._record.rescue_file import RescueFile
 from stagetimer._store.parse import parse_hardware, parse_timings
-from stagetimer._store.rescue import run_is_stored
-from stagetimer._store.rules import apply_run, keep_completed_prefix
+from stagetimer._store.rules import apply_run, keep_completed_prefix, run_is_stored
 from stagetimer._store.sidecar import (
     Attempt,
     TimingsCache,

@@ -20,7 +20,6 @@ recover DIR``) folds the files whose writer is gone back into ``timings.json``:
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import pwd
 import stat
@@ -40,27 +39,18 @@ from stagetimer._format import (
 )
 from stagetimer._store.owner import liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
-from stagetimer._store.rules import add_seconds, is_stage
+from stagetimer._store.rules import insert_run, is_stage, run_key
 from stagetimer._store.sidecar import (
     add_descriptions,
     timings_bytes,
     update_file,
 )
 
-__all__ = ["Recovered", "recover", "rescue_files", "run_is_stored"]
+__all__ = ["Recovered", "recover", "rescue_files"]
 
 #: Seconds after its last write past which another host's rescue file is taken as its
 #: writer's leftover (this host cannot see that host's processes).
 FOREIGN_AGE = 3600.0
-
-
-def run_is_stored(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
-    """Whether stage ``name`` of ``data`` already holds ``run`` (equal in every key)."""
-    stage: Any = data.get(name)
-    if not is_stage(stage):
-        return False
-    runs: list[Any] = stage["runs"]
-    return any(r == run for r in runs)
 
 
 @attrs.frozen
@@ -166,43 +156,6 @@ def _legacy_liveness(path: str) -> str:
     return "live"
 
 
-def _key(run: Any) -> tuple[Any, Any, Any]:
-    if type(run) is not dict:
-        return (object(), None, None)  # matches nothing
-    return (run.get("run_idx"), run.get("label"), run.get("rank"))
-
-
-def _put_back(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
-    """Insert ``run`` into stage ``name`` (in ``run_idx`` order); no other run changes."""
-    stage = data.get(name)
-    if name in data and not is_stage(stage):
-        raise InvalidRecordError(
-            f"stage name {name!r} holds other data in {TIMINGS_FILE} (not an object with a "
-            "'runs' list)",
-            name,
-        )
-    runs: list[Any] = [] if stage is None else stage["runs"]
-    idx = run.get("run_idx")
-    position = len(runs)
-    if idx is not None:
-        for i, other in enumerate(runs):
-            other_idx = other.get("run_idx") if type(other) is dict else None
-            if type(other_idx) is int and other_idx > idx:
-                position = i
-                break
-    grown = [*runs[:position], run, *runs[position:]]
-    total = add_seconds(0.0, grown)
-    if not math.isfinite(total):
-        raise InvalidRecordError(
-            f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
-        )
-    if stage is None:
-        data[name] = {"total_seconds": total, "runs": grown}
-    else:
-        stage["runs"] = grown
-        stage["total_seconds"] = total
-
-
 def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recovered:
     """Put the file's records back where missing, hardware (and software) first."""
     records, refused = _fold_hardware(directory, content, lock_timeout)
@@ -272,17 +225,17 @@ def _fold_timings(
         counts[:] = [0, 0]
         put_refused.clear()
         taken = {
-            (name, _key(run))
+            (name, run_key(run))
             for name in {r.stage for r in records}
             if is_stage(data.get(name))
             for run in data[name]["runs"]
         }
         for record in records:
-            if (record.stage, _key(record.run)) in taken:
+            if (record.stage, run_key(record.run)) in taken:
                 counts[1] += 1
                 continue
             try:
-                _put_back(data, record.stage, record.run)
+                insert_run(data, record.stage, record.run)
             except InvalidRecordError as exc:
                 put_refused.append(str(exc))
                 continue
