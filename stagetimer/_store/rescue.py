@@ -37,7 +37,9 @@ from stagetimer._format import (
     TIMINGS_FILE,
     takes_expected_runs,
 )
-from stagetimer._store.owner import liveness
+from stagetimer._store.owner import Liveness, liveness
+from stagetimer._store.processes import is_pid
+from stagetimer._store.processes import liveness as process_liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
 from stagetimer._store.rules import insert_run, is_stage, run_key
 from stagetimer._store.sidecar import (
@@ -141,19 +143,13 @@ def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
     return None
 
 
-def _legacy_liveness(path: str) -> str:
-    """A file from before rescue files named their writer: its pid is in its name."""
+def _legacy_liveness(path: str) -> Liveness:
+    """A file from before rescue files named their writer: its pid is in its name (no
+    start time: a pid that runs, not a zombie, is taken as its writer)."""
     stem = os.path.basename(path)[: -len(RESCUE_SUFFIX)]
     pid_text = stem.rsplit("-", 1)[-1]
-    if not pid_text.isdecimal():
-        return "dead"
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return "dead"
-    except OSError:
-        return "live"
-    return "live"
+    pid = int(pid_text) if pid_text.isdecimal() else None
+    return process_liveness(pid, None) if is_pid(pid) else "dead"
 
 
 def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recovered:

@@ -3,6 +3,7 @@ on shared mounts only when cut short, legacy rescue names, one insertion rule.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from stagetimer._errors import SidecarCorruptError
 from stagetimer._store import rescue, rescue_content
 
 GOOD = {"stage": "eval", "run": {"seconds": 2.0, "run_idx": 0}}
+#: A rescue file from before they named their writer (its pid is in its name).
+LEGACY = json.dumps({"policy": "sequential", "records": [GOOD]})
 
 
 def test_a_rescue_file_removed_between_look_and_read_is_skipped_not_refused(
@@ -99,3 +102,44 @@ def test_a_refused_rescue_record_names_its_problem_without_a_made_up_run_number(
     write_rescue(art, [{"stage": "train", "run": {"seconds": 1.0, "label": 3}}])
     (done,) = recover(art)
     assert done.refused == ("record 0: run has 'label' a number, expected a string",)
+
+
+@pytest.mark.parametrize("suffix", ["0", "00", "x"])
+def test_an_older_rescue_file_whose_name_names_no_pid_is_folded(
+    tmp_path: Path, suffix: str
+) -> None:
+    art = tmp_path / "art"
+    name = f"timings.rescue-20261201T000000000000Z-{suffix}.json"
+    write_rescue(
+        art,
+        [GOOD],
+        name=name,
+        raw=LEGACY,
+    )
+    (done,) = recover(art)
+    assert (done.stored, done.skipped) == (1, None)
+
+
+def test_an_older_rescue_file_of_a_zombie_is_folded(tmp_path: Path) -> None:
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    try:
+        import time
+
+        for _ in range(200):  # until it has exited (not reaped: a zombie)
+            with open(f"/proc/{child.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        art = tmp_path / "art"
+        write_rescue(
+            art,
+            [GOOD],
+            name=f"timings.rescue-20261201T000000000000Z-{child.pid}.json",
+            raw=LEGACY,
+        )
+        (done,) = recover(art)
+        assert (done.stored, done.skipped) == (1, None)
+    finally:
+        child.wait()
