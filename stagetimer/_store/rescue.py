@@ -23,7 +23,6 @@ import contextlib
 import os
 import pwd
 import stat
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,6 +36,7 @@ from stagetimer._format import (
     TIMINGS_FILE,
     takes_expected_runs,
 )
+from stagetimer._store.leftovers import FOREIGN_AGE, written_ago
 from stagetimer._store.owner import Liveness, liveness
 from stagetimer._store.processes import is_pid
 from stagetimer._store.processes import liveness as process_liveness
@@ -49,11 +49,6 @@ from stagetimer._store.sidecar import (
 )
 
 __all__ = ["Recovered", "recover", "rescue_files"]
-
-#: Seconds after its last write past which another host's rescue file is taken as its
-#: writer's leftover (this host cannot see that host's processes).
-FOREIGN_AGE = 3600.0
-
 
 @attrs.frozen
 class Recovered:
@@ -130,10 +125,7 @@ def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
         )
     if state == "elsewhere":
         assert owner is not None
-        try:
-            age = time.time() - os.lstat(content.path).st_mtime
-        except OSError:
-            age = 0.0
+        age = written_ago(content.path)
         if age < FOREIGN_AGE:
             return (
                 f"written {age:.0f} s ago by process {owner.get('pid')} on host "
