@@ -40,7 +40,7 @@ import threading
 import time
 from typing import Any
 
-from stagetimer._errors import InvalidRecordError, LockTimeoutError
+from stagetimer._errors import InvalidSettingError, LockTimeoutError
 from stagetimer._store.processes import Identity, is_pid, liveness, record, where
 
 __all__ = [
@@ -89,13 +89,13 @@ def claim_path(sidecar: str) -> str:
     return sidecar + CLAIM_SUFFIX
 
 
-def stale_after(environ: dict[str, str] | None = None) -> float:
+def stale_after() -> float:
     """Seconds without a sign of life after which another host's claim is stale.
 
     From ``STAGETIMER_CLAIM_STALE_SECONDS`` (a number > 0), else 30. A bad value raises
-    ``InvalidRecordError`` naming it: a typo must not silently make claims break early.
+    ``InvalidSettingError`` naming it: a typo must not silently make claims break early.
     """
-    raw = (os.environ if environ is None else environ).get(STALE_ENV)
+    raw = os.environ.get(STALE_ENV)
     if raw is None or raw.strip() == "":
         return _STALE_DEFAULT
     try:
@@ -103,7 +103,7 @@ def stale_after(environ: dict[str, str] | None = None) -> float:
     except ValueError:
         value = math.nan
     if not (value > 0 and math.isfinite(value)):
-        raise InvalidRecordError(
+        raise InvalidSettingError(
             f"{STALE_ENV}={raw!r} is not valid: expected a number of seconds > 0", raw
         )
     return value

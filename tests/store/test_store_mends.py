@@ -143,3 +143,12 @@ def test_an_older_rescue_file_of_a_zombie_is_folded(tmp_path: Path) -> None:
         assert (done.stored, done.skipped) == (1, None)
     finally:
         child.wait()
+
+
+def test_a_bad_claim_stale_time_is_a_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stagetimer._errors import InvalidSettingError
+    from stagetimer._store import claims
+
+    monkeypatch.setenv(claims.STALE_ENV, "soon")
+    with pytest.raises(InvalidSettingError, match="STAGETIMER_CLAIM_STALE_SECONDS='soon'"):
+        claims.stale_after()
