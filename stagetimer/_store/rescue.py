@@ -38,6 +38,7 @@ from stagetimer._format import (
 )
 from stagetimer._store.leftovers import FOREIGN_AGE, written_ago
 from stagetimer._store.owner import Liveness, liveness
+from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.processes import is_pid
 from stagetimer._store.processes import liveness as process_liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
@@ -186,8 +187,6 @@ def _fold_hardware(
         known.update(needed)
         return add_descriptions(data, needed, software)
 
-    from stagetimer._store.parse import parse_hardware
-
     hardware_path = os.path.join(directory, HARDWARE_FILE)
     update_file(hardware_path, parse_hardware, change_hardware, lock_timeout)
     unresolved = [r for r in records if r.run.get("hardware_id") not in (None, *known)]
@@ -230,8 +229,6 @@ def _fold_timings(
             counts[0] += 1
             _note_expected(data, record, expected)
         return timings_bytes(data) if counts[0] else None
-
-    from stagetimer._store.parse import parse_timings
 
     update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout)
     return counts[0], counts[1], put_refused

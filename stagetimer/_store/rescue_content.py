@@ -40,7 +40,6 @@ class RescueContent:
     path: str
     uid: int
     owner: dict[str, Any] | None  # None: written before rescue files named their writer
-    policy: str
     expected_runs: int | None
     hardware: dict[str, Any]
     records: tuple[RescueRecord, ...]
@@ -70,8 +69,9 @@ def _read(path: str) -> tuple[bytes, os.stat_result]:
         raise SidecarCorruptError(path, f"cannot be read ({exc.strerror})") from None
 
 
-def _header(path: str, payload: object) -> tuple[str, int | None, list[Any], dict[str, Any]]:
-    """The file-wide fields; a file whose own structure is wrong is refused whole."""
+def _header(path: str, payload: object) -> tuple[int | None, list[Any], dict[str, Any]]:
+    """The file-wide fields; a file whose own structure is wrong is refused whole (a
+    ``policy`` that is none is too, though records are put back by no policy's rules)."""
     if type(payload) is not dict:
         raise SidecarCorruptError(path, f"is {json_type(payload)}, expected an object")
     policy = payload.get("policy")
@@ -86,7 +86,7 @@ def _header(path: str, payload: object) -> tuple[str, int | None, list[Any], dic
     expected = payload.get("expected_runs")
     if expected is not None and (type(expected) is not int or expected < 1):
         raise SidecarCorruptError(path, f"expected_runs {short_repr(expected)} is not an int >= 1")
-    return policy, expected, records, hardware
+    return expected, records, hardware
 
 
 def _good_hardware(path: str, hardware: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +136,7 @@ def read_rescue(path: str) -> RescueContent:
     # Twice a sidecar's depth: a record nested too deep is refused on its own (by
     # check_run) rather than with the whole file; past this, the file is refused.
     payload = parse_json(path, raw, 2 * MAX_FILE_DEPTH)
-    policy, expected, entries, hardware = _header(path, payload)
+    expected, entries, hardware = _header(path, payload)
     good_hardware = _good_hardware(path, hardware)
     records: list[RescueRecord] = []
     refused: list[str] = []
@@ -159,7 +159,6 @@ def read_rescue(path: str) -> RescueContent:
         path=path,
         uid=st.st_uid,
         owner=owner if type(owner) is dict else None,
-        policy=policy,
         expected_runs=expected,
         hardware=good_hardware,
         records=tuple(records),

@@ -20,7 +20,6 @@ from stagetimer._store.claims import Claim
 from stagetimer._store.encode import dumps_hardware, dumps_timings, timings_bytes
 from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
-from stagetimer._store.leftovers import token as _token  # noqa: F401 (read here by tests)
 from stagetimer._store.leftovers import unclean as _unclean
 from stagetimer._store.lock import acquire, release
 from stagetimer._store.parse import is_cut_short, open_sidecar, read_all, retry_replaced
@@ -30,7 +29,6 @@ __all__ = [
     "Attempt",
     "TimingsCache",
     "add_descriptions",
-    "clear_leftovers",
     "dumps_hardware",
     "dumps_timings",
     "locked",
