@@ -41,6 +41,7 @@ import time
 from typing import Any
 
 from stagetimer._errors import InvalidSettingError, LockTimeoutError
+from stagetimer._store.openflags import CREATE_NEW, READ
 from stagetimer._store.processes import Identity, is_pid, liveness, record, where
 
 __all__ = [
@@ -63,10 +64,6 @@ CLAIM_SUFFIX = ".claim"
 STALE_ENV = "STAGETIMER_CLAIM_STALE_SECONDS"
 _STALE_DEFAULT = 30.0
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-_READ = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 _POLL_FIRST = 0.0005
 _POLL_MAX = 0.05
 _MAX_CLAIM_BYTES = 4096
@@ -162,7 +159,7 @@ class ClaimInfo:
 def read_claim(path: str) -> ClaimInfo | None:
     """The claim at ``path``, or None when there is none. Never follows a link."""
     try:
-        fd = os.open(path, _READ)
+        fd = os.open(path, READ)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -239,7 +236,7 @@ def _break(info: ClaimInfo, token: str) -> None:
 def _holds(path: str, token: str) -> bool:
     """Whether the claim file ``path`` holds ``token`` (raw bytes: a save's hot path)."""
     try:
-        fd = os.open(path, _READ)
+        fd = os.open(path, READ)
     except OSError:
         return False
     try:
@@ -306,7 +303,7 @@ def _create(path: str, token: str, me: dict[str, Any]) -> bool:
     """
     body = json.dumps({**me, "token": token, "at": time.time()}).encode("ascii")
     try:
-        fd = os.open(path, _CREATE, 0o644)
+        fd = os.open(path, CREATE_NEW, 0o644)
     except FileExistsError:
         return False
     try:

@@ -29,14 +29,12 @@ from typing import Any
 
 from stagetimer._errors import LockTimeoutError
 from stagetimer._store import claims
+from stagetimer._store.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
 __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # O_NONBLOCK: a FIFO planted as a lock file must not block the open.
-_OPEN_RW = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
-_OPEN_RO = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_OPEN_RW = os.O_RDWR | os.O_CREAT | NOFOLLOW | CLOEXEC | NONBLOCK
 
 #: The first wait between attempts on a held lock, doubled up to ``_POLL_MAX``: a save
 #: takes about a millisecond, a hung writer holds the lock for minutes.
@@ -164,7 +162,7 @@ def _open_once(lock_path: str) -> int:
             raise
         # Not writable by us: flock works on a read-only descriptor too.
         try:
-            return os.open(lock_path, _OPEN_RO)
+            return os.open(lock_path, READ)
         except OSError:
             raise exc from None
 

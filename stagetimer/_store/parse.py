@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._errors import short_repr as _short
 from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, SCHEMA_VERSION
+from stagetimer._store.openflags import READ
 from stagetimer._store.shape import check_hardware_shape, check_timings_shape, json_type
 
 __all__ = [
@@ -47,20 +48,6 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-
-
-# Open flags: O_NONBLOCK so that opening a FIFO returns at once instead of waiting for
-# a writer (fifo(7)); it changes nothing for a regular file. O_CLOEXEC: a child started
-# while a save holds the descriptor does not inherit it. O_NOFOLLOW: a sidecar that is a
-# symbolic link fails with ELOOP (open(2)) instead of being read through the link: in a
-# shared directory another user could point it at a private file of the reader, whose
-# next save would publish that content as its own sidecar.
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-)
 
 
 def _kind(mode: int) -> str:
@@ -92,12 +79,12 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
     """
     try:
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = os.open(path, READ)
         except FileNotFoundError:
             # Once more at once: on a network file system a name being replaced by another
             # client can be missing for one lookup. A file that is really missing costs one
             # system call more.
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = os.open(path, READ)
     except FileNotFoundError:
         return None
     except OSError as exc:

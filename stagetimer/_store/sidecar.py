@@ -22,6 +22,7 @@ from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import unclean as _unclean
 from stagetimer._store.lock import acquire, release
+from stagetimer._store.openflags import CREATE_NEW
 from stagetimer._store.parse import is_cut_short, open_sidecar, read_all, retry_replaced
 from stagetimer.hardware._mounts import is_local
 
@@ -64,10 +65,6 @@ class locked:  # lower case: used like a function, ``with locked(path, timeout):
 
     def __exit__(self, *exc_info: object) -> None:
         release(self.lock_path)
-
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def _add_missing(known: dict[str, Any], entries: dict[str, Any]) -> bool:
@@ -170,7 +167,7 @@ def write_atomic(
     for _ in range(100):
         attempt.tmp = tmp = _temp_path(path)
         try:
-            fd = os.open(tmp, _CREATE, 0o666 if mode is None else 0o600)
+            fd = os.open(tmp, CREATE_NEW, 0o666 if mode is None else 0o600)
         except FileExistsError:
             continue  # something is planted at that name: take another
         break
