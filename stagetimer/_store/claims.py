@@ -46,12 +46,14 @@ from stagetimer._store.processes import Identity, is_pid, liveness, record, wher
 
 __all__ = [
     "CLAIM_SUFFIX",
+    "POLL_FIRST",
     "STALE_ENV",
     "Claim",
     "ClaimInfo",
     "breakable",
     "claim_path",
     "forget",
+    "pause",
     "read_claim",
     "stale_after",
     "take",
@@ -64,7 +66,9 @@ CLAIM_SUFFIX = ".claim"
 STALE_ENV = "STAGETIMER_CLAIM_STALE_SECONDS"
 _STALE_DEFAULT = 30.0
 
-_POLL_FIRST = 0.0005
+#: The first wait between attempts on a held lock or claim, doubled up to a most: a save
+#: takes about a millisecond, a hung writer holds the lock for minutes.
+POLL_FIRST = 0.0005
 _POLL_MAX = 0.05
 _MAX_CLAIM_BYTES = 4096
 #: Seconds after which a claim seen empty (or unparsable) all along is stale.
@@ -318,6 +322,19 @@ def _create(path: str, token: str, me: dict[str, Any]) -> bool:
     return True
 
 
+def pause(
+    delay: float, deadline: float, path: str, timeout: float, most: float = _POLL_MAX
+) -> float:
+    """Wait ``delay`` seconds (never past the monotonic ``deadline``) before the next
+    attempt on the held lock or claim ``path``; the next delay, doubled up to ``most``.
+    Raises ``LockTimeoutError`` naming ``path`` once the deadline has passed."""
+    now = time.monotonic()
+    if now >= deadline:
+        raise LockTimeoutError(path, timeout)
+    time.sleep(min(delay, deadline - now))
+    return min(delay * 2, most)
+
+
 def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None) -> Claim:
     """Hold the claim of ``sidecar`` before the monotonic ``deadline``.
 
@@ -333,18 +350,14 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
     claim = Claim(path, token, min(_QUIET, stale / 4))
     if on_token is not None:
         on_token(claim)
-    delay = _POLL_FIRST
+    delay = POLL_FIRST
     try:
         while not _create(path, token, me):
             info = read_claim(path)
-            now = time.monotonic()
-            if info is not None and breakable(info, me, stale, now):
+            if info is not None and breakable(info, me, stale, time.monotonic()):
                 _break(info, token)
                 continue
-            if now >= deadline:
-                raise LockTimeoutError(path, timeout)
-            time.sleep(min(delay, max(deadline - now, 0.0)))
-            delay = min(delay * 2, _POLL_MAX)
+            delay = pause(delay, deadline, path, timeout)
     except BaseException:
         _held.discard(token)
         raise
