@@ -17,7 +17,7 @@ from typing import Any
 
 from stagetimer._errors import SidecarCorruptError
 from stagetimer._store.claims import Claim
-from stagetimer._store.encode import dumps_hardware, dumps_timings, timings_bytes
+from stagetimer._store.encode import TimingsCache, dumps_hardware, dumps_timings, timings_bytes
 from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import unclean as _unclean
@@ -195,28 +195,6 @@ def write_atomic(
         raise
     _unclean.discard(path)
     _fsync_directory(directory or ".")
-
-
-class TimingsCache:
-    """What one writer last saved to a file, reused while the file still holds those bytes.
-
-    Saves of large files are dominated by parsing and encoding; when the bytes on disk
-    are the bytes this writer wrote, its parsed data and encoded runs are still exact.
-    """
-
-    def __init__(self) -> None:
-        self.raw: bytes | None = None
-        self.data: dict[str, Any] | None = None
-        #: stage -> (its runs list, the UTF-8 of its runs: run, separator, run, ...)
-        self.runs_text: dict[str, tuple[list[Any], list[bytes]]] = {}
-        #: stages whose total_seconds this writer computed from their runs
-        self.trusted_totals: set[str] = set()
-        self.buffer = bytearray()
-
-    def clear(self) -> None:
-        self.raw, self.data = None, None
-        self.runs_text.clear()
-        self.trusted_totals.clear()
 
 
 def _read_locked(
