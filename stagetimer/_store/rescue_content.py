@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
-from stagetimer._format import MAX_FILE_DEPTH, POLICIES, SCHEMA_VERSION
+from stagetimer._format import MAX_FILE_DEPTH, POLICIES
 from stagetimer._store.parse import open_sidecar, parse_json, read_all
-from stagetimer._store.shape import check_hardware_shape, json_type
+from stagetimer._store.shape import hardware_problem, json_type, software_problem
 from stagetimer._store.validate import check_run
 
 __all__ = ["RescueContent", "RescueRecord", "read_rescue"]
@@ -69,7 +70,9 @@ def _read(path: str) -> tuple[bytes, os.stat_result]:
         raise SidecarCorruptError(path, f"cannot be read ({exc.strerror})") from None
 
 
-def _header(path: str, payload: object) -> tuple[int | None, list[Any], dict[str, Any]]:
+def _header(
+    path: str, payload: object
+) -> tuple[int | None, list[Any], dict[str, Any], dict[str, Any]]:
     """The file-wide fields; a file whose own structure is wrong is refused whole (a
     ``policy`` that is none is too, though records are put back by no policy's rules)."""
     if type(payload) is not dict:
@@ -80,43 +83,23 @@ def _header(path: str, payload: object) -> tuple[int | None, list[Any], dict[str
     records = payload.get("records")
     if type(records) is not list:
         raise SidecarCorruptError(path, f"'records' is {json_type(records)}, expected an array")
-    hardware = payload.get("hardware", {})
-    if type(hardware) is not dict:
-        raise SidecarCorruptError(path, f"'hardware' is {json_type(hardware)}, expected an object")
+    hardware, software = payload.get("hardware", {}), payload.get("software", {})
+    for key, value in (("hardware", hardware), ("software", software)):
+        if type(value) is not dict:
+            raise SidecarCorruptError(path, f"{key!r} is {json_type(value)}, expected an object")
     expected = payload.get("expected_runs")
     if expected is not None and (type(expected) is not int or expected < 1):
         raise SidecarCorruptError(path, f"expected_runs {short_repr(expected)} is not an int >= 1")
-    return expected, records, hardware
+    return expected, records, hardware, software
 
 
-def _good_hardware(path: str, hardware: dict[str, Any]) -> dict[str, Any]:
-    """The hardware entries with a description's shape; the others are left out."""
-    good = {}
-    for key, description in hardware.items():
-        try:
-            one = {"schema_version": SCHEMA_VERSION, "hardware": {key: description}}
-            check_hardware_shape(path, one)
-        except SidecarCorruptError:
-            continue
-        good[key] = description
-    return good
-
-
-def _good_software(path: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """The software entries with a description's shape; the others are left out (a run
-    whose software is not described keeps its ``software_id``, as an older writer's)."""
-    software = payload.get("software", {})
-    if type(software) is not dict:
-        return {}
-    good = {}
-    for key, description in software.items():
-        try:
-            one = {"schema_version": SCHEMA_VERSION, "hardware": {}, "software": {key: description}}
-            check_hardware_shape(path, one)
-        except SidecarCorruptError:
-            continue
-        good[key] = description
-    return good
+def _well_shaped(
+    entries: dict[str, Any], problem: Callable[[object], str | None]
+) -> dict[str, Any]:
+    """The descriptions of ``entries`` with a description's shape; the others are left
+    out (a run whose software is not described keeps its ``software_id``, as an older
+    writer's; one whose hardware is not is refused, see ``read_rescue``)."""
+    return {key: entry for key, entry in entries.items() if problem(entry) is None}
 
 
 def _check_entry(entry: object) -> RescueRecord:
@@ -136,8 +119,8 @@ def read_rescue(path: str) -> RescueContent:
     # Twice a sidecar's depth: a record nested too deep is refused on its own (by
     # check_run) rather than with the whole file; past this, the file is refused.
     payload = parse_json(path, raw, 2 * MAX_FILE_DEPTH)
-    expected, entries, hardware = _header(path, payload)
-    good_hardware = _good_hardware(path, hardware)
+    expected, entries, hardware, software = _header(path, payload)
+    good_hardware = _well_shaped(hardware, hardware_problem)
     records: list[RescueRecord] = []
     refused: list[str] = []
     for i, entry in enumerate(entries):
@@ -163,5 +146,5 @@ def read_rescue(path: str) -> RescueContent:
         hardware=good_hardware,
         records=tuple(records),
         refused=tuple(refused),
-        software=_good_software(path, payload),
+        software=_well_shaped(software, software_problem),
     )

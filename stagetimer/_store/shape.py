@@ -15,7 +15,14 @@ from typing import Any
 from stagetimer._errors import SidecarCorruptError, short_repr
 from stagetimer._format import RESOURCE_FIELDS, RUN_FIELDS
 
-__all__ = ["check_hardware_shape", "check_timings_shape", "json_type", "run_problem"]
+__all__ = [
+    "check_hardware_shape",
+    "check_timings_shape",
+    "hardware_problem",
+    "json_type",
+    "run_problem",
+    "software_problem",
+]
 
 _short = short_repr
 
@@ -277,6 +284,17 @@ def _software_check() -> _Check:
     return _fields(Software)
 
 
+def hardware_problem(description: object) -> str | None:
+    """What is wrong with the shape of one hardware description (``.cpu.count is a
+    string, expected an integer``), or None."""
+    return _description_check()(description)
+
+
+def software_problem(description: object) -> str | None:
+    """What is wrong with the shape of one software description, or None."""
+    return _software_check()(description)
+
+
 def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
     """Refuse a ``timings_hardware.json`` mapping whose descriptions do not have the
     types of ``stagetimer.hardware.Hardware`` (and, under ``software``, of
@@ -285,9 +303,8 @@ def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
     if type(hardware) is not dict:
         what = json_type(hardware) if "hardware" in data else "missing"
         raise SidecarCorruptError(path, f"'hardware' is {what}, expected an object")
-    check = _description_check()
     for key, entry in hardware.items():
-        problem = check(entry)
+        problem = hardware_problem(entry)
         if problem is not None:
             raise SidecarCorruptError(path, _at(f"hardware {short_repr(key)}", problem))
     if "software" not in data:  # written before 0.3, or by a recorder told not to
@@ -297,8 +314,7 @@ def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
         raise SidecarCorruptError(
             path, f"'software' is {json_type(software)}, expected an object"
         )
-    check = _software_check()
     for key, entry in software.items():
-        problem = check(entry)
+        problem = software_problem(entry)
         if problem is not None:
             raise SidecarCorruptError(path, _at(f"software {short_repr(key)}", problem))

@@ -152,3 +152,15 @@ def test_a_bad_claim_stale_time_is_a_bad_setting(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv(claims.STALE_ENV, "soon")
     with pytest.raises(InvalidSettingError, match="STAGETIMER_CLAIM_STALE_SECONDS='soon'"):
         claims.stale_after()
+
+
+@pytest.mark.parametrize("field", ["hardware", "software"])
+def test_a_rescue_file_whose_descriptions_are_not_an_object_is_refused_whole(
+    tmp_path: Path, field: str
+) -> None:
+    art = tmp_path / "art"
+    raw = json.dumps({"policy": "sequential", "records": [GOOD], field: [1]})
+    write_rescue(art, [GOOD], raw=raw)
+    (done,) = recover(art)
+    assert done.stored == 0
+    assert done.refused == (f"the whole file: {field!r} is an array, expected an object",)
