@@ -37,6 +37,7 @@ __all__ = [
     "DuplicateKey",
     "decode_unique",
     "is_cut_short",
+    "is_utf8",
     "open_sidecar",
     "parse_hardware",
     "parse_json",
@@ -265,13 +266,18 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form: no lone surrogate (from a ``\\ud800`` escape, or
+    ``os.fsdecode`` of bytes that are not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _lone_surrogate(value: Any) -> str | None:
-    for text in _strings(value):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return text
-    return None
+    return next((text for text in _strings(value) if not is_utf8(text)), None)
 
 
 def _loads(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:
