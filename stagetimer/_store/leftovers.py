@@ -87,17 +87,18 @@ def _writer_gone(pid: int, locked: bool) -> bool:
     return liveness(pid, None) == "dead"
 
 
-def written_ago(path: str) -> float:
-    """Seconds since ``path`` was last written (0 when it cannot be looked at: young)."""
-    try:
-        return time.time() - os.lstat(path).st_mtime
-    except OSError:
-        return 0.0
+def written_ago(mtime: float) -> float:
+    """Seconds since a file of modification time ``mtime`` was written, by this host's
+    clock (compare with ``FOREIGN_AGE``)."""
+    return time.time() - mtime
 
 
 def _foreign_and_old(path: str) -> bool:
     """Whether another host's temporary file is a leftover (older than ``FOREIGN_AGE``)."""
-    return written_ago(path) > FOREIGN_AGE
+    try:
+        return written_ago(os.lstat(path).st_mtime) > FOREIGN_AGE
+    except OSError:
+        return False
 
 
 def _claim_leftover(directory: str, name: str, me: dict[str, Any]) -> bool:

@@ -36,10 +36,12 @@ class RescueRecord:
 @attrs.frozen
 class RescueContent:
     """A rescue file as read: its good records, the ones refused (one line each, saying
-    which and why), the hardware they reference, its writer and its file owner."""
+    which and why), the hardware they reference, its writer, its file owner and its
+    modification time."""
 
     path: str
     uid: int
+    mtime: float  # its st_mtime as read
     owner: dict[str, Any] | None  # None: written before rescue files named their writer
     expected_runs: int | None
     hardware: dict[str, Any]
@@ -141,6 +143,7 @@ def read_rescue(path: str) -> RescueContent:
     return RescueContent(
         path=path,
         uid=st.st_uid,
+        mtime=st.st_mtime,
         owner=owner if type(owner) is dict else None,
         expected_runs=expected,
         hardware=good_hardware,

@@ -164,3 +164,25 @@ def test_a_rescue_file_whose_descriptions_are_not_an_object_is_refused_whole(
     (done,) = recover(art)
     assert done.stored == 0
     assert done.refused == (f"the whole file: {field!r} is an array, expected an object",)
+
+
+def test_rescue_files_of_one_directory_are_folded_in_one_save_per_sidecar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    art = tmp_path / "art"
+    other = {"stage": "eval", "run": {"seconds": 3.0, "run_idx": 1}}
+    write_rescue(art, [GOOD], name="timings.rescue-20261201T000000000000Z-1-00000000.json")
+    write_rescue(art, [GOOD, other], name="timings.rescue-20261201T000000000001Z-1-00000000.json")
+    saves: list[str] = []
+    real = rescue.update_file
+
+    def counted(path: str, *args: Any, **kwargs: Any) -> None:
+        saves.append(Path(path).name)
+        real(path, *args, **kwargs)
+
+    monkeypatch.setattr(rescue, "update_file", counted)
+    first, second = recover(art)
+    assert saves == ["timings_hardware.json", "timings.json"]
+    assert (first.stored, first.already) == (1, 0)
+    assert (second.stored, second.already) == (1, 1)  # the first file's record is there
+    assert list(art.glob("timings.rescue-*")) == []
