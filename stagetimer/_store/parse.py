@@ -50,7 +50,6 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-
 def _kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISDIR, "a directory"),
