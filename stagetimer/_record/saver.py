@@ -40,14 +40,11 @@ from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending
 from stagetimer._record.rescue_file import RescueFile
 from stagetimer._store.parse import parse_hardware, parse_timings
-from stagetimer._store.rescue import run_is_stored
-from stagetimer._store.rules import apply_run, keep_completed_prefix
+from stagetimer._store.rules import apply_run, keep_completed_prefix, run_is_stored
 from stagetimer._store.sidecar import (
     Attempt,
     TimingsCache,
-    add_hardware,
-    add_software,
-    dumps_hardware,
+    add_descriptions,
     timings_bytes,
     update_file,
 )
@@ -350,9 +347,7 @@ class Saver:
                 return
 
         def change(data: dict[str, Any]) -> str | None:
-            added = add_hardware(data, needed)
-            added_software = add_software(data, software)
-            return dumps_hardware(data) if added or added_software else None
+            return add_descriptions(data, needed, software)
 
         update_file(
             path, parse_hardware, change, self.settings.lock_timeout,

@@ -40,17 +40,20 @@ import threading
 import time
 from typing import Any
 
-from stagetimer._errors import InvalidRecordError, LockTimeoutError
+from stagetimer._errors import InvalidSettingError, LockTimeoutError
+from stagetimer._store.openflags import CREATE_NEW, READ
 from stagetimer._store.processes import Identity, is_pid, liveness, record, where
 
 __all__ = [
     "CLAIM_SUFFIX",
+    "POLL_FIRST",
     "STALE_ENV",
     "Claim",
     "ClaimInfo",
     "breakable",
     "claim_path",
     "forget",
+    "pause",
     "read_claim",
     "stale_after",
     "take",
@@ -63,11 +66,9 @@ CLAIM_SUFFIX = ".claim"
 STALE_ENV = "STAGETIMER_CLAIM_STALE_SECONDS"
 _STALE_DEFAULT = 30.0
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-_READ = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
-_POLL_FIRST = 0.0005
+#: The first wait between attempts on a held lock or claim, doubled up to a most: a save
+#: takes about a millisecond, a hung writer holds the lock for minutes.
+POLL_FIRST = 0.0005
 _POLL_MAX = 0.05
 _MAX_CLAIM_BYTES = 4096
 #: Seconds after which a claim seen empty (or unparsable) all along is stale.
@@ -89,13 +90,13 @@ def claim_path(sidecar: str) -> str:
     return sidecar + CLAIM_SUFFIX
 
 
-def stale_after(environ: dict[str, str] | None = None) -> float:
+def stale_after() -> float:
     """Seconds without a sign of life after which another host's claim is stale.
 
     From ``STAGETIMER_CLAIM_STALE_SECONDS`` (a number > 0), else 30. A bad value raises
-    ``InvalidRecordError`` naming it: a typo must not silently make claims break early.
+    ``InvalidSettingError`` naming it: a typo must not silently make claims break early.
     """
-    raw = (os.environ if environ is None else environ).get(STALE_ENV)
+    raw = os.environ.get(STALE_ENV)
     if raw is None or raw.strip() == "":
         return _STALE_DEFAULT
     try:
@@ -103,7 +104,7 @@ def stale_after(environ: dict[str, str] | None = None) -> float:
     except ValueError:
         value = math.nan
     if not (value > 0 and math.isfinite(value)):
-        raise InvalidRecordError(
+        raise InvalidSettingError(
             f"{STALE_ENV}={raw!r} is not valid: expected a number of seconds > 0", raw
         )
     return value
@@ -162,7 +163,7 @@ class ClaimInfo:
 def read_claim(path: str) -> ClaimInfo | None:
     """The claim at ``path``, or None when there is none. Never follows a link."""
     try:
-        fd = os.open(path, _READ)
+        fd = os.open(path, READ)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -239,7 +240,7 @@ def _break(info: ClaimInfo, token: str) -> None:
 def _holds(path: str, token: str) -> bool:
     """Whether the claim file ``path`` holds ``token`` (raw bytes: a save's hot path)."""
     try:
-        fd = os.open(path, _READ)
+        fd = os.open(path, READ)
     except OSError:
         return False
     try:
@@ -306,7 +307,7 @@ def _create(path: str, token: str, me: dict[str, Any]) -> bool:
     """
     body = json.dumps({**me, "token": token, "at": time.time()}).encode("ascii")
     try:
-        fd = os.open(path, _CREATE, 0o644)
+        fd = os.open(path, CREATE_NEW, 0o644)
     except FileExistsError:
         return False
     try:
@@ -319,6 +320,19 @@ def _create(path: str, token: str, me: dict[str, Any]) -> bool:
         _unlink(path)  # a full disk: leave no empty claim behind
         raise
     return True
+
+
+def pause(
+    delay: float, deadline: float, path: str, timeout: float, most: float = _POLL_MAX
+) -> float:
+    """Wait ``delay`` seconds (never past the monotonic ``deadline``) before the next
+    attempt on the held lock or claim ``path``; the next delay, doubled up to ``most``.
+    Raises ``LockTimeoutError`` naming ``path`` once the deadline has passed."""
+    now = time.monotonic()
+    if now >= deadline:
+        raise LockTimeoutError(path, timeout)
+    time.sleep(min(delay, deadline - now))
+    return min(delay * 2, most)
 
 
 def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None) -> Claim:
@@ -336,18 +350,14 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
     claim = Claim(path, token, min(_QUIET, stale / 4))
     if on_token is not None:
         on_token(claim)
-    delay = _POLL_FIRST
+    delay = POLL_FIRST
     try:
         while not _create(path, token, me):
             info = read_claim(path)
-            now = time.monotonic()
-            if info is not None and breakable(info, me, stale, now):
+            if info is not None and breakable(info, me, stale, time.monotonic()):
                 _break(info, token)
                 continue
-            if now >= deadline:
-                raise LockTimeoutError(path, timeout)
-            time.sleep(min(delay, max(deadline - now, 0.0)))
-            delay = min(delay * 2, _POLL_MAX)
+            delay = pause(delay, deadline, path, timeout)
     except BaseException:
         _held.discard(token)
         raise

@@ -2,21 +2,41 @@
 
 ``timings.json`` is indented with one run per line (readable, diffable, and encoded by
 the C encoder); the runs a writer already encoded are reused from its
-``TimingsCache`` (see ``stagetimer._store.sidecar``). ``timings_hardware.json`` is
-plain indented JSON.
+``TimingsCache`` (defined here, kept across saves by ``sidecar.update_file``).
+``timings_hardware.json`` is plain indented JSON.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stagetimer._store.rules import is_stage
 
-if TYPE_CHECKING:
-    from stagetimer._store.sidecar import TimingsCache
+__all__ = ["TimingsCache", "dumps_hardware", "dumps_timings", "timings_bytes"]
 
-__all__ = ["dumps_hardware", "dumps_timings", "timings_bytes"]
+
+class TimingsCache:
+    """What one writer last saved to a file, reused while the file still holds those bytes.
+
+    Saves of large files are dominated by parsing and encoding; when the bytes on disk
+    are the bytes this writer wrote, its parsed data and encoded runs are still exact.
+    """
+
+    def __init__(self) -> None:
+        self.raw: bytes | None = None
+        self.data: dict[str, Any] | None = None
+        #: stage -> (its runs list, the UTF-8 of its runs: run, separator, run, ...)
+        self.runs_text: dict[str, tuple[list[Any], list[bytes]]] = {}
+        #: stages whose total_seconds this writer computed from their runs
+        self.trusted_totals: set[str] = set()
+        self.buffer = bytearray()
+
+    def clear(self) -> None:
+        self.raw, self.data = None, None
+        self.runs_text.clear()
+        self.trusted_totals.clear()
+
 
 # One encoder object: json.dumps with keyword arguments builds a new one per call.
 # Without indent it uses the C encoder. New values are checked finite before they get
@@ -89,6 +109,7 @@ def timings_bytes(data: dict[str, Any], cache: TimingsCache | None = None) -> by
 def dumps_timings(data: dict[str, Any]) -> str:
     """``timings.json`` text (see ``timings_bytes``)."""
     return timings_bytes(data).decode("utf-8")
+
 
 def dumps_hardware(data: dict[str, Any]) -> str:
     """``timings_hardware.json`` text."""

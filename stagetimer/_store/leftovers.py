@@ -14,18 +14,30 @@ import re
 import time
 from typing import Any
 
-from stagetimer._format import TIMINGS_FILE
+from stagetimer._format import RESCUE_PREFIX, TIMINGS_FILE
 from stagetimer._store.claims import CLAIM_SUFFIX, breakable, read_claim, stale_after, this_machine
 from stagetimer._store.processes import Identity, identity, liveness
 
-__all__ = ["clear_leftovers", "reset_after_fork", "temp_path", "token", "unclean"]
+__all__ = [
+    "FOREIGN_AGE",
+    "clear_leftovers",
+    "reset_after_fork",
+    "temp_path",
+    "token",
+    "unclean",
+    "written_ago",
+]
 
 
 _token_cache: tuple[Identity, str] | None = None
 _counter = itertools.count()
 _TMP_MARK = ".tmp"
-_RESCUE_TMP = ".timings.rescue-"
-_FOREIGN_AGE = 3600.0  # seconds after which another host's temporary file is a leftover
+_RESCUE_TMP = "." + RESCUE_PREFIX  # a rescue file's temporary file (``.<its name>.tmp-…``)
+#: Seconds after its last write past which another host's file (a temporary file, a
+#: rescue file) is taken as its writer's leftover: this host cannot see that host's
+#: processes, and only on file systems whose locks are per client could a live writer
+#: still be using it.
+FOREIGN_AGE = 3600.0
 #: sidecars whose last save by this process did not finish (``write_atomic`` adds them)
 unclean: set[str] = set()
 
@@ -75,17 +87,18 @@ def _writer_gone(pid: int, locked: bool) -> bool:
     return liveness(pid, None) == "dead"
 
 
-def _foreign_and_old(path: str) -> bool:
-    """Whether another host's temporary file is older than an hour.
+def written_ago(mtime: float) -> float:
+    """Seconds since a file of modification time ``mtime`` was written, by this host's
+    clock (compare with ``FOREIGN_AGE``)."""
+    return time.time() - mtime
 
-    Only on file systems whose locks are per client could a live writer still be using
-    it; past an hour it is a leftover.
-    """
+
+def _foreign_and_old(path: str) -> bool:
+    """Whether another host's temporary file is a leftover (older than ``FOREIGN_AGE``)."""
     try:
-        age = time.time() - os.lstat(path).st_mtime
+        return written_ago(os.lstat(path).st_mtime) > FOREIGN_AGE
     except OSError:
         return False
-    return age > _FOREIGN_AGE
 
 
 def _claim_leftover(directory: str, name: str, me: dict[str, Any]) -> bool:

@@ -27,20 +27,15 @@ import threading
 import time
 from typing import Any
 
-from stagetimer._errors import LockTimeoutError
 from stagetimer._store import claims
+from stagetimer._store.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
 __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # O_NONBLOCK: a FIFO planted as a lock file must not block the open.
-_OPEN_RW = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
-_OPEN_RO = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_OPEN_RW = os.O_RDWR | os.O_CREAT | NOFOLLOW | CLOEXEC | NONBLOCK
 
-#: The first wait between attempts on a held lock, doubled up to ``_POLL_MAX``: a save
-#: takes about a millisecond, a hung writer holds the lock for minutes.
-_POLL_FIRST = 0.0005
+#: The longest wait between attempts on a held lock (see ``claims.pause``).
 _POLL_MAX = 0.02
 
 
@@ -164,17 +159,9 @@ def _open_once(lock_path: str) -> int:
             raise
         # Not writable by us: flock works on a read-only descriptor too.
         try:
-            return os.open(lock_path, _OPEN_RO)
+            return os.open(lock_path, READ)
         except OSError:
             raise exc from None
-
-
-def _pause(delay: float, deadline: float, lock_path: str, timeout: float) -> float:
-    now = time.monotonic()
-    if now >= deadline:
-        raise LockTimeoutError(lock_path, timeout)
-    time.sleep(min(delay, deadline - now))
-    return min(delay * 2, _POLL_MAX)
 
 
 def acquire(lock_path: str, timeout: float, sidecar: str | None = None) -> claims.Claim | None:
@@ -191,7 +178,7 @@ def acquire(lock_path: str, timeout: float, sidecar: str | None = None) -> claim
     me = threading.get_ident()
     deadline = math.inf if timeout == math.inf else time.monotonic() + timeout
     gate = _gate(lock_path)
-    delay = _POLL_FIRST
+    delay = claims.POLL_FIRST
     while True:
         with gate.guard:
             if gate.owner == me:  # left by an interrupted save of this thread
@@ -199,12 +186,12 @@ def acquire(lock_path: str, timeout: float, sidecar: str | None = None) -> claim
             if gate.owner is None:
                 gate.owner = me
                 break
-        delay = _pause(delay, deadline, lock_path, timeout)
+        delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX)
     try:
         gate.fd = _open(lock_path)
-        delay = _POLL_FIRST
+        delay = claims.POLL_FIRST
         while not lock_descriptor(gate.fd, blocking=False):
-            delay = _pause(delay, deadline, lock_path, timeout)
+            delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX)
         if sidecar is None:
             return None
 

@@ -26,8 +26,7 @@ from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, TIMINGS_FILE
 from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._store.rules import is_stage
 from stagetimer._store.sidecar import (
-    add_hardware,
-    add_software,
+    add_descriptions,
     dumps_hardware,
     dumps_timings,
     update_file,
@@ -202,13 +201,13 @@ class _Merge:
         if not exists:
             self.notes[HARDWARE_FILE] = f"{len(entries)} hardware entr{_y(len(entries))}"
             return _verbatim(self.h_raw, self.hardware, dumps_hardware)
-        missing = add_hardware(data, entries)
-        missing_software = add_software(data, self.hardware.get("software", {}))
-        if not missing and not missing_software:
+        missing = len(entries.keys() - data["hardware"].keys())
+        content = add_descriptions(data, entries, self.hardware.get("software", {}))
+        if content is None:
             return None
         self.merged = True
-        self.notes[HARDWARE_FILE] = f"added {len(missing)} hardware entr{_y(len(missing))}"
-        return dumps_hardware(data)
+        self.notes[HARDWARE_FILE] = f"added {missing} hardware entr{_y(missing)}"
+        return content
 
     def change_timings(self, exists: bool, data: dict[str, Any]) -> str | None:
         if self.t_raw is None:

@@ -30,11 +30,14 @@ from typing import Any, TypeVar
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._errors import short_repr as _short
 from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, SCHEMA_VERSION
+from stagetimer._store.openflags import READ
 from stagetimer._store.shape import check_hardware_shape, check_timings_shape, json_type
 
 __all__ = [
     "DuplicateKey",
     "decode_unique",
+    "is_cut_short",
+    "is_utf8",
     "open_sidecar",
     "parse_hardware",
     "parse_json",
@@ -45,21 +48,6 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-
-
-
-# Open flags: O_NONBLOCK so that opening a FIFO returns at once instead of waiting for
-# a writer (fifo(7)); it changes nothing for a regular file. O_CLOEXEC: a child started
-# while a save holds the descriptor does not inherit it. O_NOFOLLOW: a sidecar that is a
-# symbolic link fails with ELOOP (open(2)) instead of being read through the link: in a
-# shared directory another user could point it at a private file of the reader, whose
-# next save would publish that content as its own sidecar.
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-)
 
 
 def _kind(mode: int) -> str:
@@ -91,12 +79,12 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
     """
     try:
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = os.open(path, READ)
         except FileNotFoundError:
             # Once more at once: on a network file system a name being replaced by another
             # client can be missing for one lookup. A file that is really missing costs one
             # system call more.
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = os.open(path, READ)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -277,13 +265,18 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form: no lone surrogate (from a ``\\ud800`` escape, or
+    ``os.fsdecode`` of bytes that are not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _lone_surrogate(value: Any) -> str | None:
-    for text in _strings(value):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return text
-    return None
+    return next((text for text in _strings(value) if not is_utf8(text)), None)
 
 
 def _loads(path: str, raw: bytes, depth: int = MAX_FILE_DEPTH) -> Any:
@@ -308,9 +301,11 @@ def _utf8(path: str, raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SidecarCorruptError(
+        error = SidecarCorruptError(
             path, f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-        ) from None
+        )
+        # A character cut in two at the end: the bytes may be a read cut short.
+        raise _cut_short(error) if exc.end == len(raw) else error from None
 
 
 def _decode(path: str, text: str) -> Any:
@@ -320,7 +315,8 @@ def _decode(path: str, text: str) -> Any:
             return json.loads(text, object_pairs_hook=_no_duplicates)
         return decode_unique(text)
     except json.JSONDecodeError as exc:
-        raise SidecarCorruptError(path, f"does not parse as JSON ({exc})") from None
+        error = SidecarCorruptError(path, f"does not parse as JSON ({exc})")
+        raise _cut_short(error) if _unfinished(text, exc) else error from None
     except DuplicateKey as exc:
         raise SidecarCorruptError(
             path,
@@ -331,6 +327,32 @@ def _decode(path: str, text: str) -> Any:
         raise SidecarCorruptError(path, f"holds a number Python refuses to read ({exc})") from None
     except RecursionError:  # the caller's own stack was already deep
         raise SidecarCorruptError(path, "is nested too deeply to parse here") from None
+
+
+_CUT_SHORT = "truncated"
+#: What may be left of the last value of a text cut short: part of a number or a literal.
+_PARTIAL_TOKEN = re.compile(r"[-+.0-9eE]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
+
+
+def _unfinished(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the parser failed only because ``text`` ends too soon."""
+    if exc.msg.startswith("Unterminated string"):
+        return True
+    if exc.msg == "Extra data":  # a whole value, then more: never a cut
+        return False
+    return _PARTIAL_TOKEN.fullmatch(text[exc.pos :].rstrip()) is not None
+
+
+def _cut_short(error: SidecarCorruptError) -> SidecarCorruptError:
+    setattr(error, _CUT_SHORT, True)  # the error class is shared: an attribute of ours
+    return error
+
+
+def is_cut_short(error: SidecarCorruptError) -> bool:
+    """Whether ``error`` is a parse error at the very end of the input (a character or
+    the JSON text left unfinished): what a read cut short by a stale size gives, which
+    reading again may mend. Any other corruption is in the file itself."""
+    return getattr(error, _CUT_SHORT, False) is True
 
 
 def _refuse_lone_surrogate(path: str, data: Any) -> None:

@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeGuard
 
 import attrs
 
+from stagetimer.hardware._files import read_text
 from stagetimer.hardware._text import json_text
 
 __all__ = [
@@ -106,11 +107,8 @@ def record(make: Callable[[Identity], dict[str, Any]]) -> dict[str, Any]:
 
 def _read(path: str) -> str | None:
     """The text of a small kernel file, stripped; None when it is missing or empty."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4096).decode("ascii", "replace").strip() or None
-    except OSError:
-        return None
+    text = read_text("/", path)
+    return None if text is None else text.strip() or None
 
 
 def boot_id() -> str | None:

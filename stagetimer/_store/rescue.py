@@ -20,11 +20,9 @@ recover DIR``) folds the files whose writer is gone back into ``timings.json``:
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import pwd
 import stat
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,32 +36,20 @@ from stagetimer._format import (
     TIMINGS_FILE,
     takes_expected_runs,
 )
-from stagetimer._store.owner import liveness
+from stagetimer._store.leftovers import FOREIGN_AGE, written_ago
+from stagetimer._store.owner import Liveness, liveness
+from stagetimer._store.parse import parse_hardware, parse_timings
+from stagetimer._store.processes import is_pid
+from stagetimer._store.processes import liveness as process_liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
-from stagetimer._store.rules import add_seconds, is_stage
+from stagetimer._store.rules import insert_run, is_stage, run_key
 from stagetimer._store.sidecar import (
-    add_hardware,
-    add_software,
-    dumps_hardware,
+    add_descriptions,
     timings_bytes,
     update_file,
 )
 
-__all__ = ["Recovered", "recover", "rescue_files", "run_is_stored"]
-
-#: Seconds after its last write past which another host's rescue file is taken as its
-#: writer's leftover (this host cannot see that host's processes).
-FOREIGN_AGE = 3600.0
-
-
-def run_is_stored(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
-    """Whether stage ``name`` of ``data`` already holds ``run`` (equal in every key)."""
-    stage: Any = data.get(name)
-    if not is_stage(stage):
-        return False
-    runs: list[Any] = stage["runs"]
-    return any(r == run for r in runs)
-
+__all__ = ["Recovered", "recover", "rescue_files"]
 
 @attrs.frozen
 class Recovered:
@@ -140,10 +126,7 @@ def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
         )
     if state == "elsewhere":
         assert owner is not None
-        try:
-            age = time.time() - os.lstat(content.path).st_mtime
-        except OSError:
-            age = 0.0
+        age = written_ago(content.mtime)
         if age < FOREIGN_AGE:
             return (
                 f"written {age:.0f} s ago by process {owner.get('pid')} on host "
@@ -153,151 +136,111 @@ def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
     return None
 
 
-def _legacy_liveness(path: str) -> str:
-    """A file from before rescue files named their writer: its pid is in its name."""
+def _legacy_liveness(path: str) -> Liveness:
+    """A file from before rescue files named their writer: its pid is in its name (no
+    start time: a pid that runs, not a zombie, is taken as its writer)."""
     stem = os.path.basename(path)[: -len(RESCUE_SUFFIX)]
     pid_text = stem.rsplit("-", 1)[-1]
-    if not pid_text.isdecimal():
-        return "dead"
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return "dead"
-    except OSError:
-        return "live"
-    return "live"
+    pid = int(pid_text) if pid_text.isdecimal() else None
+    return process_liveness(pid, None) if is_pid(pid) else "dead"
 
 
-def _key(run: Any) -> tuple[Any, Any, Any]:
-    if type(run) is not dict:
-        return (object(), None, None)  # matches nothing
-    return (run.get("run_idx"), run.get("label"), run.get("rank"))
+@attrs.define
+class _Fold:
+    """One rescue file being folded in: its records still to put back, what came of them."""
+
+    content: RescueContent
+    records: list[RescueRecord]
+    refused: list[str]
+    stored: int = 0
+    already: int = 0
+
+    def result(self) -> Recovered:
+        return Recovered(self.content.path, self.stored, self.already, tuple(self.refused))
 
 
-def _put_back(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
-    """Insert ``run`` into stage ``name`` (in ``run_idx`` order); no other run changes."""
-    stage = data.get(name)
-    if name in data and not is_stage(stage):
-        raise InvalidRecordError(
-            f"stage name {name!r} holds other data in {TIMINGS_FILE} (not an object with a "
-            "'runs' list)",
-            name,
-        )
-    runs: list[Any] = [] if stage is None else stage["runs"]
-    idx = run.get("run_idx")
-    position = len(runs)
-    if idx is not None:
-        for i, other in enumerate(runs):
-            other_idx = other.get("run_idx") if type(other) is dict else None
-            if type(other_idx) is int and other_idx > idx:
-                position = i
-                break
-    grown = [*runs[:position], run, *runs[position:]]
-    total = add_seconds(0.0, grown)
-    if not math.isfinite(total):
-        raise InvalidRecordError(
-            f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
-        )
-    if stage is None:
-        data[name] = {"total_seconds": total, "runs": grown}
-    else:
-        stage["runs"] = grown
-        stage["total_seconds"] = total
+def _fold(directory: str, contents: list[RescueContent], lock_timeout: float) -> list[Recovered]:
+    """Put the records of ``contents`` back where missing: one save of the hardware (and
+    software) descriptions, then one of ``timings.json``, for all files together. A file
+    with nothing refused is then removed."""
+    folds = [_Fold(c, list(c.records), list(c.refused)) for c in contents]
+    _fold_hardware(directory, folds, lock_timeout)
+    _fold_timings(directory, folds, lock_timeout)
+    for fold in folds:
+        if not fold.refused:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(fold.content.path)
+    return [fold.result() for fold in folds]
 
 
-def _fold(directory: str, content: RescueContent, lock_timeout: float) -> Recovered:
-    """Put the file's records back where missing, hardware (and software) first."""
-    records, refused = _fold_hardware(directory, content, lock_timeout)
-    put, present, put_refused = _fold_timings(
-        directory, records, content.expected_runs, lock_timeout
-    )
-    refused.extend(put_refused)
-    if not refused:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(content.path)
-    return Recovered(content.path, put, present, tuple(refused))
-
-
-def _fold_hardware(
-    directory: str, content: RescueContent, lock_timeout: float
-) -> tuple[list[RescueRecord], list[str]]:
+def _fold_hardware(directory: str, folds: list[_Fold], lock_timeout: float) -> None:
     """Add the descriptions the records need to ``timings_hardware.json``.
 
-    Returns the records whose ``hardware_id`` is now described (or who have none), and
-    the file's refusals followed by one for each record whose hardware is described
-    nowhere.
+    A record whose ``hardware_id`` is described nowhere (in no rescue file, not in the
+    sidecar) is then refused and left out of its fold.
     """
-    records = list(content.records)
-    refused = list(content.refused)
+    needed: dict[str, Any] = {}
+    software: dict[str, Any] = {}
+    for fold in folds:
+        content = fold.content
+        for run in (r.run for r in fold.records):
+            if run.get("hardware_id") in content.hardware:
+                needed[run["hardware_id"]] = content.hardware[run["hardware_id"]]
+            if run.get("software_id") in content.software:
+                software[run["software_id"]] = content.software[run["software_id"]]
     known: set[str] = set()
-    needed = {
-        r.run["hardware_id"]: content.hardware[r.run["hardware_id"]]
-        for r in records
-        if r.run.get("hardware_id") in content.hardware
-    }
-
-    software = {
-        r.run["software_id"]: content.software[r.run["software_id"]]
-        for r in records
-        if r.run.get("software_id") in content.software
-    }
 
     def change_hardware(data: dict[str, Any]) -> str | None:
-        known.update(data["hardware"])
-        known.update(needed)
-        added = add_hardware(data, needed)
-        added_software = add_software(data, software)
-        return dumps_hardware(data) if added or added_software else None
-
-    from stagetimer._store.parse import parse_hardware
+        known.update(data["hardware"], needed)
+        return add_descriptions(data, needed, software)
 
     hardware_path = os.path.join(directory, HARDWARE_FILE)
     update_file(hardware_path, parse_hardware, change_hardware, lock_timeout)
-    unresolved = [r for r in records if r.run.get("hardware_id") not in (None, *known)]
-    for r in unresolved:
-        refused.append(
-            f"stage {r.stage!r}: its hardware_id {r.run['hardware_id']!r} is described "
-            f"neither in the rescue file nor in {HARDWARE_FILE}"
-        )
-    return [r for r in records if r not in unresolved], refused
+    for fold in folds:
+        unresolved = [r for r in fold.records if r.run.get("hardware_id") not in (None, *known)]
+        for r in unresolved:
+            fold.refused.append(
+                f"stage {r.stage!r}: its hardware_id {r.run['hardware_id']!r} is described "
+                f"neither in the rescue file nor in {HARDWARE_FILE}"
+            )
+        fold.records = [r for r in fold.records if r not in unresolved]
 
 
-def _fold_timings(
-    directory: str, records: list[RescueRecord], expected: int | None, lock_timeout: float
-) -> tuple[int, int, list[str]]:
-    """Put each record back into ``timings.json`` unless a run with its key is there.
-
-    Returns how many were put back, how many were already there, and the refusals.
-    """
-    counts = [0, 0]
-    put_refused: list[str] = []
+def _fold_timings(directory: str, folds: list[_Fold], lock_timeout: float) -> None:
+    """Put each record back into ``timings.json`` unless a run with its key is there
+    (file by file: two identical records of one file are two records)."""
+    refused_before = [len(fold.refused) for fold in folds]
 
     def change(data: dict[str, Any]) -> bytes | None:
-        counts[:] = [0, 0]
-        put_refused.clear()
-        taken = {
-            (name, _key(run))
-            for name in {r.stage for r in records}
-            if is_stage(data.get(name))
-            for run in data[name]["runs"]
-        }
-        for record in records:
-            if (record.stage, _key(record.run)) in taken:
-                counts[1] += 1
-                continue
-            try:
-                _put_back(data, record.stage, record.run)
-            except InvalidRecordError as exc:
-                put_refused.append(str(exc))
-                continue
-            counts[0] += 1
-            _note_expected(data, record, expected)
-        return timings_bytes(data) if counts[0] else None
-
-    from stagetimer._store.parse import parse_timings
+        for fold, before in zip(folds, refused_before, strict=True):
+            fold.stored, fold.already = 0, 0
+            del fold.refused[before:]
+            _put_back(data, fold)
+        return timings_bytes(data) if any(fold.stored for fold in folds) else None
 
     update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout)
-    return counts[0], counts[1], put_refused
+
+
+def _put_back(data: dict[str, Any], fold: _Fold) -> None:
+    """Insert the records of ``fold`` whose place (stage, ``run_idx``, ``label``, ``rank``)
+    is free in ``data``; count those put back, those already there, refuse the others."""
+    taken = {
+        (name, run_key(run))
+        for name in {r.stage for r in fold.records}
+        if is_stage(data.get(name))
+        for run in data[name]["runs"]
+    }
+    for record in fold.records:
+        if (record.stage, run_key(record.run)) in taken:
+            fold.already += 1
+            continue
+        try:
+            insert_run(data, record.stage, record.run)
+        except InvalidRecordError as exc:
+            fold.refused.append(str(exc))
+            continue
+        fold.stored += 1
+        _note_expected(data, record, fold.content.expected_runs)
 
 
 def _note_expected(data: dict[str, Any], record: RescueRecord, expected: int | None) -> None:
@@ -314,9 +257,8 @@ def _not_trusted(uid: int) -> str:
     )
 
 
-def _recover_one(
-    directory: str, path: str, lock_timeout: float, trusted: set[int]
-) -> Recovered:
+def _judge(path: str, trusted: set[int]) -> RescueContent | Recovered:
+    """The rescue file's content when it may be folded now, else what was done with it."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -334,7 +276,15 @@ def _recover_one(
     why = _why_left_alone(content, trusted)
     if why is not None:
         return Recovered(path, 0, 0, skipped=why)
-    return _fold(directory, content, lock_timeout)
+    return content
+
+
+def _recover_all(directory: str, lock_timeout: float, trusted: set[int]) -> list[Recovered]:
+    """Judge every rescue file first, then fold those that may be folded in together."""
+    judged = [_judge(path, trusted) for path in rescue_files(directory)]
+    contents = [j for j in judged if isinstance(j, RescueContent)]
+    folded = iter(_fold(directory, contents, lock_timeout) if contents else [])
+    return [next(folded) if isinstance(j, RescueContent) else j for j in judged]
 
 
 def recover(
@@ -374,4 +324,4 @@ stored=2, already=0, refused=(), skipped=None)]
             raise NotADirectoryError(f"{path}: not a directory")
         raise FileNotFoundError(f"{path}: no such directory")
     trusted = _trusted(path, owners)
-    return [_recover_one(path, rescue, lock_timeout, trusted) for rescue in rescue_files(path)]
+    return _recover_all(path, lock_timeout, trusted)

@@ -10,27 +10,20 @@ named, never stored, and the other records of the file are still good.
 
 from __future__ import annotations
 
+import errno
 import os
-import stat
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
-from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, POLICIES, SCHEMA_VERSION
-from stagetimer._store.parse import parse_json, read_all
-from stagetimer._store.shape import check_hardware_shape, json_type
+from stagetimer._format import MAX_FILE_DEPTH, POLICIES
+from stagetimer._store.parse import open_sidecar, parse_json, read_all
+from stagetimer._store.shape import hardware_problem, json_type, software_problem
 from stagetimer._store.validate import check_run
 
 __all__ = ["RescueContent", "RescueRecord", "read_rescue"]
-
-_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
-
 
 @attrs.frozen
 class RescueRecord:
@@ -43,12 +36,13 @@ class RescueRecord:
 @attrs.frozen
 class RescueContent:
     """A rescue file as read: its good records, the ones refused (one line each, saying
-    which and why), the hardware they reference, its writer and its file owner."""
+    which and why), the hardware they reference, its writer, its file owner and its
+    modification time."""
 
     path: str
     uid: int
+    mtime: float  # its st_mtime as read
     owner: dict[str, Any] | None  # None: written before rescue files named their writer
-    policy: str
     expected_runs: int | None
     hardware: dict[str, Any]
     records: tuple[RescueRecord, ...]
@@ -58,23 +52,31 @@ class RescueContent:
 
 
 def _read(path: str) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat, opened as a sidecar is (``parse.open_sidecar``).
+
+    ``FileNotFoundError`` when it is gone (its writer saved its records and removed it
+    meanwhile); any other failure to open or read it is ``SidecarCorruptError``.
+    """
     try:
-        fd = os.open(path, _FLAGS)
+        opened = open_sidecar(path)
+        if opened is None:
+            raise FileNotFoundError(errno.ENOENT, "removed meanwhile", path)
+        fd, st = opened
+        try:
+            return read_all(fd, st.st_size), st
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        raise
     except OSError as exc:
-        raise SidecarCorruptError(path, f"cannot be opened ({exc.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SidecarCorruptError(path, "is not a regular file")
-        if st.st_size > MAX_BYTES:
-            raise SidecarCorruptError(path, f"is {st.st_size} bytes, too large for a rescue file")
-        return read_all(fd, st.st_size), st
-    finally:
-        os.close(fd)
+        raise SidecarCorruptError(path, f"cannot be read ({exc.strerror})") from None
 
 
-def _header(path: str, payload: object) -> tuple[str, int | None, list[Any], dict[str, Any]]:
-    """The file-wide fields; a file whose own structure is wrong is refused whole."""
+def _header(
+    path: str, payload: object
+) -> tuple[int | None, list[Any], dict[str, Any], dict[str, Any]]:
+    """The file-wide fields; a file whose own structure is wrong is refused whole (a
+    ``policy`` that is none is too, though records are put back by no policy's rules)."""
     if type(payload) is not dict:
         raise SidecarCorruptError(path, f"is {json_type(payload)}, expected an object")
     policy = payload.get("policy")
@@ -83,43 +85,23 @@ def _header(path: str, payload: object) -> tuple[str, int | None, list[Any], dic
     records = payload.get("records")
     if type(records) is not list:
         raise SidecarCorruptError(path, f"'records' is {json_type(records)}, expected an array")
-    hardware = payload.get("hardware", {})
-    if type(hardware) is not dict:
-        raise SidecarCorruptError(path, f"'hardware' is {json_type(hardware)}, expected an object")
+    hardware, software = payload.get("hardware", {}), payload.get("software", {})
+    for key, value in (("hardware", hardware), ("software", software)):
+        if type(value) is not dict:
+            raise SidecarCorruptError(path, f"{key!r} is {json_type(value)}, expected an object")
     expected = payload.get("expected_runs")
     if expected is not None and (type(expected) is not int or expected < 1):
         raise SidecarCorruptError(path, f"expected_runs {short_repr(expected)} is not an int >= 1")
-    return policy, expected, records, hardware
+    return expected, records, hardware, software
 
 
-def _good_hardware(path: str, hardware: dict[str, Any]) -> dict[str, Any]:
-    """The hardware entries with a description's shape; the others are left out."""
-    good = {}
-    for key, description in hardware.items():
-        try:
-            one = {"schema_version": SCHEMA_VERSION, "hardware": {key: description}}
-            check_hardware_shape(path, one)
-        except SidecarCorruptError:
-            continue
-        good[key] = description
-    return good
-
-
-def _good_software(path: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """The software entries with a description's shape; the others are left out (a run
-    whose software is not described keeps its ``software_id``, as an older writer's)."""
-    software = payload.get("software", {})
-    if type(software) is not dict:
-        return {}
-    good = {}
-    for key, description in software.items():
-        try:
-            one = {"schema_version": SCHEMA_VERSION, "hardware": {}, "software": {key: description}}
-            check_hardware_shape(path, one)
-        except SidecarCorruptError:
-            continue
-        good[key] = description
-    return good
+def _well_shaped(
+    entries: dict[str, Any], problem: Callable[[object], str | None]
+) -> dict[str, Any]:
+    """The descriptions of ``entries`` with a description's shape; the others are left
+    out (a run whose software is not described keeps its ``software_id``, as an older
+    writer's; one whose hardware is not is refused, see ``read_rescue``)."""
+    return {key: entry for key, entry in entries.items() if problem(entry) is None}
 
 
 def _check_entry(entry: object) -> RescueRecord:
@@ -139,8 +121,8 @@ def read_rescue(path: str) -> RescueContent:
     # Twice a sidecar's depth: a record nested too deep is refused on its own (by
     # check_run) rather than with the whole file; past this, the file is refused.
     payload = parse_json(path, raw, 2 * MAX_FILE_DEPTH)
-    policy, expected, entries, hardware = _header(path, payload)
-    good_hardware = _good_hardware(path, hardware)
+    expected, entries, hardware, software = _header(path, payload)
+    good_hardware = _well_shaped(hardware, hardware_problem)
     records: list[RescueRecord] = []
     refused: list[str] = []
     for i, entry in enumerate(entries):
@@ -161,11 +143,11 @@ def read_rescue(path: str) -> RescueContent:
     return RescueContent(
         path=path,
         uid=st.st_uid,
+        mtime=st.st_mtime,
         owner=owner if type(owner) is dict else None,
-        policy=policy,
         expected_runs=expected,
         hardware=good_hardware,
         records=tuple(records),
         refused=tuple(refused),
-        software=_good_software(path, payload),
+        software=_well_shaped(software, software_problem),
     )

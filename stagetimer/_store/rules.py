@@ -21,9 +21,12 @@ from stagetimer._format import AUTO_RESUME_SUFFIX, can_continue
 __all__ = [
     "add_seconds",
     "apply_run",
+    "insert_run",
     "is_stage",
     "is_valid_seconds",
     "keep_completed_prefix",
+    "run_is_stored",
+    "run_key",
     "valid_durations",
     "valid_seconds",
 ]
@@ -140,15 +143,35 @@ def _existing_stage(data: dict[str, Any], name: str) -> dict[str, Any] | None:
     return existing
 
 
+def run_key(run: object) -> tuple[object, object, object] | None:
+    """The place of a run in its stage: its ``(run_idx, label, rank)``, which ``upsert``
+    replaces and ``recover`` finds taken; None for a value that is not a run object."""
+    if not isinstance(run, dict):
+        return None
+    return (run.get("run_idx"), run.get("label"), run.get("rank"))
+
+
+def run_is_stored(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool:
+    """Whether stage ``name`` of ``data`` already holds ``run`` (equal in every key)."""
+    stage: Any = data.get(name)
+    return is_stage(stage) and any(r == run for r in stage["runs"])
+
+
+def _checked_total(name: str, total: float, run: dict[str, Any]) -> float:
+    """``total``, the stage's new total; refused when the durations overflow."""
+    if not math.isfinite(total):
+        # Only valid runs are summed, so this needs runs that together exceed ~1.8e308 s.
+        raise InvalidRecordError(
+            f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
+        )
+    return total
+
+
 def _upserted(old_runs: list[Any], run: dict[str, Any]) -> list[Any]:
     """Under ``upsert``: ``old_runs`` without the run of ``run``'s run_idx, label and rank,
     plus ``run``, in run_idx order (a new list)."""
-    key = (run.get("run_idx"), run.get("label"), run.get("rank"))
-    runs = [
-        r
-        for r in old_runs
-        if not (isinstance(r, dict) and (r.get("run_idx"), r.get("label"), r.get("rank")) == key)
-    ]
+    key = run_key(run)
+    runs = [r for r in old_runs if run_key(r) != key]
     runs.append(run)
     runs.sort(key=_upsert_key)
     return runs
@@ -187,11 +210,7 @@ def apply_run(
     else:
         runs = _upserted(old_runs, run)
         total = add_seconds(0.0, runs)
-    if not math.isfinite(total):
-        # Only valid runs are summed, so this needs runs that together exceed ~1.8e308 s.
-        raise InvalidRecordError(
-            f"stage {name!r} would total {total} seconds: the durations overflow", run["seconds"]
-        )
+    _checked_total(name, total, run)
     # Refusals are over: from here on ``data`` changes.
     if policy == "sequential" and run_idx == 0 and can_continue(name):
         _clear_continuation(data, name + AUTO_RESUME_SUFFIX, rank)
@@ -201,6 +220,30 @@ def apply_run(
         data[name] = {"total_seconds": total, "runs": runs}
     else:
         existing["runs"] = runs
+        existing["total_seconds"] = total
+
+
+def insert_run(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
+    """Put ``run`` into stage ``name`` in ``run_idx`` order, no other run changed (what
+    ``recover`` does with a rescued run, older than anything saved since: never a rule
+    that resets or replaces). Refused like ``apply_run`` when the name holds other data
+    or the total overflows; nothing is changed then."""
+    existing = _existing_stage(data, name)
+    runs: list[Any] = [] if existing is None else existing["runs"]
+    idx = run.get("run_idx")
+    position = len(runs)
+    if idx is not None:
+        for i, other in enumerate(runs):
+            other_idx = _run_idx(other)
+            if type(other_idx) is int and other_idx > idx:
+                position = i
+                break
+    grown = [*runs[:position], run, *runs[position:]]
+    total = _checked_total(name, add_seconds(0.0, grown), run)
+    if existing is None:
+        data[name] = {"total_seconds": total, "runs": grown}
+    else:
+        existing["runs"] = grown
         existing["total_seconds"] = total
 
 

@@ -15,7 +15,14 @@ from typing import Any
 from stagetimer._errors import SidecarCorruptError, short_repr
 from stagetimer._format import RESOURCE_FIELDS, RUN_FIELDS
 
-__all__ = ["check_hardware_shape", "check_run_shape", "check_timings_shape", "json_type"]
+__all__ = [
+    "check_hardware_shape",
+    "check_timings_shape",
+    "hardware_problem",
+    "json_type",
+    "run_problem",
+    "software_problem",
+]
 
 _short = short_repr
 
@@ -62,21 +69,25 @@ _RUN_TYPES = tuple(
 _KINDS = {key: kinds for key, kinds, _ in _RUN_TYPES}
 
 
-def _check_run(path: str, name: str, i: int, run: object) -> None:
-    where = f"stage {_short(name)} run {i}"
+def run_problem(run: object) -> str | None:
+    """What is wrong with one run's known field types (``is a number, expected an object``,
+    ``has 'label' a number, expected a string``), or None; the caller says which run."""
     if type(run) is not dict:
-        raise SidecarCorruptError(path, f"{where} is {json_type(run)}, expected an object")
+        return f"is {json_type(run)}, expected an object"
     if "seconds" not in run:
-        raise SidecarCorruptError(path, f"{where} has no 'seconds', expected a number")
+        return "has no 'seconds', expected a number"
     for key, kinds, words in _RUN_TYPES:
         value = run.get(key)
         if type(value) not in kinds:
-            raise SidecarCorruptError(
-                path, f"{where} has {key!r} {json_type(value)}, expected {words}"
-            )
+            return f"has {key!r} {json_type(value)}, expected {words}"
     problem = _resources_problem(run.get("resources"))
+    return None if problem is None else f"has {problem}"
+
+
+def _check_run(path: str, name: str, i: int, run: object) -> None:
+    problem = run_problem(run)
     if problem is not None:
-        raise SidecarCorruptError(path, f"{where} has {problem}")
+        raise SidecarCorruptError(path, f"stage {_short(name)} run {i} {problem}")
 
 
 def _resources_problem(resources: dict[str, Any] | None) -> str | None:
@@ -89,11 +100,6 @@ def _resources_problem(resources: dict[str, Any] | None) -> str | None:
         if value is not None and not _is_number(value):
             return f"'resources' {key!r} {json_type(value)}, expected a number"
     return None
-
-
-def check_run_shape(path: str, name: str, run: object) -> None:
-    """Refuse one run whose known fields do not have the format's types (as in a stage)."""
-    _check_run(path, name, 0, run)
 
 
 def _runs_fit(runs: list[Any]) -> bool:
@@ -278,6 +284,17 @@ def _software_check() -> _Check:
     return _fields(Software)
 
 
+def hardware_problem(description: object) -> str | None:
+    """What is wrong with the shape of one hardware description (``.cpu.count is a
+    string, expected an integer``), or None."""
+    return _description_check()(description)
+
+
+def software_problem(description: object) -> str | None:
+    """What is wrong with the shape of one software description, or None."""
+    return _software_check()(description)
+
+
 def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
     """Refuse a ``timings_hardware.json`` mapping whose descriptions do not have the
     types of ``stagetimer.hardware.Hardware`` (and, under ``software``, of
@@ -286,9 +303,8 @@ def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
     if type(hardware) is not dict:
         what = json_type(hardware) if "hardware" in data else "missing"
         raise SidecarCorruptError(path, f"'hardware' is {what}, expected an object")
-    check = _description_check()
     for key, entry in hardware.items():
-        problem = check(entry)
+        problem = hardware_problem(entry)
         if problem is not None:
             raise SidecarCorruptError(path, _at(f"hardware {short_repr(key)}", problem))
     if "software" not in data:  # written before 0.3, or by a recorder told not to
@@ -298,8 +314,7 @@ def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
         raise SidecarCorruptError(
             path, f"'software' is {json_type(software)}, expected an object"
         )
-    check = _software_check()
     for key, entry in software.items():
-        problem = check(entry)
+        problem = software_problem(entry)
         if problem is not None:
             raise SidecarCorruptError(path, _at(f"software {short_repr(key)}", problem))

@@ -17,25 +17,19 @@ from typing import Any
 
 from stagetimer._errors import SidecarCorruptError
 from stagetimer._store.claims import Claim
-from stagetimer._store.encode import dumps_hardware, dumps_timings, timings_bytes
+from stagetimer._store.encode import TimingsCache, dumps_hardware, dumps_timings, timings_bytes
 from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
-from stagetimer._store.leftovers import token as _token  # noqa: F401 (read here by tests)
 from stagetimer._store.leftovers import unclean as _unclean
 from stagetimer._store.lock import acquire, release
-from stagetimer._store.parse import (
-    open_sidecar,
-    read_all,
-    retry_replaced,
-)
+from stagetimer._store.openflags import CREATE_NEW
+from stagetimer._store.parse import is_cut_short, open_sidecar, read_all, retry_replaced
 from stagetimer.hardware._mounts import is_local
 
 __all__ = [
     "Attempt",
     "TimingsCache",
-    "add_hardware",
-    "add_software",
-    "clear_leftovers",
+    "add_descriptions",
     "dumps_hardware",
     "dumps_timings",
     "locked",
@@ -73,34 +67,27 @@ class locked:  # lower case: used like a function, ``with locked(path, timeout):
         release(self.lock_path)
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-def add_hardware(data: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
-    """Add to a parsed hardware sidecar the entries it lacks; return those added.
-
-    An entry already there is never replaced: equal ids describe equal hardware.
-    """
-    known = data["hardware"]
+def _add_missing(known: dict[str, Any], entries: dict[str, Any]) -> bool:
+    """Add to ``known`` the entries it lacks (one already there is never replaced: equal
+    ids describe equal things); whether any was added."""
     missing = {k: v for k, v in entries.items() if k not in known}
     known.update(missing)
-    return missing
+    return bool(missing)
 
 
-def add_software(data: dict[str, Any], entries: dict[str, Any]) -> dict[str, Any]:
-    """Add to a parsed hardware sidecar the software descriptions it lacks; return those added.
+def add_descriptions(
+    data: dict[str, Any], hardware: dict[str, Any], software: dict[str, Any]
+) -> str | None:
+    """Add to a parsed hardware sidecar the hardware and software descriptions it lacks;
+    its new text, or None when it held them all (nothing to write).
 
     The ``software`` map is created at the first one (a file without software stays
-    byte for byte as an older writer left it). An entry is never replaced.
+    byte for byte as an older writer left it).
     """
-    if not entries:
-        return {}
-    known = data.setdefault("software", {})
-    missing = {k: v for k, v in entries.items() if k not in known}
-    known.update(missing)
-    return missing
-
+    added = _add_missing(data["hardware"], hardware)
+    if software:
+        added = _add_missing(data.setdefault("software", {}), software) or added
+    return dumps_hardware(data) if added else None
 
 
 def _fsync_directory(directory: str) -> None:
@@ -180,7 +167,7 @@ def write_atomic(
     for _ in range(100):
         attempt.tmp = tmp = _temp_path(path)
         try:
-            fd = os.open(tmp, _CREATE, 0o666 if mode is None else 0o600)
+            fd = os.open(tmp, CREATE_NEW, 0o666 if mode is None else 0o600)
         except FileExistsError:
             continue  # something is planted at that name: take another
         break
@@ -208,28 +195,6 @@ def write_atomic(
         raise
     _unclean.discard(path)
     _fsync_directory(directory or ".")
-
-
-class TimingsCache:
-    """What one writer last saved to a file, reused while the file still holds those bytes.
-
-    Saves of large files are dominated by parsing and encoding; when the bytes on disk
-    are the bytes this writer wrote, its parsed data and encoded runs are still exact.
-    """
-
-    def __init__(self) -> None:
-        self.raw: bytes | None = None
-        self.data: dict[str, Any] | None = None
-        #: stage -> (its runs list, the UTF-8 of its runs: run, separator, run, ...)
-        self.runs_text: dict[str, tuple[list[Any], list[bytes]]] = {}
-        #: stages whose total_seconds this writer computed from their runs
-        self.trusted_totals: set[str] = set()
-        self.buffer = bytearray()
-
-    def clear(self) -> None:
-        self.raw, self.data = None, None
-        self.runs_text.clear()
-        self.trusted_totals.clear()
 
 
 def _read_locked(
@@ -268,7 +233,7 @@ def _read_locked(
     return parse(path, raw), mode
 
 
-#: Waits before reading again a sidecar that did not parse on a network or FUSE file
+#: Waits before reading again a sidecar cut short on a network or FUSE file
 #: system (about 3 s in all: past FUSE's default attribute timeout of 1 s).
 _SETTLE_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 
@@ -280,16 +245,16 @@ def _read_settled(
 
     A FUSE client keeps a file's attributes for ``attr_timeout`` (1 s unless the mount
     says otherwise, fuse(8)); after another client replaced the file, reads through the
-    old size return the new content cut short, which does not parse. On a local file
-    system a file that does not parse is corrupt at once.
+    old size return the new content cut short, which does not parse (``is_cut_short``).
+    Any other corruption, and any on a local file system, is final at once.
     """
     waits = iter(_SETTLE_WAITS)
     while True:
         try:
             return retry_replaced(lambda: _read_locked(path, parse, cache))
-        except SidecarCorruptError:
+        except SidecarCorruptError as exc:
             wait = next(waits, None)
-            if wait is None or is_local(os.path.dirname(path) or "."):
+            if wait is None or not is_cut_short(exc) or is_local(os.path.dirname(path) or "."):
                 raise
             time.sleep(wait)
 

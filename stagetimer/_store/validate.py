@@ -12,11 +12,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
+from stagetimer._errors import InvalidRecordError, short_repr
 from stagetimer._format import MAX_DEPTH, MAX_RUN_IDX, RESERVED_KEYS, RUN_FIELDS
-from stagetimer._store.parse import DuplicateKey, decode_unique
+from stagetimer._store.parse import DuplicateKey, decode_unique, is_utf8
 from stagetimer._store.rules import is_valid_seconds
-from stagetimer._store.shape import check_run_shape
+from stagetimer._store.shape import run_problem
 
 __all__ = [
     "MAX_DEPTH",
@@ -34,18 +34,9 @@ _FLOAT_MAX = sys.float_info.max
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _is_utf8(text: str) -> bool:
-    # Lone surrogates (e.g. from os.fsdecode of undecodable bytes) have no UTF-8 form.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def check_name(name: object) -> str:
     """A stage name is a non-empty string without control characters."""
-    if not isinstance(name, str) or not name or _CONTROL.search(name) or not _is_utf8(name):
+    if not isinstance(name, str) or not name or _CONTROL.search(name) or not is_utf8(name):
         raise InvalidRecordError(
             f"stage name {short_repr(name)} is not valid: expected a non-empty string without "
             "control characters or lone surrogates",
@@ -87,7 +78,7 @@ def check_run_idx(run_idx: object) -> int | None:
 
 def check_label(label: object) -> str | None:
     """A label is None or a string."""
-    if label is not None and (not isinstance(label, str) or not _is_utf8(label)):
+    if label is not None and (not isinstance(label, str) or not is_utf8(label)):
         raise InvalidRecordError(
             f"label {short_repr(label)} is not valid: expected a string without lone "
             "surrogates",
@@ -127,7 +118,7 @@ def _deeper_than(value: object, limit: int) -> bool:
 def _copy_value(key: str, value: Any) -> Any:
     """A JSON-ready deep copy of one metadata value, or ``InvalidRecordError``."""
     if type(value) in _SCALARS:
-        if type(value) is str and not _is_utf8(value):
+        if type(value) is str and not is_utf8(value):
             raise InvalidRecordError(
                 f"metadata {key}={short_repr(value)} has a lone surrogate (no UTF-8 form)", value
             )
@@ -165,7 +156,7 @@ def _copy_value(key: str, value: Any) -> Any:
 
 
 def _check_key(key: object) -> str:
-    if not isinstance(key, str) or not _is_utf8(key):
+    if not isinstance(key, str) or not is_utf8(key):
         raise InvalidRecordError(
             f"metadata key {short_repr(key)} is not valid: expected a string without lone "
             "surrogates",
@@ -211,10 +202,9 @@ def check_run(name: object, run: object) -> None:
     another way than through a recorder (a rescue file).
     """
     check_name(name)
-    try:
-        check_run_shape("", str(name), run)
-    except SidecarCorruptError as exc:
-        raise InvalidRecordError(f"run {exc.problem}", run) from None
+    problem = run_problem(run)
+    if problem is not None:
+        raise InvalidRecordError(f"run {problem}", run)
     assert isinstance(run, dict)
     check_seconds(run["seconds"])
     check_run_idx(run.get("run_idx"))

@@ -21,6 +21,7 @@ import pytest
 from helpers.process_life import REPO, rescued_records, run_script, stage_runs, temp_files
 
 from stagetimer import LockTimeoutError, Recorder, StageTimerWarning, record_timing
+from stagetimer._store import leftovers as _leftovers
 from stagetimer._store import lock as _lock
 from stagetimer._store import sidecar as _sidecar
 
@@ -120,6 +121,7 @@ def test_threads_of_one_process_exclude_each_other(tmp_path: Path) -> None:
 
 FORKED_CHILD_LOCKS = """
 import os, sys, threading, time
+from stagetimer._store import leftovers as _leftovers
 from stagetimer._store import lock as _lock
 
 lock = sys.argv[1]
@@ -229,7 +231,7 @@ def test_what_a_killed_writer_left_is_cleared_by_the_next_save(art: Path) -> Non
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     pid = int(dead.stdout)
-    host = _sidecar._token().rsplit("-", 2)[0]
+    host = _leftovers.token().rsplit("-", 2)[0]
     left = art / f".timings.json.tmp-{host}-{pid}-0badc0de-7"
     left.write_text('{"half": ')
 
@@ -240,7 +242,7 @@ def test_what_a_killed_writer_left_is_cleared_by_the_next_save(art: Path) -> Non
 
 def test_a_live_writers_temp_file_is_not_cleared(art: Path) -> None:
     record_timing("train", 1.0, recorder=Recorder(art))
-    host = _sidecar._token().rsplit("-", 2)[0]
+    host = _leftovers.token().rsplit("-", 2)[0]
     alive = art / f".timings.json.tmp-{host}-1-0badc0de-7"  # pid 1 is alive
     alive.write_text('{"half": ')
 
@@ -398,7 +400,7 @@ def test_a_rescue_temp_file_a_killed_writer_left_is_cleared_by_the_next_save(art
     record_timing("train", 1.0, recorder=Recorder(art))
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
-    host = _sidecar._token().rsplit("-", 2)[0]
+    host = _leftovers.token().rsplit("-", 2)[0]
     stem = ".timings.rescue-20261201T000000000000Z-1.json.tmp"
     left = art / f"{stem}-{host}-{int(dead.stdout)}-0badc0de-3"
     alive = art / f"{stem}-{host}-1-0badc0de-4"  # pid 1 is alive: may still be writing
