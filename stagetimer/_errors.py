@@ -164,15 +164,18 @@ class TemplateError(StageTimerError, ValueError):
 class SidecarCorruptError(StageTimerError, ValueError):
     """A sidecar on disk does not parse or does not have the expected shape.
 
-    It is never overwritten; ``.path`` names it.
+    It is never overwritten; ``.path`` names it. ``.cut_short``: the text ends too soon
+    (a character or the JSON left unfinished), what a read cut short by another client's
+    stale file size gives, which reading again may mend.
     """
 
-    def __init__(self, path: str, problem: str) -> None:
+    def __init__(self, path: str, problem: str, cut_short: bool = False) -> None:
         super().__init__(
             f"{path}: {problem}; it is left untouched: move it aside or repair it"
         )
         self.path = path
         self.problem = problem
+        self.cut_short = cut_short
 
 
 class SchemaVersionError(StageTimerError, ValueError):

@@ -47,6 +47,7 @@ SAMPLES: dict[str, Any] = {
     "found": 9,
     "supported": 1,
     "timeout": 0.25,
+    "cut_short": True,
 }
 
 #: the builtin each error also is, so that code that knows only Python catches it

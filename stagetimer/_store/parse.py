@@ -36,7 +36,6 @@ from stagetimer._store.shape import check_hardware_shape, check_timings_shape, j
 __all__ = [
     "DuplicateKey",
     "decode_unique",
-    "is_cut_short",
     "is_utf8",
     "open_sidecar",
     "parse_hardware",
@@ -301,11 +300,12 @@ def _utf8(path: str, raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        error = SidecarCorruptError(
-            path, f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-        )
         # A character cut in two at the end: the bytes may be a read cut short.
-        raise _cut_short(error) if exc.end == len(raw) else error from None
+        raise SidecarCorruptError(
+            path,
+            f"is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            cut_short=exc.end == len(raw),
+        ) from None
 
 
 def _decode(path: str, text: str) -> Any:
@@ -315,8 +315,9 @@ def _decode(path: str, text: str) -> Any:
             return json.loads(text, object_pairs_hook=_no_duplicates)
         return decode_unique(text)
     except json.JSONDecodeError as exc:
-        error = SidecarCorruptError(path, f"does not parse as JSON ({exc})")
-        raise _cut_short(error) if _unfinished(text, exc) else error from None
+        raise SidecarCorruptError(
+            path, f"does not parse as JSON ({exc})", cut_short=_unfinished(text, exc)
+        ) from None
     except DuplicateKey as exc:
         raise SidecarCorruptError(
             path,
@@ -329,7 +330,6 @@ def _decode(path: str, text: str) -> Any:
         raise SidecarCorruptError(path, "is nested too deeply to parse here") from None
 
 
-_CUT_SHORT = "truncated"
 #: What may be left of the last value of a text cut short: part of a number or a literal.
 _PARTIAL_TOKEN = re.compile(r"[-+.0-9eE]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
 
@@ -341,18 +341,6 @@ def _unfinished(text: str, exc: json.JSONDecodeError) -> bool:
     if exc.msg == "Extra data":  # a whole value, then more: never a cut
         return False
     return _PARTIAL_TOKEN.fullmatch(text[exc.pos :].rstrip()) is not None
-
-
-def _cut_short(error: SidecarCorruptError) -> SidecarCorruptError:
-    setattr(error, _CUT_SHORT, True)  # the error class is shared: an attribute of ours
-    return error
-
-
-def is_cut_short(error: SidecarCorruptError) -> bool:
-    """Whether ``error`` is a parse error at the very end of the input (a character or
-    the JSON text left unfinished): what a read cut short by a stale size gives, which
-    reading again may mend. Any other corruption is in the file itself."""
-    return getattr(error, _CUT_SHORT, False) is True
 
 
 def _refuse_lone_surrogate(path: str, data: Any) -> None:

@@ -23,7 +23,7 @@ from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import unclean as _unclean
 from stagetimer._store.lock import acquire, release
 from stagetimer._store.openflags import CREATE_NEW
-from stagetimer._store.parse import is_cut_short, open_sidecar, read_all, retry_replaced
+from stagetimer._store.parse import open_sidecar, read_all, retry_replaced
 from stagetimer.hardware._mounts import is_local
 
 __all__ = [
@@ -245,7 +245,8 @@ def _read_settled(
 
     A FUSE client keeps a file's attributes for ``attr_timeout`` (1 s unless the mount
     says otherwise, fuse(8)); after another client replaced the file, reads through the
-    old size return the new content cut short, which does not parse (``is_cut_short``).
+    old size return the new content cut short, which does not parse
+    (``SidecarCorruptError.cut_short``).
     Any other corruption, and any on a local file system, is final at once.
     """
     waits = iter(_SETTLE_WAITS)
@@ -254,7 +255,7 @@ def _read_settled(
             return retry_replaced(lambda: _read_locked(path, parse, cache))
         except SidecarCorruptError as exc:
             wait = next(waits, None)
-            if wait is None or not is_cut_short(exc) or is_local(os.path.dirname(path) or "."):
+            if wait is None or not exc.cut_short or is_local(os.path.dirname(path) or "."):
                 raise
             time.sleep(wait)
 
