@@ -138,10 +138,10 @@ def _claims(directory: str, out: list[Finding]) -> None:
             continue
         holder = info.holder or {}
         who = f"pid {holder.get('pid')} on {holder.get('host')}"
-        if info.same_machine(me) and info.holder_dead(me):
+        if info.same_machine() and info.holder_dead(me):
             _add(out, "stale_claim", "note",
                  f"{name}: stale claim of {who} (gone); the next save clears it at once")
-        elif info.same_machine(me):
+        elif info.same_machine():
             _add(out, "claim_held", "note", f"{name}: held by {who}, alive")
         else:
             _add(out, "foreign_claim", "slow", (

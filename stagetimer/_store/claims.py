@@ -143,11 +143,9 @@ class ClaimInfo:
         token = self.holder.get("token") if self.holder else None
         return token if isinstance(token, str) else None
 
-    def same_machine(self, me: dict[str, Any]) -> bool:
-        """Whether the holder is a process of this machine (same boot and pid namespace).
-
-        ``me`` (``this_machine()``) is kept for callers; ``processes.where`` decides.
-        """
+    def same_machine(self) -> bool:
+        """Whether the holder is a process of this machine (same boot and pid namespace,
+        as ``processes.where`` decides)."""
         h = self.holder
         return h is not None and where(boot=h.get("boot_id"), pidns=h.get("pidns")) is None
 
@@ -198,7 +196,7 @@ def forget() -> None:
 
 def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> bool:
     """Whether the claim ``info`` may be broken now (see the module docstring)."""
-    if info.same_machine(me):
+    if info.same_machine():
         return info.holder_dead(me)
     if info.holder is None:
         # Empty or not ours to parse: a live writer fills its claim right after creating

@@ -31,9 +31,9 @@ import attrs
 from stagetimer._errors import InvalidRecordError, InvalidTypeError, SidecarCorruptError
 from stagetimer._format import (
     HARDWARE_FILE,
-    RESCUE_PREFIX,
     RESCUE_SUFFIX,
     TIMINGS_FILE,
+    is_rescue_name,
     takes_expected_runs,
 )
 from stagetimer._store.leftovers import FOREIGN_AGE, written_ago
@@ -80,7 +80,7 @@ def rescue_files(directory: str) -> list[str]:
     return sorted(
         os.path.join(directory, n)
         for n in names
-        if n.startswith(RESCUE_PREFIX) and n.endswith(RESCUE_SUFFIX)
+        if is_rescue_name(n)
     )
 
 
