@@ -150,8 +150,9 @@ class Late:
         record_timing("late", 1.5, recorder=REC)
 
 REC = Recorder(sys.argv[1])
-if sys.argv[2] == "first save":
-    keep = Late()  # finalised while the interpreter shuts down, after the exit handlers
+if sys.argv[2] == "after a save":
+    record_timing("early", 1.0, recorder=REC)
+keep = Late()  # finalised while the interpreter shuts down, after the exit handlers
 """
 
 
@@ -175,6 +176,25 @@ def test_a_first_save_from_del_at_interpreter_shutdown_lands_somewhere(
     printed = [r["run"]["seconds"] for p in stderr_payloads(err) for r in p["records"]]
     assert 0 == writer.returncode, err
     assert [1.5] == saved + rescued + printed, err
+    assert "Traceback" not in err and "ImportError" not in err
+
+
+def test_a_save_from_del_at_interpreter_shutdown_after_a_save_reaches_the_sidecar(
+    tmp_path: Path,
+) -> None:
+    """After a save, the process's hardware, software and job are known: a record made while
+    the interpreter shuts down imports nothing and is saved whole, not rescued bare."""
+    art = tmp_path / "art"
+    writer = spawn_python(SHUTDOWN_WRITER, art, "after a save", env={"SLURM_JOB_ID": "4711"})
+    _, err = writer.communicate(timeout=60)
+
+    assert 0 == writer.returncode, err
+    assert [] == list(art.glob("timings.rescue-*.json")), err
+    early, late = stage_runs(art, "early")[0], stage_runs(art, "late")[0]
+    assert 1.5 == late["seconds"], err
+    keys = ("hardware_id", "job", "software_id", "cpus")
+    assert {k: early.get(k) for k in keys} == {k: late.get(k) for k in keys}, err
+    assert late["hardware_id"] and late["job"]["job_id"] == "4711", late
     assert "Traceback" not in err and "ImportError" not in err
 
 
