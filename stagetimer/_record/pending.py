@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -18,6 +19,7 @@ __all__ = [
     "Pending",
     "Placement",
     "build_run",
+    "descriptions",
     "software_wanted",
     "this_hardware",
     "this_software",
@@ -125,6 +127,14 @@ def build_run(
 
 _NOWHERE = Placement()
 
+
+def descriptions(
+    records: Iterable[Pending],
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The hardware and the software descriptions resolved ``records`` refer to, by id."""
+    hardware = {p.hardware.id: p.hardware.description for p in records if p.hardware is not None}
+    software = {p.software.id: p.software.description for p in records if p.software is not None}
+    return hardware, software
 
 
 @attrs.frozen

@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from stagetimer._format import RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
-from stagetimer._record.pending import Pending
+from stagetimer._record.pending import Pending, descriptions
 from stagetimer._store.leftovers import token
 from stagetimer._store.owner import this_process
 from stagetimer._store.sidecar import Attempt, write_atomic
@@ -113,16 +113,11 @@ class RescueFile:
         return f"they are in the rescue file {self.name} ({self._advice()})"
 
     def _payload(self, records: list[Pending]) -> dict[str, Any]:
-        entries = []
-        hardware: dict[str, Any] = {}
-        software: dict[str, Any] = {}
-        for p in records:
-            run = p.run_or_bare()
-            if p.hardware is not None:
-                hardware[p.hardware.id] = p.hardware.description
-            if p.software is not None:
-                software[p.software.id] = p.software.description
-            entries.append({"id": f"{self.owner['pid']}-{p.serial}", "stage": p.name, "run": run})
+        pid = self.owner["pid"]
+        entries = [
+            {"id": f"{pid}-{p.serial}", "stage": p.name, "run": p.run_or_bare()} for p in records
+        ]
+        hardware, software = descriptions(records)  # of the records just resolved
         payload: dict[str, Any] = {
             "format": RESCUE_FORMAT,
             "directory": os.path.abspath(self.directory),

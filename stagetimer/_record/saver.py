@@ -37,7 +37,7 @@ import attrs
 from stagetimer._errors import InvalidRecordError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, takes_expected_runs
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
-from stagetimer._record.pending import Finished, Pending
+from stagetimer._record.pending import Finished, Pending, descriptions
 from stagetimer._record.rescue_file import RescueFile
 from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.rescue import run_is_stored
@@ -277,10 +277,7 @@ class Saver:
         records = list(self.pending)
         for pending in records:
             pending.resolve()
-        self._save_hardware(
-            {p.hardware.id: p.hardware.description for p in records if p.hardware is not None},
-            {p.software.id: p.software.description for p in records if p.software is not None},
-        )
+        self._save_hardware(*descriptions(records))
         rejections: list[_Rejection] = []
         again: list[Noted] = []
         truncate = s.completed_runs is not None and not self._resume_done
