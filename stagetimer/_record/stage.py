@@ -5,27 +5,17 @@
 
 from __future__ import annotations
 
-import os
 import time
 from time import perf_counter
 from typing import Any
 
 from stagetimer._format import MAX_RUN_IDX as _MAX
 from stagetimer._record import resources
-from stagetimer._record.recorder import Recorder, resolve_recorder
-from stagetimer._store.validate import check_record, check_seconds, copy_metadata
+from stagetimer._record.active import recording_disabled
+from stagetimer._record.recorder import Recorder, record_run, resolve_recorder
+from stagetimer._store.validate import check_record, copy_metadata
 
-__all__ = ["Stage", "record_timing", "recording_disabled", "stage"]
-
-_DISABLE = "STAGETIMER_DISABLE"
-_ON = frozenset({"1", "true", "yes", "on"})
-
-
-def recording_disabled() -> bool:
-    """``STAGETIMER_DISABLE=1`` (or true/yes/on) turns recording off."""
-    value = os.environ.get(_DISABLE)
-    return value is not None and (value == "1" or value.strip().lower() in _ON)
-
+__all__ = ["Stage", "record_timing", "stage"]
 
 # Stage names that passed check_name (a name is checked once per process, not per stage).
 _checked_names: set[str] = set()
@@ -44,13 +34,7 @@ def record_timing(
 
     >>> record_timing("alpharank", 12.5, recorder=rec)
     """
-    check_record(name, run_idx, label, {})
-    # Checked and copied in one pass: what the caller changes later is not recorded.
-    copied = copy_metadata(metadata) if metadata else None
-    check_seconds(seconds)
-    if recording_disabled():
-        return
-    resolve_recorder(recorder)._record_checked(name, float(seconds), run_idx, label, None, copied)
+    record_run(recorder, name, seconds, run_idx, label, None, metadata)
 
 
 def stage(
