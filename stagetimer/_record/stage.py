@@ -15,7 +15,7 @@ from stagetimer._record.active import recording_disabled
 from stagetimer._record.recorder import Recorder, record_run, resolve_recorder
 from stagetimer._store.validate import check_record, copy_metadata
 
-__all__ = ["Stage", "record_timing", "stage"]
+__all__ = ["Stage", "checked_stage", "record_timing", "stage"]
 
 # Stage names that passed check_name (a name is checked once per process, not per stage).
 _checked_names: set[str] = set()
@@ -70,6 +70,9 @@ def stage(
 class Stage:
     """One timed block, made by :func:`stage`: its arguments, and ``.seconds`` after exit."""
 
+    #: whether its label and metadata were checked and copied by its maker (``_Checked``)
+    _arguments_checked = False
+
     __slots__ = (
         "_recorder", "_t0", "_target", "_used0", "_wall0", "label", "metadata", "name", "run_idx",
         "seconds",
@@ -89,15 +92,15 @@ class Stage:
         name, run_idx = self.name, self.run_idx
         # Fast path for a name already checked and a plain run index; anything else gets
         # the full checks. A disabled stage must cost no more than a bare timer.
+        # A stage made by ``checked_stage`` had its label and metadata checked once.
         if (
             type(name) is not str
             or name not in _checked_names
             or (run_idx is not None and (type(run_idx) is not int or not 0 <= run_idx <= _MAX))
-            or self.label is not None
-            or self.metadata
+            or ((self.label is not None or self.metadata) and not self._arguments_checked)
         ):
             check_record(name, run_idx, self.label, {})
-            if self.metadata:
+            if self.metadata and not self._arguments_checked:
                 # Checked and copied on entry, in one pass: later changes by the caller
                 # do not change the record.
                 self.metadata = copy_metadata(self.metadata)
@@ -128,3 +131,30 @@ class Stage:
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.__exit__(exc_type, exc, tb)
+
+
+class _Checked(Stage):
+    """A stage whose label and metadata were checked and copied before it was made."""
+
+    __slots__ = ()
+    _arguments_checked = True
+
+
+def checked_stage(
+    name: str,
+    run_idx: int | None,
+    label: str | None,
+    recorder: Recorder | None,
+    metadata: dict[str, Any],
+) -> Stage:
+    """``stage(...)`` for a ``label`` that passed ``check_record`` and ``metadata`` that
+    ``copy_metadata`` made (``@timed_stage`` does both once, at decoration): each entry
+    checks only the name (once per process) and the run index, and the copy is shared."""
+    timing = _Checked()
+    timing.name = name
+    timing.run_idx = run_idx
+    timing.label = label
+    timing.metadata = metadata
+    timing.seconds = None
+    timing._recorder = recorder
+    return timing
