@@ -27,6 +27,7 @@ __all__ = [
     "can_continue",
     "continued_stage",
     "is_rescue_name",
+    "is_training_name",
     "takes_expected_runs",
 ]
 
@@ -77,13 +78,17 @@ AUTO_RESUME_SUFFIX = "_auto_resume"
 CONTINUED_STAGES = ("checkpoint_save", "nashconv")
 
 
+def is_training_name(name: str) -> bool:
+    """Whether ``name`` is a training stage's: it ends in ``_train``, and ``_train`` alone
+    names no algorithm. The one rule for writers and readers alike."""
+    return name.endswith(TRAINING_SUFFIX) and name != TRAINING_SUFFIX
+
+
 def can_continue(name: str) -> bool:
     """Whether stage ``name`` may have a continuation, ``<name>_auto_resume``: a training
-    stage (a name ending in ``_train``, ``_train`` alone naming no algorithm),
-    ``checkpoint_save`` or ``nashconv``. The one rule for writers and readers alike."""
-    return (name.endswith(TRAINING_SUFFIX) and name != TRAINING_SUFFIX) or (
-        name in CONTINUED_STAGES
-    )
+    stage (``is_training_name``), ``checkpoint_save`` or ``nashconv``. The one rule for
+    writers and readers alike."""
+    return is_training_name(name) or name in CONTINUED_STAGES
 
 
 def takes_expected_runs(name: str, run_idx: object) -> bool:
