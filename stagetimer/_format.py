@@ -16,6 +16,7 @@ __all__ = [
     "MAX_FILE_DEPTH",
     "MAX_RUN_IDX",
     "POLICIES",
+    "RESCUE_FORMAT",
     "RESCUE_PREFIX",
     "RESCUE_SUFFIX",
     "RESERVED_KEYS",
@@ -34,9 +35,13 @@ __all__ = [
 #: The two sidecars of an artifact directory.
 TIMINGS_FILE = "timings.json"
 HARDWARE_FILE = "timings_hardware.json"
-#: A recorder's rescue file: ``timings.rescue-<host>-<pid>-<id>.json``.
+#: A recorder's rescue file: ``timings.rescue-<UTC time>Z-<pid>-<random>.json``, the time
+#: as ``20261129T222802123456`` (to the microsecond), the random part 8 hex digits.
 RESCUE_PREFIX = "timings.rescue-"
 RESCUE_SUFFIX = ".json"
+#: Version of a rescue file's content. 1: ``policy``, ``hardware``, ``records`` of
+#: ``{stage, run}``; 2 (0.3): adds ``format``, ``owner`` and each record's ``id``.
+RESCUE_FORMAT = 2
 
 
 

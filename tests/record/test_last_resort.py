@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from helpers.reliability import (
 )
 
 from stagetimer import Recorder, StageTimerWarning, record_timing
+from stagetimer._format import RESCUE_FORMAT, RESCUE_PREFIX, RESCUE_SUFFIX
 
 
 @pytest.fixture
@@ -215,3 +217,7 @@ def test_two_recorders_of_one_process_under_a_frozen_clock_keep_two_rescue_files
     assert [[1.0], [2.0]] == sorted(
         [r["run"]["seconds"] for r in json.loads(p.read_text())["records"]] for p in files
     )
+    # The name _format.py gives: timings.rescue-<UTC time>Z-<pid>-<random>.json
+    name = rf"{RESCUE_PREFIX}20270115T080000000000Z-{os.getpid()}-[0-9a-f]{{8}}{RESCUE_SUFFIX}"
+    assert all(re.fullmatch(name, p.name) for p in files), files
+    assert {RESCUE_FORMAT} == {json.loads(p.read_text())["format"] for p in files}
