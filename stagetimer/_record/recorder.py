@@ -21,7 +21,6 @@ warnings) and ``warning.py`` (how a warning reaches the user).
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from stagetimer._errors import InvalidRecordError, InvalidSettingError
-from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._record.active import (
     enter,
     environment_recorder,
@@ -175,25 +173,19 @@ class Recorder:
         )
 
     def __reduce__(self) -> tuple[Callable[[dict[str, Any]], Recorder], tuple[dict[str, Any]]]:
+        # Every argument of __init__ (named by its field's alias): a new recorder alike.
         settings = {
-            "directory": self.directory,
-            "resume_partial_runs": self.resume_partial_runs,
-            "completed_runs": self.completed_runs,
-            "policy": self.policy,
-            "strict": self.strict,
-            "lock_timeout": self.lock_timeout,
-            "expected_runs": self.expected_runs,
-            "software": self.software,
+            f.alias or f.name: getattr(self, f.name) for f in attrs.fields(Recorder) if f.init
         }
         return _restore, (settings,)
 
     @property
     def timings_path(self) -> str:
-        return os.path.join(self.directory, TIMINGS_FILE)
+        return self._saver.settings.timings_path
 
     @property
     def hardware_path(self) -> str:
-        return os.path.join(self.directory, HARDWARE_FILE)
+        return self._saver.settings.hardware_path
 
     @property
     def pending(self) -> int:

@@ -158,6 +158,17 @@ class SaverSettings:
     lock_timeout: float
     expected_runs: int | None
     completed_runs: int | None  # set: the first save keeps only runs below it (resume)
+    #: the directory's two sidecars
+    timings_path: str = attrs.field(init=False)
+    hardware_path: str = attrs.field(init=False)
+
+    @timings_path.default
+    def _timings_path(self) -> str:
+        return os.path.join(self.directory, TIMINGS_FILE)
+
+    @hardware_path.default
+    def _hardware_path(self) -> str:
+        return os.path.join(self.directory, HARDWARE_FILE)
 
 
 @attrs.frozen
@@ -299,7 +310,7 @@ class Saver:
         attempt = Attempt()
         self._inflight = _InFlight(attempt, records, truncate)
         remaining = max(0.0, deadline - time.monotonic())
-        path = os.path.join(s.directory, TIMINGS_FILE)
+        path = s.timings_path
         update_file(
             path, parse_timings, change, remaining, self._cache, attempt, path not in self._swept
         )
@@ -335,7 +346,7 @@ class Saver:
         self, needed: dict[str, dict[str, Any]], software: dict[str, dict[str, Any]]
     ) -> None:
         """Store the hardware and software descriptions the records refer to (one write)."""
-        path = os.path.join(self.settings.directory, HARDWARE_FILE)
+        path = self.settings.hardware_path
         ids = needed.keys() | software.keys()  # "hw-…" and "sw-…" never collide
         if ids <= self._hardware_known:
             # Entries are never removed: an unchanged file still holds what we confirmed.
