@@ -119,12 +119,13 @@ class Stage:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.seconds = seconds = perf_counter() - self._t0
         if self._target is not None:
+            if exc_type is not None:
+                resources.discard(self._used0)  # records nothing: closes what start() opened
+                return
             used = resources.finish(self._used0)  # also closes what start() opened
-            if exc_type is None:
-                self._target._record_checked(
-                    self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata,
-                    used,
-                )
+            self._target._record_checked(
+                self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata, used
+            )
 
     async def __aenter__(self) -> Stage:
         return self.__enter__()
