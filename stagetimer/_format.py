@@ -16,6 +16,7 @@ __all__ = [
     "MAX_FILE_DEPTH",
     "MAX_RUN_IDX",
     "POLICIES",
+    "RESCUE_FORMAT",
     "RESCUE_PREFIX",
     "RESCUE_SUFFIX",
     "RESERVED_KEYS",
@@ -27,15 +28,20 @@ __all__ = [
     "can_continue",
     "continued_stage",
     "is_rescue_name",
+    "is_training_name",
     "takes_expected_runs",
 ]
 
 #: The two sidecars of an artifact directory.
 TIMINGS_FILE = "timings.json"
 HARDWARE_FILE = "timings_hardware.json"
-#: A recorder's rescue file: ``timings.rescue-<host>-<pid>-<id>.json``.
+#: A recorder's rescue file: ``timings.rescue-<UTC time>Z-<pid>-<random>.json``, the time
+#: as ``20261129T222802123456`` (to the microsecond), the random part 8 hex digits.
 RESCUE_PREFIX = "timings.rescue-"
 RESCUE_SUFFIX = ".json"
+#: Version of a rescue file's content. 1: ``policy``, ``hardware``, ``records`` of
+#: ``{stage, run}``; 2 (0.3): adds ``format``, ``owner`` and each record's ``id``.
+RESCUE_FORMAT = 2
 
 
 
@@ -77,13 +83,17 @@ AUTO_RESUME_SUFFIX = "_auto_resume"
 CONTINUED_STAGES = ("checkpoint_save", "nashconv")
 
 
+def is_training_name(name: str) -> bool:
+    """Whether ``name`` is a training stage's: it ends in ``_train``, and ``_train`` alone
+    names no algorithm. The one rule for writers and readers alike."""
+    return name.endswith(TRAINING_SUFFIX) and name != TRAINING_SUFFIX
+
+
 def can_continue(name: str) -> bool:
     """Whether stage ``name`` may have a continuation, ``<name>_auto_resume``: a training
-    stage (a name ending in ``_train``, ``_train`` alone naming no algorithm),
-    ``checkpoint_save`` or ``nashconv``. The one rule for writers and readers alike."""
-    return (name.endswith(TRAINING_SUFFIX) and name != TRAINING_SUFFIX) or (
-        name in CONTINUED_STAGES
-    )
+    stage (``is_training_name``), ``checkpoint_save`` or ``nashconv``. The one rule for
+    writers and readers alike."""
+    return is_training_name(name) or name in CONTINUED_STAGES
 
 
 def takes_expected_runs(name: str, run_idx: object) -> bool:

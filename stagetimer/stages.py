@@ -22,6 +22,7 @@ from stagetimer._format import (
     CONTINUED_STAGES,
     TRAINING_SUFFIX,
     can_continue,
+    is_training_name,
 )
 from stagetimer._store.validate import check_name
 
@@ -63,7 +64,7 @@ def is_training(name: str) -> bool:
     ``_train`` (``cfr_train``; ``_train`` alone names no algorithm)."""
     if name in TRAINING_STAGES:
         return True
-    if not isinstance(name, str) or not name.endswith(TRAINING_SUFFIX) or name == TRAINING_SUFFIX:
+    if not isinstance(name, str) or not is_training_name(name):
         return False
     return _is_valid(name)
 

@@ -1,5 +1,6 @@
 """Which recorder a stage records into when none is passed: the innermost ``with rec:``
-of this context, else the one recorder per ``STAGETIMER_DIR`` directory.
+of this context, else the one recorder per ``STAGETIMER_DIR`` directory; none at all
+while ``STAGETIMER_DISABLE`` turns recording off.
 """
 
 from __future__ import annotations
@@ -14,7 +15,17 @@ from stagetimer._errors import NoActiveRecorderError
 if TYPE_CHECKING:
     from stagetimer._record.recorder import Recorder
 
-__all__ = ["enter", "environment_recorder", "leave", "stack"]
+__all__ = ["enter", "environment_recorder", "leave", "recording_disabled", "stack"]
+
+_DISABLE = "STAGETIMER_DISABLE"
+_ON = frozenset({"1", "true", "yes", "on"})
+
+
+def recording_disabled() -> bool:
+    """``STAGETIMER_DISABLE=1`` (or true/yes/on) turns recording off."""
+    value = os.environ.get(_DISABLE)
+    return value is not None and (value == "1" or value.strip().lower() in _ON)
+
 
 # The recorders entered with ``with rec:`` in this context, innermost last.
 stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -14,11 +15,11 @@ from stagetimer._record.placement import placed_cpus, rank_of
 
 __all__ = [
     "Finished",
-    "LiveHardware",
-    "LiveSoftware",
+    "Live",
     "Pending",
     "Placement",
     "build_run",
+    "descriptions",
     "software_wanted",
     "this_hardware",
     "this_software",
@@ -27,16 +28,9 @@ __all__ = [
 
 
 @attrs.frozen
-class LiveHardware:
-    """This process's hardware: its ``hardware_id`` and the description stored under it."""
-
-    id: str
-    description: dict[str, Any]
-
-
-@attrs.frozen
-class LiveSoftware:
-    """This process's software: its ``software_id`` and the description stored under it."""
+class Live:
+    """This process's hardware or software: its id (``hw-…``, ``sw-…``) and the
+    description stored under it."""
 
     id: str
     description: dict[str, Any]
@@ -51,10 +45,13 @@ class Placement:
     cpus: str | None = None
 
 
-_live_hardware: LiveHardware | None = None
-_live_software: LiveSoftware | None = None
-_NOT_READ: Any = object()
-_live_rank: tuple[int, int] | None = _NOT_READ
+#: What a save reads about this process once, at its first save: "hardware" and
+#: "software" (``Live``), "job" and "rank". Later saves import nothing: while the
+#: interpreter shuts down an import fails ("sys.meta_path is None"), and a record a
+#: ``__del__`` makes then must still be saved whole. Emptied in a forked child, which
+#: reads its own (it may set its own affinity, or import other modules before its first
+#: save); the captures' own caches are reset by their own at-fork hooks.
+_live: dict[str, Any] = {}
 
 
 def software_wanted(setting: bool) -> bool:
@@ -63,35 +60,43 @@ def software_wanted(setting: bool) -> bool:
     return setting and os.environ.get("STAGETIMER_SOFTWARE", "").strip() != "0"
 
 
-def this_software() -> LiveSoftware:
+def this_software() -> Live:
     """This process's software, captured once at its first save (per forked child too)."""
-    global _live_software
-    live = _live_software
+    live: Live | None = _live.get("software")
     if live is None:
         from stagetimer.software import capture_software, software_description, software_id
 
         sw = capture_software()
-        live = _live_software = LiveSoftware(software_id(sw), software_description(sw))
+        live = _live["software"] = Live(software_id(sw), software_description(sw))
     return live
 
 
-def _placement(software: LiveSoftware | None) -> Placement:
-    """The run's software id, this process's rank (read once) and its CPUs (read now)."""
-    global _live_rank
-    if _live_rank is _NOT_READ:
-        _live_rank = rank_of()
-    return Placement(None if software is None else software.id, _live_rank, placed_cpus())
-
-
-def this_hardware() -> LiveHardware:
+def this_hardware() -> Live:
     """This process's hardware, captured once (per forked child too)."""
-    global _live_hardware
-    if _live_hardware is None:
+    live: Live | None = _live.get("hardware")
+    if live is None:
         from stagetimer.hardware import capture_hardware, description, hardware_id
 
         hw = capture_hardware()
-        _live_hardware = LiveHardware(hardware_id(hw), description(hw))
-    return _live_hardware
+        live = _live["hardware"] = Live(hardware_id(hw), description(hw))
+    return live
+
+
+def _job() -> dict[str, str] | None:
+    """The job this process runs in (``job_identity``), read once; each run its own copy."""
+    if "job" not in _live:
+        from stagetimer.hardware import job_identity
+
+        _live["job"] = job_identity()
+    job: dict[str, str] | None = _live["job"]
+    return None if job is None else dict(job)
+
+
+def _placement(software: Live | None) -> Placement:
+    """The run's software id, this process's rank (read once) and its CPUs (read now)."""
+    if "rank" not in _live:
+        _live["rank"] = rank_of()
+    return Placement(None if software is None else software.id, _live["rank"], placed_cpus())
 
 
 def utc_iso(timestamp: float) -> str:
@@ -121,6 +126,15 @@ def build_run(
 
 
 _NOWHERE = Placement()
+
+
+def descriptions(
+    records: Iterable[Pending],
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The hardware and the software descriptions resolved ``records`` refer to, by id."""
+    hardware = {p.hardware.id: p.hardware.description for p in records if p.hardware is not None}
+    software = {p.software.id: p.software.description for p in records if p.software is not None}
+    return hardware, software
 
 
 @attrs.frozen
@@ -154,12 +168,12 @@ class Pending:
 
     finished: Finished
     run: dict[str, Any] | None = None
-    hardware: LiveHardware | None = None
+    hardware: Live | None = None
     attempted: bool = False
     serial: int = attrs.field(factory=_serials.__next__, init=False)
     #: whether to capture software (the recorder's setting, see ``software_wanted``)
     with_software: bool = True
-    software: LiveSoftware | None = None
+    software: Live | None = None
 
     @property
     def name(self) -> str:
@@ -173,12 +187,8 @@ class Pending:
             # itself may not have imported.
             software = this_software() if software_wanted(self.with_software) else None
             hardware = this_hardware()
-            from stagetimer.hardware import job_identity
-
             self.hardware, self.software = hardware, software
-            self.run = build_run(
-                self.finished, hardware.id, job_identity(), _placement(software)
-            )
+            self.run = build_run(self.finished, hardware.id, _job(), _placement(software))
         return self.run
 
     def run_or_bare(self) -> dict[str, Any]:
@@ -190,12 +200,8 @@ class Pending:
 
 
 def _reset_after_fork() -> None:
-    """In a forked child: capture again (the child may have set its own affinity, or
-    import other modules before its first save)."""
-    global _live_hardware, _live_software, _live_rank
-    _live_hardware = None  # the capture's own cache is reset by its own at-fork hook
-    _live_software = None  # likewise stagetimer.software's
-    _live_rank = _NOT_READ
+    """In a forked child: read this process's hardware, software, job and rank again."""
+    _live.clear()
 
 
 if hasattr(os, "register_at_fork"):

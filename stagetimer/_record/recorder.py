@@ -21,7 +21,6 @@ warnings) and ``warning.py`` (how a warning reaches the user).
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -29,8 +28,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from stagetimer._errors import InvalidRecordError, InvalidSettingError
-from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._record.active import enter, environment_recorder, leave, stack
+from stagetimer._record.active import (
+    enter,
+    environment_recorder,
+    leave,
+    recording_disabled,
+    stack,
+)
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.lifetime import instances, with_pending
 from stagetimer._record.reentry import defer, reentered, section
@@ -57,7 +61,7 @@ if TYPE_CHECKING:
 # milliseconds to build (benchmarks/run.py, "import stagetimer"). Hence the imports
 # inside the methods below.
 
-__all__ = ["Recorder", "resolve_recorder"]
+__all__ = ["Recorder", "record_run", "resolve_recorder"]
 
 # The save path's modules, bound once by the first recorder (``_bind_save_path``) and
 # used through these names afterwards: at interpreter shutdown ``sys.modules`` is emptied
@@ -169,25 +173,19 @@ class Recorder:
         )
 
     def __reduce__(self) -> tuple[Callable[[dict[str, Any]], Recorder], tuple[dict[str, Any]]]:
+        # Every argument of __init__ (named by its field's alias): a new recorder alike.
         settings = {
-            "directory": self.directory,
-            "resume_partial_runs": self.resume_partial_runs,
-            "completed_runs": self.completed_runs,
-            "policy": self.policy,
-            "strict": self.strict,
-            "lock_timeout": self.lock_timeout,
-            "expected_runs": self.expected_runs,
-            "software": self.software,
+            f.alias or f.name: getattr(self, f.name) for f in attrs.fields(Recorder) if f.init
         }
         return _restore, (settings,)
 
     @property
     def timings_path(self) -> str:
-        return os.path.join(self.directory, TIMINGS_FILE)
+        return self._saver.settings.timings_path
 
     @property
     def hardware_path(self) -> str:
-        return os.path.join(self.directory, HARDWARE_FILE)
+        return self._saver.settings.hardware_path
 
     @property
     def pending(self) -> int:
@@ -216,14 +214,11 @@ class Recorder:
 
         The arguments are checked as ``record_timing`` checks them (``InvalidRecordError``,
         nothing written); ``started_at`` is None or a Unix time (``time.time()``).
+        ``STAGETIMER_DISABLE=1``: checked, and nothing is recorded.
         Called while this thread is already saving (from a signal handler), the run is
         queued and saved before that save returns.
         """
-        check_record(name, run_idx, label, {})
-        copied = None if metadata is None else copy_metadata(check_metadata_mapping(metadata))
-        seconds = check_seconds(seconds)
-        check_started_at(started_at)
-        self._record_checked(name, seconds, run_idx, label, started_at, copied)
+        record_run(self, name, seconds, run_idx, label, started_at, metadata)
 
     def _record_checked(
         self,
@@ -329,6 +324,29 @@ class Recorder:
     def _warn(self, message: str) -> None:
         """One ``StageTimerWarning`` about this directory (``warning.py``)."""
         warn_user(self.directory, message)
+
+
+def record_run(
+    recorder: Recorder | None,
+    name: str,
+    seconds: float,
+    run_idx: int | None,
+    label: str | None,
+    started_at: float | None,
+    metadata: Mapping[str, Any] | None,
+) -> None:
+    """Check one finished run and save it into ``recorder`` (``resolve_recorder``); the
+    one path of ``Recorder.record`` and ``record_timing``. Nothing is recorded, and no
+    recorder needed, while ``STAGETIMER_DISABLE`` is set; the arguments are checked even
+    then."""
+    check_record(name, run_idx, label, {})
+    # Checked and copied in one pass: what the caller changes later is not recorded.
+    copied = None if metadata is None else (copy_metadata(check_metadata_mapping(metadata)) or None)
+    checked = check_seconds(seconds)
+    check_started_at(started_at)
+    if recording_disabled():
+        return
+    resolve_recorder(recorder)._record_checked(name, checked, run_idx, label, started_at, copied)
 
 
 def resolve_recorder(recorder: Recorder | None) -> Recorder:

@@ -40,17 +40,17 @@ def current_frame() -> FrameType | None:
     return frame.f_back if frame is not None else None
 
 
-def reentered(depth: int = 2) -> bool:
-    """Whether this thread is inside a section further up its own stack.
+def reentered() -> bool:
+    """Whether this thread is inside a section further up its own stack, from the
+    caller's caller up (a recorder's method is the caller).
 
-    ``depth``: frames between this call and the caller's caller. A marker an interrupt
-    left behind is not on the stack, so it does not count.
+    A marker an interrupt left behind is not on the stack, so it does not count.
     """
     outer: FrameType | None = getattr(_local, "frame", None)
     if outer is None:
         return False
-    frame: FrameType | None = current_frame()
-    for _ in range(depth):
+    frame: FrameType | None = current_frame()  # this function's own
+    for _ in range(2):  # up to the caller, then the caller's caller
         frame = frame.f_back if frame is not None else None
     while frame is not None:
         if frame is outer:

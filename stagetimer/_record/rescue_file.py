@@ -1,6 +1,6 @@
 """Writing a recorder's rescue file: its records not yet saved, never only in memory.
 
-One file per recorder and process, ``timings.rescue-<UTC time>-<pid>-<random>.json``
+One file per recorder and process, ``timings.rescue-<UTC time>Z-<pid>-<random>.json``
 beside the sidecar (the random part keeps two recorders of one process apart even under
 a frozen clock), rewritten atomically whenever that set of records changes and removed
 once it is empty (``recover`` in ``stagetimer._store.rescue`` folds it back). The file
@@ -22,17 +22,13 @@ import sys
 import time
 from typing import Any
 
-from stagetimer._format import RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
-from stagetimer._record.pending import Pending
+from stagetimer._format import RESCUE_FORMAT, RESCUE_PREFIX, RESCUE_SUFFIX, TIMINGS_FILE
+from stagetimer._record.pending import Pending, descriptions
 from stagetimer._store.leftovers import token
 from stagetimer._store.owner import this_process
 from stagetimer._store.sidecar import Attempt, write_atomic
 
-__all__ = ["RESCUE_FORMAT", "RescueFile", "to_stderr"]
-
-#: Version of a rescue file's content. 1: ``policy``, ``hardware``, ``records`` of
-#: ``{stage, run}``; 2 (0.3): adds ``format``, ``owner`` and each record's ``id``.
-RESCUE_FORMAT = 2
+__all__ = ["RescueFile", "to_stderr"]
 
 
 def to_stderr(text: str) -> bool:
@@ -113,16 +109,11 @@ class RescueFile:
         return f"they are in the rescue file {self.name} ({self._advice()})"
 
     def _payload(self, records: list[Pending]) -> dict[str, Any]:
-        entries = []
-        hardware: dict[str, Any] = {}
-        software: dict[str, Any] = {}
-        for p in records:
-            run = p.run_or_bare()
-            if p.hardware is not None:
-                hardware[p.hardware.id] = p.hardware.description
-            if p.software is not None:
-                software[p.software.id] = p.software.description
-            entries.append({"id": f"{self.owner['pid']}-{p.serial}", "stage": p.name, "run": run})
+        pid = self.owner["pid"]
+        entries = [
+            {"id": f"{pid}-{p.serial}", "stage": p.name, "run": p.run_or_bare()} for p in records
+        ]
+        hardware, software = descriptions(records)  # of the records just resolved
         payload: dict[str, Any] = {
             "format": RESCUE_FORMAT,
             "directory": os.path.abspath(self.directory),

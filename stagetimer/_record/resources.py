@@ -1,7 +1,8 @@
 """What a stage used besides wall time, read from counters the system keeps at its boundaries.
 
 ``start()`` is called as a recorded stage is entered and ``finish(start())`` as it ends
-normally; ``finish`` gives the run's ``resources``. No thread samples anything:
+normally; ``finish`` gives the run's ``resources``. A stage that raised calls
+``discard(start())``, which reads nothing. No thread samples anything:
 
 - ``cpu_seconds``: ``getrusage(RUSAGE_SELF)`` user + system time, every thread of the
   process (``getrusage(2)``; microseconds, unlike ``os.times``' clock ticks).
@@ -35,7 +36,7 @@ import resource
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Probe", "finish", "probe", "start", "use"]
+__all__ = ["Probe", "discard", "finish", "probe", "start", "use"]
 
 _getrusage = resource.getrusage
 _SELF = resource.RUSAGE_SELF
@@ -202,6 +203,15 @@ def finish(began: tuple[Any, ...]) -> dict[str, Any]:
         if energy is not None and energy > energy0:
             used["gpu_energy_joules"] = round((energy - energy0) / 1000.0, 3)
     return used
+
+
+def discard(began: tuple[Any, ...]) -> None:
+    """A stage that raised records nothing: close what ``began = start()`` opened, read
+    no counter."""
+    fd = began[4]
+    if fd is not None:
+        with contextlib.suppress(OSError):  # closed behind our back (closerange)
+            os.close(fd)
 
 
 def _reset_after_fork() -> None:

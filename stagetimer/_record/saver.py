@@ -37,7 +37,7 @@ import attrs
 from stagetimer._errors import InvalidRecordError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, takes_expected_runs
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
-from stagetimer._record.pending import Finished, Pending
+from stagetimer._record.pending import Finished, Pending, descriptions
 from stagetimer._record.rescue_file import RescueFile
 from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.rules import apply_run, keep_completed_prefix, run_is_stored
@@ -155,6 +155,17 @@ class SaverSettings:
     lock_timeout: float
     expected_runs: int | None
     completed_runs: int | None  # set: the first save keeps only runs below it (resume)
+    #: the directory's two sidecars
+    timings_path: str = attrs.field(init=False)
+    hardware_path: str = attrs.field(init=False)
+
+    @timings_path.default
+    def _timings_path(self) -> str:
+        return os.path.join(self.directory, TIMINGS_FILE)
+
+    @hardware_path.default
+    def _hardware_path(self) -> str:
+        return os.path.join(self.directory, HARDWARE_FILE)
 
 
 @attrs.frozen
@@ -274,10 +285,7 @@ class Saver:
         records = list(self.pending)
         for pending in records:
             pending.resolve()
-        self._save_hardware(
-            {p.hardware.id: p.hardware.description for p in records if p.hardware is not None},
-            {p.software.id: p.software.description for p in records if p.software is not None},
-        )
+        self._save_hardware(*descriptions(records))
         rejections: list[_Rejection] = []
         again: list[Noted] = []
         truncate = s.completed_runs is not None and not self._resume_done
@@ -299,7 +307,7 @@ class Saver:
         attempt = Attempt()
         self._inflight = _InFlight(attempt, records, truncate)
         remaining = max(0.0, deadline - time.monotonic())
-        path = os.path.join(s.directory, TIMINGS_FILE)
+        path = s.timings_path
         update_file(
             path, parse_timings, change, remaining, self._cache, attempt, path not in self._swept
         )
@@ -318,14 +326,16 @@ class Saver:
             return False  # an interrupted write of this process stored it already
         pending.attempted = True
         s = self.settings
+        notes: list[Noted] = []  # read before the run changes the stage
         if s.policy == "sequential":
             if find_duplicate(data, name, run):
-                again.append(AppendedAgain(name, run["run_idx"]))
+                notes.append(AppendedAgain(name, run["run_idx"]))
             overtaken = find_overtaken(data, name, run)
             if overtaken:
-                again.append(DroppedByReset(name, overtaken))
+                notes.append(DroppedByReset(name, overtaken))
         trusted = self._cache.trusted_totals
         apply_run(data, name, run, s.policy, trusted_total=name in trusted)
+        again.extend(notes)  # a refused record appended and dropped nothing: no note
         trusted.add(name)
         if s.expected_runs is not None and takes_expected_runs(name, run.get("run_idx")):
             data[name]["expected_runs"] = s.expected_runs
@@ -335,7 +345,7 @@ class Saver:
         self, needed: dict[str, dict[str, Any]], software: dict[str, dict[str, Any]]
     ) -> None:
         """Store the hardware and software descriptions the records refer to (one write)."""
-        path = os.path.join(self.settings.directory, HARDWARE_FILE)
+        path = self.settings.hardware_path
         ids = needed.keys() | software.keys()  # "hw-…" and "sw-…" never collide
         if ids <= self._hardware_known:
             # Entries are never removed: an unchanged file still holds what we confirmed.

@@ -5,27 +5,17 @@
 
 from __future__ import annotations
 
-import os
 import time
 from time import perf_counter
 from typing import Any
 
 from stagetimer._format import MAX_RUN_IDX as _MAX
 from stagetimer._record import resources
-from stagetimer._record.recorder import Recorder, resolve_recorder
-from stagetimer._store.validate import check_record, check_seconds, copy_metadata
+from stagetimer._record.active import recording_disabled
+from stagetimer._record.recorder import Recorder, record_run, resolve_recorder
+from stagetimer._store.validate import check_record, copy_metadata
 
-__all__ = ["Stage", "record_timing", "recording_disabled", "stage"]
-
-_DISABLE = "STAGETIMER_DISABLE"
-_ON = frozenset({"1", "true", "yes", "on"})
-
-
-def recording_disabled() -> bool:
-    """``STAGETIMER_DISABLE=1`` (or true/yes/on) turns recording off."""
-    value = os.environ.get(_DISABLE)
-    return value is not None and (value == "1" or value.strip().lower() in _ON)
-
+__all__ = ["Stage", "checked_stage", "record_timing", "stage"]
 
 # Stage names that passed check_name (a name is checked once per process, not per stage).
 _checked_names: set[str] = set()
@@ -44,13 +34,7 @@ def record_timing(
 
     >>> record_timing("alpharank", 12.5, recorder=rec)
     """
-    check_record(name, run_idx, label, {})
-    # Checked and copied in one pass: what the caller changes later is not recorded.
-    copied = copy_metadata(metadata) if metadata else None
-    check_seconds(seconds)
-    if recording_disabled():
-        return
-    resolve_recorder(recorder)._record_checked(name, float(seconds), run_idx, label, None, copied)
+    record_run(recorder, name, seconds, run_idx, label, None, metadata)
 
 
 def stage(
@@ -86,6 +70,9 @@ def stage(
 class Stage:
     """One timed block, made by :func:`stage`: its arguments, and ``.seconds`` after exit."""
 
+    #: whether its label and metadata were checked and copied by its maker (``_Checked``)
+    _arguments_checked = False
+
     __slots__ = (
         "_recorder", "_t0", "_target", "_used0", "_wall0", "label", "metadata", "name", "run_idx",
         "seconds",
@@ -105,15 +92,15 @@ class Stage:
         name, run_idx = self.name, self.run_idx
         # Fast path for a name already checked and a plain run index; anything else gets
         # the full checks. A disabled stage must cost no more than a bare timer.
+        # A stage made by ``checked_stage`` had its label and metadata checked once.
         if (
             type(name) is not str
             or name not in _checked_names
             or (run_idx is not None and (type(run_idx) is not int or not 0 <= run_idx <= _MAX))
-            or self.label is not None
-            or self.metadata
+            or ((self.label is not None or self.metadata) and not self._arguments_checked)
         ):
             check_record(name, run_idx, self.label, {})
-            if self.metadata:
+            if self.metadata and not self._arguments_checked:
                 # Checked and copied on entry, in one pass: later changes by the caller
                 # do not change the record.
                 self.metadata = copy_metadata(self.metadata)
@@ -132,15 +119,43 @@ class Stage:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.seconds = seconds = perf_counter() - self._t0
         if self._target is not None:
+            if exc_type is not None:
+                resources.discard(self._used0)  # records nothing: closes what start() opened
+                return
             used = resources.finish(self._used0)  # also closes what start() opened
-            if exc_type is None:
-                self._target._record_checked(
-                    self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata,
-                    used,
-                )
+            self._target._record_checked(
+                self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata, used
+            )
 
     async def __aenter__(self) -> Stage:
         return self.__enter__()
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.__exit__(exc_type, exc, tb)
+
+
+class _Checked(Stage):
+    """A stage whose label and metadata were checked and copied before it was made."""
+
+    __slots__ = ()
+    _arguments_checked = True
+
+
+def checked_stage(
+    name: str,
+    run_idx: int | None,
+    label: str | None,
+    recorder: Recorder | None,
+    metadata: dict[str, Any],
+) -> Stage:
+    """``stage(...)`` for a ``label`` that passed ``check_record`` and ``metadata`` that
+    ``copy_metadata`` made (``@timed_stage`` does both once, at decoration): each entry
+    checks only the name (once per process) and the run index, and the copy is shared."""
+    timing = _Checked()
+    timing.name = name
+    timing.run_idx = run_idx
+    timing.label = label
+    timing.metadata = metadata
+    timing.seconds = None
+    timing._recorder = recorder
+    return timing

@@ -10,7 +10,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._record.recorder import Recorder
-from stagetimer._record.stage import Stage, stage
+from stagetimer._record.stage import Stage, checked_stage
 from stagetimer._store.validate import check_record, copy_metadata
 from stagetimer.stages import auto_resume
 
@@ -73,13 +73,12 @@ def _stage_maker(
     metadata: dict[str, Any],
 ) -> _Timer:
     """How to build the :class:`Stage` of one call of ``func``; None for a call that does not
-    bind (the function then raises its own ``TypeError``, untimed)."""
+    bind (the function then raises its own ``TypeError``, untimed). ``label`` and
+    ``metadata`` were checked and copied at decoration (``_decorate``)."""
     if run_idx is None or (isinstance(run_idx, int) and not isinstance(run_idx, bool)):
         # A constant index needs no binding: a call that does not bind raises inside the
         # stage, which records nothing.
-        return lambda args, kwargs: stage(
-            name, run_idx=run_idx, label=label, recorder=recorder, **metadata
-        )
+        return lambda args, kwargs: checked_stage(name, run_idx, label, recorder, metadata)
     if not isinstance(run_idx, str) and not callable(run_idx):
         raise InvalidRecordError(
             f"run_idx {run_idx!r} is not valid: expected an int, the name of a parameter "
@@ -103,7 +102,7 @@ def _stage_maker(
         # Outside the try: whatever the user's callable raises propagates, before the
         # function runs.
         idx = bound.arguments[find] if isinstance(find, str) else find(bound.arguments)
-        return stage(name, run_idx=idx, label=label, recorder=recorder, **metadata)
+        return checked_stage(name, idx, label, recorder, metadata)
 
     return make
 

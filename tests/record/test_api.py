@@ -248,8 +248,10 @@ def test_disable_records_nothing_but_measures(
     with rec, stage("ippo_train", run_idx=0) as timing:
         pass
     record_timing("alpharank", 1.0, recorder=rec)
+    rec.record("nashconv", 2.0, run_idx=0, metadata={"steps": 1})  # docs/api.md: nothing
     assert timing.seconds is not None
     assert not (tmp_path / "off").exists()
+    assert 0 == rec.pending
 
 
 def test_disable_needs_no_recorder(monkeypatch: pytest.MonkeyPatch) -> None:

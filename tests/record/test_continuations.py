@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from stagetimer import InvalidRecordError, Recorder, record_timing, stages, timed_stage, to_records
+from stagetimer._analysis.compute import family
 from stagetimer._analysis.report import build_report
-from stagetimer._format import can_continue, continued_stage
+from stagetimer._format import can_continue, continued_stage, is_training_name
 from stagetimer._render import report_plot
 
 # name -> whether it may have a continuation
@@ -34,6 +35,19 @@ def test_the_catalogue_follows_the_rule(name: str) -> None:
     else:
         with pytest.raises(InvalidRecordError, match="has no auto-resume companion"):
             stages.auto_resume(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "training"),
+    [("ippo_train", True), ("cfr_train", True), ("_train", False), ("train", False),
+     ("checkpoint_save", False), ("nashconv", False)],
+)
+def test_one_rule_says_which_stages_are_training_stages(name: str, training: bool) -> None:
+    assert training is is_training_name(name)
+    assert training is stages.is_training(name)
+    assert training is (family(name) == "training")
+    if training:
+        assert can_continue(name)
 
 
 @pytest.mark.parametrize("name", NAMES)

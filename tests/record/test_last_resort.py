@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from helpers.reliability import (
 )
 
 from stagetimer import Recorder, StageTimerWarning, record_timing
+from stagetimer._format import RESCUE_FORMAT, RESCUE_PREFIX, RESCUE_SUFFIX
 
 
 @pytest.fixture
@@ -150,8 +152,9 @@ class Late:
         record_timing("late", 1.5, recorder=REC)
 
 REC = Recorder(sys.argv[1])
-if sys.argv[2] == "first save":
-    keep = Late()  # finalised while the interpreter shuts down, after the exit handlers
+if sys.argv[2] == "after a save":
+    record_timing("early", 1.0, recorder=REC)
+keep = Late()  # finalised while the interpreter shuts down, after the exit handlers
 """
 
 
@@ -178,6 +181,25 @@ def test_a_first_save_from_del_at_interpreter_shutdown_lands_somewhere(
     assert "Traceback" not in err and "ImportError" not in err
 
 
+def test_a_save_from_del_at_interpreter_shutdown_after_a_save_reaches_the_sidecar(
+    tmp_path: Path,
+) -> None:
+    """After a save, the process's hardware, software and job are known: a record made while
+    the interpreter shuts down imports nothing and is saved whole, not rescued bare."""
+    art = tmp_path / "art"
+    writer = spawn_python(SHUTDOWN_WRITER, art, "after a save", env={"SLURM_JOB_ID": "4711"})
+    _, err = writer.communicate(timeout=60)
+
+    assert 0 == writer.returncode, err
+    assert [] == list(art.glob("timings.rescue-*.json")), err
+    early, late = stage_runs(art, "early")[0], stage_runs(art, "late")[0]
+    assert 1.5 == late["seconds"], err
+    keys = ("hardware_id", "job", "software_id", "cpus")
+    assert {k: early.get(k) for k in keys} == {k: late.get(k) for k in keys}, err
+    assert late["hardware_id"] and late["job"]["job_id"] == "4711", late
+    assert "Traceback" not in err and "ImportError" not in err
+
+
 def test_two_recorders_of_one_process_under_a_frozen_clock_keep_two_rescue_files(
     art: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -195,3 +217,7 @@ def test_two_recorders_of_one_process_under_a_frozen_clock_keep_two_rescue_files
     assert [[1.0], [2.0]] == sorted(
         [r["run"]["seconds"] for r in json.loads(p.read_text())["records"]] for p in files
     )
+    # The name _format.py gives: timings.rescue-<UTC time>Z-<pid>-<random>.json
+    name = rf"{RESCUE_PREFIX}20270115T080000000000Z-{os.getpid()}-[0-9a-f]{{8}}{RESCUE_SUFFIX}"
+    assert all(re.fullmatch(name, p.name) for p in files), files
+    assert {RESCUE_FORMAT} == {json.loads(p.read_text())["format"] for p in files}

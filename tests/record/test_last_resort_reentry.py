@@ -100,7 +100,7 @@ def run(n, directory):
     active._env_recorders.clear()
     target[0] = Recorder(directory)
     _capture.clear_cache()
-    pending._live_hardware = None
+    pending._live.pop("hardware", None)
     state = {"events": 0}
 
     def local(frame, event, arg):

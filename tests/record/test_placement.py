@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from stagetimer import (
@@ -218,3 +219,16 @@ def test_a_rescued_run_s_software_is_folded_back_by_recover(tmp_path: Path) -> N
         (tmp_path / "timings_hardware.json").read_text()
     )["software"][run.software_id]
     assert run.software_id in software
+
+
+def test_a_pickled_recorder_keeps_every_setting(art: Path) -> None:
+    rec = Recorder(
+        art, resume_partial_runs=True, completed_runs=3, policy="upsert", strict=True,
+        lock_timeout=5.0, expected_runs=7, software=False,
+    )
+    clone = pickle.loads(pickle.dumps(rec))
+    assert attrs.asdict(rec, filter=lambda a, _: a.init) == attrs.asdict(
+        clone, filter=lambda a, _: a.init
+    )
+    assert (rec.timings_path, rec.hardware_path) == (clone.timings_path, clone.hardware_path)
+    assert str(art / "timings.json") == rec.timings_path

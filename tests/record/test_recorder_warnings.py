@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from stagetimer import Recorder, StageTimerWarning, load_timings, stage, timed_stage
+from stagetimer import (
+    InvalidRecordError,
+    Recorder,
+    StageTimerWarning,
+    load_timings,
+    record_timing,
+    stage,
+    timed_stage,
+)
 
 
 def _run_indices(art: Path, name: str) -> list[int | None]:
@@ -109,3 +117,14 @@ def test_a_duplicate_behind_later_runs_is_found(art: Path) -> None:
         stage("ippo_train", run_idx=1),
     ):
         pass
+
+
+def test_a_refused_record_draws_no_appended_again_warning(art: Path) -> None:
+    record_timing("ippo_train", 1e308, run_idx=1, recorder=Recorder(art))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(InvalidRecordError, match="overflow"):
+            record_timing("ippo_train", 1e308, run_idx=1, recorder=Recorder(art))
+    messages = [str(w.message) for w in caught]
+    assert not any("already on disk" in m for m in messages), messages
+    assert [1] == _run_indices(art, "ippo_train")

@@ -65,6 +65,25 @@ def test_cgroup_v2_peak_is_opened_reset_and_read_per_stage(tmp_path: Path) -> No
     assert peaks == {"inner": 314572800, "outer": 524288000, "later": 10485760}
 
 
+def test_a_stage_that_raises_reads_no_counter_and_closes_its_peak_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = v2_root(tmp_path)
+    resources.use(resources.probe(root=fake.root, environ={}, nvml=FakeNvml([])))
+    real = resources._getrusage
+    reads: list[int] = []
+    monkeypatch.setattr(resources, "_getrusage", lambda who: reads.append(who) or real(who))
+    fds = set(os.listdir("/proc/self/fd"))
+
+    with Recorder(tmp_path / "art"), pytest.raises(ValueError, match="boom"), stage("s"):
+        entered = len(reads)
+        raise ValueError("boom")
+
+    assert (2, entered) == (entered, len(reads))  # start() read two, the exit none
+    assert fds == set(os.listdir("/proc/self/fd"))  # the peak file is closed
+    assert not (tmp_path / "art").exists()
+
+
 @pytest.mark.parametrize(
     ("release", "why"),
     [("6.11.0", "this kernel: 6.11"), ("", "this kernel: unknown")],

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from stagetimer import Recorder, load_timings, timed_stage
+from stagetimer import InvalidRecordError, Recorder, load_timings, timed_stage
 from stagetimer._record import stage as stage_module
 
 
@@ -353,3 +353,35 @@ def test_auto_resume_of_a_method_through_its_class(rec: Recorder, art: Path) -> 
     Trainer.save.auto_resume(trainer, 1)
 
     assert {"checkpoint_save": [1], "checkpoint_save_auto_resume": [1]} == indices(art)
+
+
+def test_a_call_checks_only_its_run_idx_label_and_metadata_were_checked_at_decoration(
+    rec: Recorder, art: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metadata = {"env": {"nested": [1, {"deep": 2}]}}
+
+    @timed_stage("ippo_train", run_idx="seed", label="a", recorder=rec, **metadata)
+    def train(seed: int) -> None:
+        pass
+
+    metadata["env"]["nested"].append(3)  # after decoration: not recorded
+    train(0)  # the name is checked once per process
+    checks: list[object] = []
+    copies: list[object] = []
+    real_check = stage_module.check_record
+    monkeypatch.setattr(stage_module, "copy_metadata", copies.append)
+    monkeypatch.setattr(
+        stage_module, "check_record", lambda *a: checks.append(a) or real_check(*a)
+    )
+    monkeypatch.setenv("STAGETIMER_DISABLE", "1")
+    train(1)
+    train(2)
+    assert ([], []) == (checks, copies)
+    with pytest.raises(InvalidRecordError, match="run_idx -1"):
+        train(-1)  # a computed run index is still checked at each call
+    monkeypatch.delenv("STAGETIMER_DISABLE")
+    train(1)
+
+    runs = load_timings(art).stages["ippo_train"].runs
+    assert [(0, "a"), (1, "a")] == [(r.run_idx, r.label) for r in runs]
+    assert [r.metadata for r in runs] == 2 * [{"env": {"nested": [1, {"deep": 2}]}}]

@@ -235,6 +235,18 @@ def test_stage_checks_arguments_even_when_disabled(monkeypatch: pytest.MonkeyPat
         pass
 
 
+def test_record_checks_arguments_even_when_disabled(
+    rec: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAGETIMER_DISABLE", "1")
+    with pytest.raises(InvalidRecordError):
+        record_timing("ippo_train", -1.0)
+    with pytest.raises(InvalidRecordError):
+        rec.record("ippo_train", 1.0, metadata=0)  # type: ignore[arg-type]
+    with pytest.raises(InvalidRecordError):
+        rec.record("ippo_train", 1.0, started_at=-5.0)
+
+
 @pytest.mark.parametrize(
     ("decorator_kwargs", "match"),
     [
