@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.tree import Artifact, load_tree
-from stagetimer._format import TRAINING_SUFFIX, continued_stage
+from stagetimer._format import continued_stage, is_training_name
 from stagetimer._store.records import RunTiming
 from stagetimer._store.rules import is_valid_seconds
 from stagetimer.hardware import Hardware
@@ -51,7 +51,7 @@ def family(stage: str) -> str:
     """``training`` (``*_train`` and its continuation), ``checkpoint`` (``checkpoint_*``),
     ``NashConv`` (``nashconv``) or ``the rest``."""
     base = continued_stage(stage) or stage
-    if base.endswith(TRAINING_SUFFIX) and base != TRAINING_SUFFIX:
+    if is_training_name(base):
         return "training"
     if base.startswith("checkpoint"):
         return "checkpoint"

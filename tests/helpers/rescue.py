@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+from stagetimer._format import RESCUE_FORMAT
+
 __all__ = ["dead_owner", "dead_pid", "orphan", "write_rescue"]
 
 
@@ -49,7 +51,7 @@ def write_rescue(
     """A rescue file as a writer that has ended left it (``raw``: the exact text)."""
     directory.mkdir(parents=True, exist_ok=True)
     payload = {
-        "format": 2,
+        "format": RESCUE_FORMAT,
         "directory": str(directory),
         "owner": owner if owner is not None else dead_owner(),
         "policy": policy,

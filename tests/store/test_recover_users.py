@@ -24,6 +24,7 @@ from helpers.rescue import dead_owner
 
 from stagetimer import recover
 from stagetimer._cli import main
+from stagetimer._format import RESCUE_FORMAT
 
 # Names no other test uses, and no other run of this suite on the machine at the same time.
 GROUP, ALICE, BOB = (f"{name}{os.getpid()}" for name in ("strcgrp", "strcalice", "strcbob"))
@@ -104,7 +105,8 @@ def test_rescue_files_another_user_planted_are_named_and_not_folded_unless_asked
     shared.chmod(0o1777)  # sticky and world-writable, like /tmp
     assert 0 == _save_as(ALICE, shared, 0, 1, 2).returncode
     before = (shared / "timings.json").read_bytes()
-    payload = {"format": 2, "owner": dead_owner(), "policy": "sequential", "hardware": {},
+    payload = {"format": RESCUE_FORMAT, "owner": dead_owner(), "policy": "sequential",
+               "hardware": {},
                "records": FORGED}
     planted = shared / "timings.rescue-20000101T000000000000Z-1-00000000.json"
     text = json.dumps(payload)
@@ -134,7 +136,8 @@ def test_the_recover_command_folds_another_users_files_when_told_to_trust_them(
     shared.mkdir()
     shared.chmod(0o1777)
     assert 0 == _save_as(ALICE, shared, 0).returncode
-    payload = {"format": 2, "owner": dead_owner(), "policy": "sequential", "hardware": {},
+    payload = {"format": RESCUE_FORMAT, "owner": dead_owner(), "policy": "sequential",
+               "hardware": {},
                "records": [{"stage": "by_bob", "run": {"seconds": 3.0}}]}
     planted = shared / "timings.rescue-20000101T000000000000Z-1-00000000.json"
     assert 0 == _as(BOB, "sh", "-c", 'printf %s "$1" > "$2"', "sh", json.dumps(payload),
