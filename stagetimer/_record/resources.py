@@ -103,11 +103,12 @@ def probe(
     root: str = "/", environ: Mapping[str, str] | None = None, nvml: Any = None
 ) -> Probe:
     """Decide which counters to read (the live system by default; a fixture in tests)."""
-    from stagetimer.hardware._resources import memory_peak_file, open_path
+    from stagetimer.hardware._files import host_path
+    from stagetimer.hardware._resources import memory_peak_file
 
     path = memory_peak_file(root)[0]
     nvml, energy = _open_energy(os.environ if environ is None else environ, nvml)
-    found = Probe(None if path is None else open_path(root, path), nvml, energy)
+    found = Probe(None if path is None else host_path(root, path), nvml, energy)
     hwm = _vmhwm_kib()
     found.mirror = hwm is not None and hwm >= _getrusage(_SELF).ru_maxrss
     return found

@@ -31,7 +31,6 @@ from stagetimer.hardware._text import json_text
 
 __all__ = ["capture_hardware", "clear_cache", "generalise_source"]
 
-_ENERGY = "resources.gpu_energy_joules"
 _live: Hardware | None = None
 # Held while the first live capture probes, so that threads capturing at once probe once.
 # Re-entrant, and ``_in_capture`` marks the thread probing: a signal handler or finaliser
@@ -134,7 +133,7 @@ def _capture(root: str, environ: Mapping[str, str], nvml: Any) -> Hardware:
     sources.update(gpu_sources)
     sources.update(scheduler_sources)
     peak_source = memory_peak_file(root, cgroups)[1]
-    sources.update(resource_sources(peak_source, sources.pop(_ENERGY, "no GPU")))
+    sources.update(resource_sources(peak_source))
     sources.update(
         {
             "host": "socket.gethostname()",

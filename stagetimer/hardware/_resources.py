@@ -34,7 +34,6 @@ __all__ = [
     "CPU_SOURCE",
     "energy_handles",
     "memory_peak_file",
-    "open_path",
     "resource_sources",
 ]
 
@@ -128,16 +127,11 @@ def energy_handles(nvml: Any, environ: Mapping[str, str]) -> tuple[list[Any] | N
     )
 
 
-def resource_sources(peak_source: str, energy_source: str) -> dict[str, str]:
-    """The ``sources`` entries of the four per-run resource values."""
+def resource_sources(peak_source: str) -> dict[str, str]:
+    """The ``sources`` entries of the per-run CPU and memory values (the GPU probe says
+    where ``resources.gpu_energy_joules`` comes from)."""
     return {
         "resources.cpu_seconds": CPU_SOURCE,
         "resources.children_cpu_seconds": CHILDREN_SOURCE,
         "resources.memory_peak_bytes": peak_source,
-        "resources.gpu_energy_joules": energy_source,
     }
-
-
-def open_path(root: str, path: str) -> str:
-    """Where ``memory_peak_file``'s system path lies under ``root``."""
-    return host_path(root, path)
