@@ -53,6 +53,10 @@ class _Gate:
 
 _gates: dict[str, _Gate] = {}
 _gates_guard = threading.Lock()
+# The gates that may have an owner: a gate joins before its owner is set and leaves after
+# it is cleared, so whatever an interrupt leaves, every held gate is in it, and
+# ``release_mine`` after each save looks at the few held now, not every lock ever used.
+_taken: set[_Gate] = set()
 _descriptor_api: tuple[Any, Any] | None = None
 
 
@@ -125,6 +129,7 @@ def _drop(gate: _Gate) -> None:
         with contextlib.suppress(OSError):
             os.close(fd)
     gate.owner = None
+    _taken.discard(gate)
 
 
 def _open(lock_path: str) -> int:
@@ -184,6 +189,7 @@ def acquire(lock_path: str, timeout: float, sidecar: str | None = None) -> claim
             if gate.owner == me:  # left by an interrupted save of this thread
                 _drop(gate)
             if gate.owner is None:
+                _taken.add(gate)
                 gate.owner = me
                 break
         delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX)
@@ -214,9 +220,11 @@ def release(lock_path: str) -> None:
 def release_mine() -> None:
     """Release every lock this thread still holds: what an interrupted save left."""
     me = threading.get_ident()
-    for gate in list(_gates.values()):
+    for gate in list(_taken):
         if gate.owner == me:
             _drop(gate)
+        elif gate.owner is None:  # an interrupt came between joining and owning
+            _taken.discard(gate)
 
 
 def reset_after_fork() -> None:
@@ -232,6 +240,7 @@ def reset_after_fork() -> None:
                 os.close(gate.fd)
     _gates = {}
     _gates_guard = threading.Lock()
+    _taken.clear()
 
 
 if hasattr(os, "register_at_fork"):
