@@ -88,7 +88,8 @@ def _trial(
     rng: random.Random, directories: int, stages: int, runs: int, planted_count: int,
     paired: bool,
 ) -> tuple[bool, int, int, int, int]:
-    from stagetimer._analysis.compare import FASTER, SLOWER, compare_trees
+    from stagetimer._analysis.compare import compare_trees
+    from stagetimer._analysis.comparison import FASTER, SLOWER
 
     cells = [(d, s) for d in range(directories) for s in range(stages)]
     planted = frozenset(rng.sample(cells, planted_count))

@@ -26,7 +26,8 @@ from stagetimer._record.stage import record_timing, stage
 from stagetimer._record.timed import TimedFunction, timed_stage
 
 if TYPE_CHECKING:
-    from stagetimer._analysis.compare import Comparison, compare
+    from stagetimer._analysis.compare import compare
+    from stagetimer._analysis.comparison import Comparison
     from stagetimer._analysis.doctor import DirectoryReport, doctor
     from stagetimer._analysis.rows import to_frame, to_records
     from stagetimer._analysis.tree import Artifact, load_tree
@@ -60,7 +61,7 @@ _LAZY = {
     "capture_hardware": "stagetimer.hardware",
     "hardware_id": "stagetimer.hardware",
     "compare": "stagetimer._analysis.compare",
-    "Comparison": "stagetimer._analysis.compare",
+    "Comparison": "stagetimer._analysis.comparison",
     "hardware_differences": "stagetimer.hardware",
     "Difference": "stagetimer.hardware",
     "load_tree": "stagetimer._analysis.tree",

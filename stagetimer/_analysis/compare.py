@@ -46,18 +46,8 @@ import attrs
 
 from stagetimer._analysis.compare_hardware import Differences, hardware_between
 from stagetimer._analysis.comparison import (
-    FASTER,
-    NO_DIFFERENCE,
-    SIGNIFICANCE,
-    SLOWER,
-    TOO_FEW_RUNS,
     Comparison,
-    HardwareDifference,
-    MetadataDifference,
     Pair,
-    SideStats,
-    SoftwareDifference,
-    StageComparison,
     Unpaired,
 )
 from stagetimer._analysis.compute import side_by_side
@@ -77,22 +67,7 @@ from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations
 
-__all__ = [
-    "FASTER",
-    "NO_DIFFERENCE",
-    "SIGNIFICANCE",
-    "SLOWER",
-    "TOO_FEW_RUNS",
-    "Comparison",
-    "HardwareDifference",
-    "MetadataDifference",
-    "Pair",
-    "SideStats",
-    "SoftwareDifference",
-    "StageComparison",
-    "Unpaired",
-    "compare",
-]
+__all__ = ["compare", "compare_trees"]
 
 # --- pairing directories ----------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from stagetimer._cli.stderr import error
 from stagetimer._escape import escape_text
 
 if TYPE_CHECKING:
-    from stagetimer._analysis.compare import Comparison
+    from stagetimer._analysis.comparison import Comparison
 
 __all__ = ["REGRESSION", "run"]
 

@@ -19,7 +19,7 @@ import pytest
 from helpers.compare_trees import FIRST_EDITION, GIB, MACHINE, lognormal, write_artifact
 
 from stagetimer import compare
-from stagetimer._analysis.compare import (
+from stagetimer._analysis.comparison import (
     FASTER,
     NO_DIFFERENCE,
     SLOWER,

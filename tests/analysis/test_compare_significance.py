@@ -12,7 +12,7 @@ import pytest
 from helpers.compare_trees import lognormal, write_artifact
 
 from stagetimer import compare
-from stagetimer._analysis.compare import FASTER, NO_DIFFERENCE, SLOWER, TOO_FEW_RUNS
+from stagetimer._analysis.comparison import FASTER, NO_DIFFERENCE, SLOWER, TOO_FEW_RUNS
 from stagetimer._analysis.significance import benjamini_hochberg, paired_test, welch_test
 from stagetimer._analysis.stats import mean_and_variance
 
