@@ -72,6 +72,12 @@ def _number(resources: Mapping[str, Any] | None, key: str) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
+def _with_resources(runs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The runs (parsed: mappings) that hold ``resources``: most stages of most suites
+    recorded none, and then their callers build nothing."""
+    return [run for run in runs if "resources" in run]
+
+
 @attrs.define
 class _Tally:
     """What a set of runs used, summed over the runs that recorded each figure: the one
@@ -140,10 +146,12 @@ def stage_use(
 ) -> StageUse | None:
     """The use of stage ``name`` from its runs as stored (mappings); None when none of
     them recorded any."""
+    used = _with_resources(runs)
+    if not used:
+        return None
     tally = _Tally()
     limit: int | None = None
-    # Most stages of most suites recorded none: one pass in C finds the runs that did.
-    for run in [run for run in runs if "resources" in run]:
+    for run in used:
         if tally.add(run.get("seconds"), run.get("resources")):
             hardware_id = run.get("hardware_id")
             hw = hardware.get(hardware_id) if type(hardware_id) is str else None
@@ -165,10 +173,12 @@ def stage_use(
 def _side(runs: Sequence[Any]) -> dict[str, float | None] | None:
     """One side of ``compare``: CPU use over its runs, children CPU and energy per run,
     the largest memory peak; None when no run recorded any (raw runs, as parsed)."""
+    used = _with_resources(runs)
+    if not used:
+        return None
     tally = _Tally()
-    for run in runs:
-        if type(run) is dict:
-            tally.add(run.get("seconds"), run.get("resources"))
+    for run in used:
+        tally.add(run.get("seconds"), run.get("resources"))
     if tally.empty:
         return None
     return {

@@ -297,8 +297,10 @@ _ONE_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 def _layout(value: Any, level: int) -> str:
-    if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)) or not value:
+    if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)):
         return _ONE_LINE(value)
+    if not value:  # a pair's many empty lists: no encoder built for each
+        return "{}" if isinstance(value, dict) else "[]"
     inner, outer = "  " * (level + 1), "  " * level
     if isinstance(value, dict):
         items = [
