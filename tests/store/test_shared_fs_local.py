@@ -281,7 +281,7 @@ def test_a_bad_claim_setting_is_refused_naming_it_and_the_record_kept(
         record_timing("train", 1.0, recorder=rec)
     assert rec.pending == 1
     assert len(list(art.glob("timings.rescue-*.json"))) == 1
-    with pytest.raises(InvalidSettingError, match="expected 'auto' .* or 'always'"):
+    with pytest.raises(InvalidSettingError, match=r"expected 'auto' .* or 'always'"):
         record_timing("train", 1.0, recorder=Recorder(art, strict=True))
     monkeypatch.delenv(claim_policy.CLAIM_ENV)
     rec.close()
