@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable
 
 from stagetimer import Recorder, record_timing, stage
@@ -173,16 +174,32 @@ def lock_cost(number: int, repeats: int) -> tuple[float, float, float]:
 
 def claim_cost(number: int, repeats: int) -> tuple[float, float, float]:
     """Per save's lock: the flock with the cross-client claim (take, fence, release) and
-    the flock alone, in turns; the difference is what the claim adds to every save."""
+    the flock alone, in turns; the difference is what the claim adds to a save that
+    takes it (``STAGETIMER_CLAIM=always`` here: on a local disk saves take none)."""
+    from stagetimer._store import claim_policy, claims
     from stagetimer._store import lock as _lock
 
+    before = os.environ.get(claim_policy.CLAIM_ENV)
+    os.environ[claim_policy.CLAIM_ENV] = "always"
+    try:
+        return _claim_turns(_lock, claims.Claim, number, repeats)
+    finally:
+        if before is None:
+            del os.environ[claim_policy.CLAIM_ENV]
+        else:
+            os.environ[claim_policy.CLAIM_ENV] = before
+
+
+def _claim_turns(
+    _lock: types.ModuleType, claim_type: type, number: int, repeats: int
+) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as directory:
         sidecar = os.path.join(directory, "timings.json")
         path = sidecar + ".lock"
 
         def with_claim() -> None:
             claim = _lock.acquire(path, 60.0, sidecar)
-            assert claim is not None
+            assert isinstance(claim, claim_type)
             claim.fence()
             _lock.release(path)
 

@@ -2,7 +2,9 @@
 
 Read-only: it opens no lock file and takes no claim, so it may be run beside a live suite.
 The file system and its options come from ``/proc/self/mountinfo``
-(``stagetimer.hardware._mounts``); the rest from the directory itself.
+(``stagetimer.hardware._mounts``), whether saves take the claim from
+``stagetimer._store.claim_policy`` (what a save would decide now); the rest from the
+directory itself.
 """
 
 from __future__ import annotations
@@ -15,17 +17,22 @@ from typing import Any
 
 import attrs
 
-from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
+from stagetimer._store import claim_policy
 from stagetimer._store.claims import CLAIM_SUFFIX, read_claim, stale_after, this_machine
 from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._store.rescue import rescue_files
-from stagetimer.hardware._mounts import Mount, lock_verdict, mount_of
+from stagetimer.hardware._mounts import (
+    Mount,
+    lock_verdict,
+    mount_of,
+    parse_etab,
+    parse_mountinfo,
+)
 
-__all__ = ["PROTOCOL", "DirectoryReport", "Finding", "doctor", "examine"]
+__all__ = ["DirectoryReport", "Finding", "doctor", "examine"]
 
-#: What every save does, on every file system (see docs/shared-filesystems.md).
-PROTOCOL = "flock + claim file (O_EXCL, checked before rename): exact across clients"
 #: Below this many free bytes a save is likely to fail soon.
 _LOW_SPACE = 64 * 1024 * 1024
 
@@ -36,7 +43,7 @@ class Finding:
 
     ``kind`` names it for scripts: ``missing``, ``read_only``, ``not_writable``,
     ``group_cannot_write``, ``low_space``, ``no_inodes``, ``stale_claim``, ``claim_held``,
-    ``foreign_claim``, ``corrupt_sidecar``, ``rescue_files``.
+    ``foreign_claim``, ``corrupt_sidecar``, ``rescue_files``, ``bad_setting``.
     """
 
     kind: str
@@ -57,7 +64,10 @@ class DirectoryReport:
     #: "yes", "no" or "unknown": whether flock excludes writers on other clients
     locks_across_clients: str
     locks_reason: str
+    #: what saves here hold now: "flock only" or "flock + claim file (...)"
     protocol: str
+    #: why (the file system, another way in on this host, or ``STAGETIMER_CLAIM``)
+    protocol_reason: str
     free_bytes: int | None
     findings: tuple[Finding, ...]
 
@@ -120,7 +130,8 @@ def _space(directory: str, out: list[Finding]) -> int | None:
     return free
 
 
-def _claims(directory: str, out: list[Finding]) -> None:
+def _claims(directory: str, claimed: bool, out: list[Finding]) -> None:
+    """Claims found in ``directory``; ``claimed``: whether saves here take the claim."""
     me = this_machine()
     try:
         names = sorted(os.listdir(directory))
@@ -139,10 +150,19 @@ def _claims(directory: str, out: list[Finding]) -> None:
         holder = info.holder or {}
         who = f"pid {holder.get('pid')} on {holder.get('host')}"
         if info.same_machine() and info.holder_dead(me):
-            _add(out, "stale_claim", "note",
-                 f"{name}: stale claim of {who} (gone); the next save clears it at once")
+            _add(out, "stale_claim", "note", f"{name}: stale claim of {who} (gone); " + (
+                "the next save clears it at once" if claimed else
+                "saves here take no claim and pass it by; one that takes the claim "
+                "clears it at once"
+            ))
         elif info.same_machine():
             _add(out, "claim_held", "note", f"{name}: held by {who}, alive")
+        elif not claimed:
+            _add(out, "foreign_claim", "slow", (
+                f"{name}: held by {who}: a writer of another host saves here, which "
+                f"saves of this host do not see; set {claim_policy.CLAIM_ENV}=always "
+                "for every writer of this directory"
+            ))
         else:
             _add(out, "foreign_claim", "slow", (
                 f"{name}: held by {who}, last sign of life {age:.0f} s ago; saves wait, "
@@ -167,6 +187,27 @@ def _sidecars(directory: str, out: list[Finding]) -> None:
         ))
 
 
+def _protocol(where: str, mountinfo: str, etab: str, out: list[Finding]) -> tuple[str, str]:
+    """What a save into ``where`` would hold now, and why (see ``claim_policy``)."""
+    take, why = claim_policy.decide(
+        os.path.realpath(where), parse_mountinfo(mountinfo), parse_etab(etab)
+    )
+    env = claim_policy.CLAIM_ENV
+    try:
+        setting = claim_policy.setting()
+    except InvalidSettingError as exc:
+        _add(out, "bad_setting", "stop", f"{exc}; saves fail until it is set right "
+             "(their records are kept)")
+        setting = "auto"
+    if setting == "always":
+        if take:
+            return claim_policy.CLAIMED, f"{why}; {env}=always takes it everywhere"
+        return claim_policy.CLAIMED, f"{env}=always (auto would take the flock only: {why})"
+    if take:
+        return claim_policy.CLAIMED, why
+    return claim_policy.FLOCK_ONLY, f"{why}; {env}=always to take the claim too"
+
+
 def doctor(directory: str | os.PathLike[str]) -> DirectoryReport:
     """Say what ``directory`` gives stagetimer's saves: file system, locks, what stops them.
 
@@ -174,16 +215,21 @@ def doctor(directory: str | os.PathLike[str]) -> DirectoryReport:
     ``stagetimer.doctor("exports").locks_across_clients`` is ``"no"`` on an NFS mount
     with ``local_lock=all``, where saves still stay exact through their claim files.
     """
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-            mountinfo = f.read()
-    except OSError:
-        mountinfo = ""
-    return examine(directory, mountinfo)
+    texts = []
+    for name in (claim_policy.MOUNTINFO, claim_policy.ETAB):
+        try:
+            with open(name, encoding="utf-8", errors="replace") as f:
+                texts.append(f.read())
+        except OSError:
+            texts.append("")
+    return examine(directory, *texts)
 
 
-def examine(directory: str | os.PathLike[str], mountinfo: str) -> DirectoryReport:
-    """``doctor`` with the text of a mountinfo file given (tests give fixtures)."""
+def examine(
+    directory: str | os.PathLike[str], mountinfo: str, etab: str = ""
+) -> DirectoryReport:
+    """``doctor`` with the texts of a mountinfo file and an exportfs table given (tests
+    give fixtures)."""
     path = os.path.abspath(os.fspath(directory))
     exists = os.path.isdir(path)
     where = path if exists else _existing(path)
@@ -193,10 +239,11 @@ def examine(directory: str | os.PathLike[str], mountinfo: str) -> DirectoryRepor
     if not exists:
         _add(findings, "missing", "note",
              f"does not exist yet: the first save creates it under {where}")
+    protocol, protocol_reason = _protocol(where, mountinfo, etab, findings)
     _permissions(where, mount, findings)
     free = _space(where, findings)
     if exists:
-        _claims(path, findings)
+        _claims(path, protocol == claim_policy.CLAIMED, findings)
         _sidecars(path, findings)
     return DirectoryReport(
         path=path,
@@ -207,7 +254,8 @@ def examine(directory: str | os.PathLike[str], mountinfo: str) -> DirectoryRepor
         mount_options=tuple(dict.fromkeys(mount.options)) if mount else (),
         locks_across_clients=verdict,
         locks_reason=reason,
-        protocol=PROTOCOL,
+        protocol=protocol,
+        protocol_reason=protocol_reason,
         free_bytes=free,
         findings=tuple(findings),
     )

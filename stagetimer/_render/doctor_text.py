@@ -26,7 +26,7 @@ def _one(report: DirectoryReport) -> list[str]:
         f"  locks exclude other clients: {_VERDICT[report.locks_across_clients]} "
         f"({report.locks_reason})"
     )
-    lines.append(f"  saves use:     {report.protocol}")
+    lines.append(f"  saves use:     {report.protocol}: {report.protocol_reason}")
     if report.free_bytes is not None:
         lines.append(f"  free space:    {format_bytes(report.free_bytes)}")
     if not report.findings:

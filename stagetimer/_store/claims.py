@@ -3,7 +3,8 @@
 ``flock`` excludes the writers of one client only on some shared file systems (NFS
 mounted ``nolock`` or ``local_lock=flock|all``, Lustre ``localflock``, FUSE file systems
 that keep locks in the client's kernel, CIFS ``nobrl``): a second client's save then
-reads the old file and replaces the first one's change. Every save therefore also holds
+reads the old file and replaces the first one's change. A save that another client's
+writer may meet (``stagetimer._store.claim_policy`` decides which) therefore also holds
 a *claim*, ``<sidecar>.claim``, which rests only on what such file systems make atomic
 across clients:
 
@@ -46,10 +47,12 @@ from stagetimer._store.processes import Identity, is_pid, liveness, record, wher
 
 __all__ = [
     "CLAIM_SUFFIX",
+    "NO_CLAIM",
     "POLL_FIRST",
     "STALE_ENV",
     "Claim",
     "ClaimInfo",
+    "NoClaim",
     "breakable",
     "claim_path",
     "forget",
@@ -295,6 +298,24 @@ class Claim:
             _unlink(self.path)
         self.released = True
         _held.discard(self.token)
+
+
+class NoClaim:
+    """What a save holds where it takes no claim (``claim_policy.needed``): the same
+    ``fence`` and ``release`` as a :class:`Claim`, which have nothing to do, so that
+    writers call them alike either way."""
+
+    __slots__ = ()
+
+    def fence(self) -> None:
+        """Nothing to check: the flock alone excludes every writer here."""
+
+    def release(self) -> None:
+        """Nothing to remove."""
+
+
+#: The one ``NoClaim`` (it holds nothing).
+NO_CLAIM = NoClaim()
 
 
 def _create(path: str, token: str, me: dict[str, Any]) -> bool:

@@ -1,5 +1,6 @@
 """The advisory lock of one sidecar: an ``flock`` on a descriptor each save opens itself,
-and the cross-client claim (``stagetimer._store.claims``) taken under it.
+and, where another client may write (``stagetimer._store.claim_policy``), the
+cross-client claim (``stagetimer._store.claims``) taken under it.
 
 The lock file ``<sidecar>.lock`` is opened without following symbolic links and with
 ``O_CLOEXEC``; when it may not be opened for writing (a lock file another member of a
@@ -27,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from stagetimer._store import claims
+from stagetimer._store import claim_policy, claims
 from stagetimer._store.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
 __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
@@ -169,14 +170,18 @@ def _open_once(lock_path: str) -> int:
             raise exc from None
 
 
-def acquire(lock_path: str, timeout: float, sidecar: str | None = None) -> claims.Claim | None:
+def acquire(
+    lock_path: str, timeout: float, sidecar: str | None = None
+) -> claims.Claim | claims.NoClaim | None:
     """Hold the advisory lock ``lock_path`` for this thread; wait at most ``timeout`` s.
 
     ``timeout`` may be ``math.inf`` (wait as long as it takes). With ``sidecar``, the
-    cross-client claim of that file is taken too (``stagetimer._store.claims``), after the
-    flock (so the writers of one client contend for the claim one at a time) and within
-    the same deadline; it is returned for the holder's fence. Raises
-    ``LockTimeoutError``, or ``OSError`` when the lock file cannot be opened or locked.
+    cross-client claim of that file is taken too where its directory needs one
+    (``claim_policy.needed``), after the flock (so the writers of one client contend for
+    the claim one at a time, and the directory exists) and within the same deadline; the
+    claim, or ``claims.NO_CLAIM`` where none is needed, is returned for the holder's
+    fence and release. Raises ``LockTimeoutError``, ``InvalidSettingError`` for a bad
+    ``STAGETIMER_CLAIM``, or ``OSError`` when the lock file cannot be opened or locked.
     Pair with :func:`release`; the gate records what an interrupt leaves held.
     """
     lock_descriptor = _api()[0]
@@ -200,6 +205,8 @@ def acquire(lock_path: str, timeout: float, sidecar: str | None = None) -> claim
             delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX)
         if sidecar is None:
             return None
+        if not claim_policy.needed(os.path.dirname(sidecar) or ".")[0]:
+            return claims.NO_CLAIM
 
         def record(claim: claims.Claim) -> None:
             gate.claim = claim

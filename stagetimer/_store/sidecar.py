@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stagetimer._errors import SidecarCorruptError
-from stagetimer._store.claims import Claim
+from stagetimer._store.claims import Claim, NoClaim
 from stagetimer._store.encode import TimingsCache, dumps_hardware, dumps_timings, timings_bytes
 from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
@@ -41,12 +41,15 @@ __all__ = [
 
 
 class locked:  # lower case: used like a function, ``with locked(path, timeout):``
-    """Hold the advisory lock ``path + ".lock"`` and the claim ``path + ".claim"``.
+    """Hold the advisory lock ``path + ".lock"`` and, where needed, the claim.
 
-    See ``stagetimer._store.lock`` and ``stagetimer._store.claims``: the flock excludes
-    the writers of one client, the claim those of every client. ``with`` gives the claim,
-    whose ``fence`` a writer calls right before it publishes. The artifact directory is
-    created when it is missing. ``timeout`` (one budget for both) may be infinite.
+    The claim is ``path + ".claim"``. See ``stagetimer._store.lock`` and
+    ``stagetimer._store.claims``: the flock excludes the writers of one client, the claim
+    those of every client; where no other client can write
+    (``stagetimer._store.claim_policy``) none is taken. ``with`` gives the claim (or
+    ``claims.NO_CLAIM``), whose ``fence`` a writer calls right before it publishes and
+    whose ``release`` right after. The artifact directory is created when it is missing.
+    ``timeout`` (one budget for both) may be infinite.
     A class, not a generator: an interrupt in its exit never lands in a generator's
     finaliser (where Python only prints it).
     """
@@ -58,7 +61,7 @@ class locked:  # lower case: used like a function, ``with locked(path, timeout):
         self.lock_path = path + ".lock"
         self.timeout = timeout
 
-    def __enter__(self) -> Claim:
+    def __enter__(self) -> Claim | NoClaim:
         claim = acquire(self.lock_path, self.timeout, self.path)
         assert claim is not None
         return claim

@@ -11,6 +11,9 @@ Read from ``/proc/self/mountinfo`` (proc(5), "/proc/pid/mountinfo"): one line pe
 mount id, parent id, device, root, mount point, per-mount options, optional fields up to
 a lone ``-``, then the file system type, the source and the per-superblock options.
 Spaces, tabs, newlines and backslashes in paths are written as octal escapes (``\\040``).
+
+Also what else on this host reaches a directory of a local disk: FUSE mounts that show it
+(``fuse_views``) and the NFS server's exports (``parse_etab``, ``under_exports``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,19 @@ from collections.abc import Callable
 
 import attrs
 
-__all__ = ["Mount", "find_mount", "is_local", "lock_verdict", "mount_of", "parse_mountinfo"]
+__all__ = [
+    "Mount",
+    "find_mount",
+    "fuse_views",
+    "is_local",
+    "is_local_type",
+    "location",
+    "lock_verdict",
+    "mount_of",
+    "parse_etab",
+    "parse_mountinfo",
+    "under_exports",
+]
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -41,6 +56,8 @@ class Mount:
     mount_options: tuple[str, ...]
     #: the superblock's options (NFS and CIFS put theirs there; cgroup v1 its controllers)
     super_options: tuple[str, ...]
+    #: ``major:minor`` of the file system: every bind mount of one shows the same
+    device: str = ""
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -78,6 +95,7 @@ def parse_mountinfo(text: str) -> list[Mount]:
                 source=_unescape(fields[sep + 2]),
                 mount_options=tuple(o for o in per_mount if o),
                 super_options=tuple(o for o in per_super if o),
+                device=fields[2],
             )
         )
     return mounts
@@ -207,3 +225,91 @@ def is_local(directory: str) -> bool:
             mount = None
         known = _local_by_device[device] = mount is not None and mount.fs_type in _LOCAL
     return known
+
+
+def is_local_type(fs_type: str) -> bool:
+    """Whether ``fs_type`` is a local file system (one kernel sees every writer)."""
+    return fs_type in _LOCAL
+
+
+def location(path: str, mounts: list[Mount]) -> tuple[str, str] | None:
+    """Where the absolute ``path`` lies: (the file system's device, the path from its root).
+
+    One directory reached through several bind mounts has one location (mountinfo's
+    ``root`` is the part of the file system a mount shows); None when no mount holds it.
+    """
+    mount = find_mount(path, mounts)
+    if mount is None:
+        return None
+    rest = path if mount.mount_point == "/" else path[len(mount.mount_point):]
+    inside = mount.root.rstrip("/") + "/" + rest.strip("/")
+    return mount.device, inside.rstrip("/") or "/"
+
+
+def _holds(outer: str, inner: str) -> bool:
+    """Whether the absolute path ``inner`` is ``outer`` or lies inside it."""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def _related(a: str, b: str) -> bool:
+    """Whether one of two absolute paths is the other or lies inside it."""
+    return _holds(a, b) or _holds(b, a)
+
+
+def fuse_views(path: str, mounts: list[Mount]) -> list[Mount]:
+    """The FUSE mounts of this host that may show the resolved ``path`` from elsewhere.
+
+    Such a view (bindfs, for one) is another way in to ``path``'s file system whose
+    ``flock`` never meets one taken on the file system itself. A FUSE mount counts when
+    its source is an absolute path that is ``path``, lies inside it or above it (compared
+    where they lie, so bind mounts of either do not hide it). bindfs gives the resolved
+    source directory as the source, except when that path holds a comma or white space:
+    then the source is ``bindfs`` and the type ``fuse.bindfs`` (bindfs 1.14.7, seen in
+    mountinfo), and such a mount counts too, as it may show anything.
+    """
+    here = location(path, mounts)
+    views = []
+    for mount in mounts:
+        if not _is_fuse(mount.fs_type):
+            continue
+        if mount.source.startswith("/"):
+            there = location(mount.source, mounts)
+            if here is not None and there is not None and there[0] == here[0] and (
+                _related(here[1], there[1])
+            ):
+                views.append(mount)
+        elif mount.fs_type == "fuse.bindfs":
+            views.append(mount)
+    return views
+
+
+def parse_etab(text: str) -> list[str]:
+    """The exported paths of an exportfs table, in order.
+
+    Each line is the path, a tab, then the client and its options, as in
+    ``/srv/ex\\040port<TAB>*(rw,sync,...)``. exportfs writes a space in the path as
+    ``\\040`` and a backslash as ``\\134`` (seen with nfs-utils 2.6.2); one path exported
+    to several clients has a line per client and is listed once here.
+    """
+    paths: dict[str, None] = {}
+    for line in text.splitlines():
+        field = line.split("\t", 1)[0].split(" ", 1)[0]
+        if field.startswith("/"):
+            paths[_unescape(field)] = None
+    return list(paths)
+
+
+def under_exports(path: str, exports: list[str], mounts: list[Mount]) -> str | None:
+    """The first of ``exports`` that holds the resolved ``path``, or None.
+
+    Compared where they lie (see ``location``): an export of a directory that a bind
+    mount shows here counts too.
+    """
+    here = location(path, mounts)
+    for export in exports:
+        there = location(export, mounts)
+        if here is not None and there is not None and there[0] == here[0] and (
+            _holds(there[1], here[1])
+        ):
+            return export
+    return None

@@ -1,8 +1,9 @@
 """``stagetimer.doctor`` and ``stagetimer doctor`` on real mounts and directories.
 
 A bindfs (FUSE) mount, a tmpfs, the root file system, a read-only tmpfs and a directory
-its group cannot write; stale claims, rescue files and corrupt sidecars. The doctor only
-reads: every test that can checks that nothing changed.
+its group cannot write; stale claims, rescue files and corrupt sidecars; which protocol
+saves use (flock only, or with the claim) and why. The doctor only reads: every test
+that can checks that nothing changed.
 """
 
 from __future__ import annotations
@@ -171,3 +172,90 @@ def test_a_directory_this_user_cannot_write_stops_saves(tmp_path: Path) -> None:
     locked.mkdir(mode=0o555)
     assert _kinds(doctor(locked))["not_writable"] == "stop"
     os.chmod(locked, 0o755)
+
+
+def _saves_use(capsys: pytest.CaptureFixture[str], directory: Path) -> str:
+    main(["doctor", str(directory)])
+    lines = capsys.readouterr().out.splitlines()
+    return next(line for line in lines if line.startswith("  saves use:"))
+
+
+@needs_root
+@pytest.mark.root
+def test_on_a_tmpfs_saves_use_the_flock_only_and_with_always_the_claim_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("STAGETIMER_CLAIM", raising=False)
+    with tmpfs(tmp_path / "t") as mounted:
+        auto = doctor(mounted)
+        auto_line = _saves_use(capsys, mounted)
+        monkeypatch.setenv("STAGETIMER_CLAIM", "always")
+        always = doctor(mounted)
+        always_line = _saves_use(capsys, mounted)
+    assert (auto.protocol, auto.protocol_reason) == (
+        "flock only",
+        "local file system (tmpfs), no other way in on this host; "
+        "STAGETIMER_CLAIM=always to take the claim too",
+    )
+    assert auto_line == f"  saves use:     flock only: {auto.protocol_reason}"
+    assert (always.protocol, always.protocol_reason) == (
+        "flock + claim file (O_EXCL, checked before rename)",
+        "STAGETIMER_CLAIM=always (auto would take the flock only: local file system "
+        "(tmpfs), no other way in on this host)",
+    )
+    assert always_line == (
+        f"  saves use:     flock + claim file (O_EXCL, checked before rename): "
+        f"{always.protocol_reason}"
+    )
+
+
+@needs_root
+@pytest.mark.root
+def test_through_a_bindfs_view_and_on_its_source_saves_take_the_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("STAGETIMER_CLAIM", raising=False)
+    if unavailable():
+        pytest.skip(str(unavailable()))
+    try:
+        with bindfs_mounts(tmp_path, 1) as (backing, (client,)):
+            through, source = doctor(client), doctor(backing)
+    except BindfsUnavailable as error:
+        pytest.skip(str(error))
+    claimed = "flock + claim file (O_EXCL, checked before rename)"
+    assert (through.protocol, through.protocol_reason) == (
+        claimed, "exact across clients (fuse)"
+    )
+    assert source.protocol == claimed
+    assert source.protocol_reason == (
+        f"exact across clients: this {source.fs_type} directory is also reached through "
+        f"the FUSE mount {client} (fuse of {backing}), whose flock is its own"
+    )
+
+
+def test_a_bad_claim_setting_stops_saves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAGETIMER_CLAIM", "sometimes")
+    report = doctor(tmp_path)
+    (finding,) = [f for f in report.findings if f.kind == "bad_setting"]
+    assert finding.severity == "stop"
+    assert "STAGETIMER_CLAIM='sometimes' is not valid" in finding.message
+    assert not report.ok
+
+
+def test_another_host_s_claim_where_saves_take_none_says_to_set_always(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("STAGETIMER_CLAIM", raising=False)
+    # What a writer on another host leaves while it saves (its boot id is not ours).
+    (tmp_path / "timings.json.claim").write_text(json.dumps({
+        "host": "node7", "boot_id": "00000000-0000-0000-0000-000000000000", "pidns": 1,
+        "pid": 4242, "start": 1, "token": "4242-ab", "at": 0,
+    }))
+    report = doctor(tmp_path)
+    if report.protocol != "flock only":
+        pytest.skip(f"saves take the claim here: {report.protocol_reason}")
+    (finding,) = [f for f in report.findings if f.kind == "foreign_claim"]
+    assert "pid 4242 on node7" in finding.message
+    assert "set STAGETIMER_CLAIM=always for every writer" in finding.message

@@ -23,7 +23,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["WRITER", "BindfsUnavailable", "bindfs_mounts", "start_writer", "unavailable"]
+import pytest
+
+__all__ = [
+    "WRITER",
+    "BindfsUnavailable",
+    "bindfs_mounts",
+    "finish",
+    "promised_runs",
+    "start_writer",
+    "stored_runs",
+    "unavailable",
+]
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -132,3 +143,40 @@ def start_writer(directory: Path, wid: int, records: int, policy: str, threads: 
     env.update(settings)
     return subprocess.Popen([sys.executable, "-c", WRITER, args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=tempfile.gettempdir())
+
+
+def finish(writers: list[subprocess.Popen[str]], wait: float) -> list[str]:
+    """Wait for every writer (killing all on timeout); their stdout lines; fail on an error."""
+    lines: list[str] = []
+    try:
+        for writer in writers:
+            out, err = writer.communicate(timeout=wait)
+            assert writer.returncode == 0, err
+            assert "could not be saved" not in err, err  # no save failed or waited too long
+            lines += out.splitlines()
+    finally:
+        for writer in writers:
+            if writer.poll() is None:
+                writer.kill()
+                writer.communicate()
+    return lines
+
+
+def stored_runs(directory: Path) -> dict[str, list[int]]:
+    """Stage -> the run_idx of each run ``directory/timings.json`` holds (totals checked)."""
+    data = json.loads((directory / "timings.json").read_text(encoding="utf-8"))
+    out = {}
+    for name, stage in data.items():
+        runs = stage["runs"]
+        assert stage["total_seconds"] == pytest.approx(sum(r["seconds"] for r in runs))
+        out[name] = [r["run_idx"] for r in runs]
+    return out
+
+
+def promised_runs(lines: list[str]) -> dict[str, list[int]]:
+    """Stage -> the run_idx of each record the writers said they saved (``saved s i``)."""
+    promised: dict[str, list[int]] = {}
+    for line in lines:
+        _, stage, run_idx = line.split()
+        promised.setdefault(stage, []).append(int(run_idx))
+    return promised

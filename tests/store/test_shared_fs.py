@@ -8,7 +8,6 @@ through one mount does not exclude a writer through another, as on NFS mounted
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -19,7 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.bindfs import BindfsUnavailable, bindfs_mounts, start_writer, unavailable
+from helpers.bindfs import (
+    BindfsUnavailable,
+    bindfs_mounts,
+    finish,
+    promised_runs,
+    start_writer,
+    stored_runs,
+    unavailable,
+)
 
 from stagetimer import Recorder, record_timing, recover
 
@@ -46,41 +53,6 @@ def mounts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Pat
         pytest.skip(str(error))
 
 
-def _finish(writers: list[subprocess.Popen[str]]) -> list[str]:
-    """Wait for every writer (killing all on timeout); their stdout lines; fail on an error."""
-    lines: list[str] = []
-    try:
-        for writer in writers:
-            out, err = writer.communicate(timeout=WAIT)
-            assert writer.returncode == 0, err
-            assert "could not be saved" not in err, err  # no save failed or waited too long
-            lines += out.splitlines()
-    finally:
-        for writer in writers:
-            if writer.poll() is None:
-                writer.kill()
-                writer.communicate()
-    return lines
-
-
-def _stored(backing: Path, name: str = "exp") -> dict[str, list[int]]:
-    data = json.loads((backing / name / "timings.json").read_text(encoding="utf-8"))
-    out = {}
-    for name, stage in data.items():
-        runs = stage["runs"]
-        assert stage["total_seconds"] == pytest.approx(sum(r["seconds"] for r in runs))
-        out[name] = [r["run_idx"] for r in runs]
-    return out
-
-
-def _expected(lines: list[str]) -> dict[str, list[int]]:
-    expected: dict[str, list[int]] = {}
-    for line in lines:
-        _, stage, run_idx = line.split()
-        expected.setdefault(stage, []).append(int(run_idx))
-    return expected
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("mounts", "policy", "stages", "threads"),
@@ -102,8 +74,8 @@ def test_writers_through_several_mounts_store_every_record_exactly_once(
             start_writer(client / name, wid, 25, policy, threads, stages)
             for wid, client in enumerate(clients * 2)  # two writers through each client
         ]
-        expected = _expected(_finish(writers))
-        stored = _stored(backing, name)
+        expected = promised_runs(finish(writers, WAIT))
+        stored = stored_runs(backing / name)
         assert sorted(stored) == sorted(expected), f"trial {trial}"
         for stage, runs in expected.items():
             assert sorted(stored[stage]) == sorted(runs), f"trial {trial}, stage {stage}"
@@ -138,15 +110,15 @@ def test_writers_killed_at_random_never_block_the_others_and_recover_folds_them_
         for wid in (0, 1)
     ]
     killed = _kill_now_and_then(victim_client, 10, 6, rng)
-    promised = _finish(steady)  # no save failed: nothing waited out its lock_timeout
+    promised = finish(steady, WAIT)  # no save failed: nothing waited out its lock_timeout
     for writer in killed:
         out, _ = writer.communicate()
         promised += out.splitlines()  # what a killed writer printed was saved before it died
     recover(backing / "exp")
-    stored = _stored(backing)
+    stored = stored_runs(backing / "exp")
     for stage, runs in stored.items():
         assert Counter(runs).most_common(1)[0][1] == 1, f"{stage} holds a run twice: {runs}"
-    for stage, runs in _expected(promised).items():
+    for stage, runs in promised_runs(promised).items():
         assert set(runs) <= set(stored[stage]), stage
     assert sorted(stored["shared"])[:50] == list(range(50))  # both steady writers, whole
     # A new writer's first save clears what the killed ones left (claims, their own files).

@@ -3,7 +3,9 @@ stale time from another), a waiting save times out as a lock timeout, a holder w
 was broken publishes nothing, and readers try again a read a replace made fail.
 
 Holders are real processes (each with a timeout); "another machine" is a process in its
-own pid namespace (``unshare --pid``), whose pids this one cannot judge.
+own pid namespace (``unshare --pid``), whose pids this one cannot judge. The directories
+are on the local disk, where saves take the claim only with ``STAGETIMER_CLAIM=always``
+(set for every test here).
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from pathlib import Path
 import pytest
 
 from stagetimer import LockTimeoutError, Recorder, StageTimerWarning, record_timing
-from stagetimer._store import claims, processes
+from stagetimer._store import claim_policy, claims, processes
 from stagetimer._store.parse import read_bytes
 
 # A process that takes the claim of SIDECAR (no flock: the claim alone is under test),
 # says "held", and waits for a line on stdin; then tries to publish through its fence.
 HOLDER = r"""
 import math, os, sys
-from stagetimer._store import claims, processes
+from stagetimer._store import claim_policy, claims, processes
 from stagetimer._store.sidecar import write_atomic
 sidecar = sys.argv[1]
 claim = claims.take(sidecar, math.inf, math.inf)
@@ -68,6 +70,11 @@ def _readline(process: subprocess.Popen[str], timeout: float) -> str:
         process.kill()
         pytest.fail(f"no line from the holder within {timeout} s")
     return got[0]
+
+
+@pytest.fixture(autouse=True)
+def _saves_take_the_claim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(claim_policy.CLAIM_ENV, "always")
 
 
 @pytest.fixture

@@ -1,0 +1,138 @@
+"""Which saves take the cross-client claim: those that a writer of another client may meet.
+
+The claim (``stagetimer._store.claims``) keeps saves exact where ``flock`` is per client
+(NFS, FUSE, CIFS, Lustre). On a local disk that only this host's kernel reaches, every
+writer's ``flock`` meets every other's, and the claim only costs time (about a tenth of
+a save's floor). ``STAGETIMER_CLAIM`` says what saves do:
+
+- ``auto`` (the default, also when unset or empty): take the claim unless the directory
+  is on a known local file system *and* this host shows no other way in to it: no FUSE
+  mount that shows it from elsewhere (``_mounts.fuse_views``: a bindfs view's writers
+  take the claim, and their ``flock`` never meets ours) and no export of this host's NFS
+  server that holds it (``/var/lib/nfs/etab``: NFS clients' locks do not meet a local
+  ``flock``).
+- ``always``: take it on every file system.
+
+``auto`` decides at the first save into each directory in a process and keeps the
+answer (a forked child keeps its parent's: same mounts), so later saves read nothing
+from ``/proc``. It cannot see a server that exports the disk without exportfs (Samba, a
+user-space NFS server), nor a FUSE view mounted after that first save: there every
+writer of the directory must set ``always``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from stagetimer._errors import InvalidSettingError
+from stagetimer.hardware._mounts import (
+    Mount,
+    find_mount,
+    fuse_views,
+    is_local_type,
+    parse_etab,
+    parse_mountinfo,
+    under_exports,
+)
+
+__all__ = [
+    "CLAIMED",
+    "CLAIM_ENV",
+    "ETAB",
+    "FLOCK_ONLY",
+    "MOUNTINFO",
+    "decide",
+    "needed",
+    "read_exports",
+    "setting",
+]
+
+#: The environment variable: ``auto`` (default) or ``always``.
+CLAIM_ENV = "STAGETIMER_CLAIM"
+_SETTINGS = ("auto", "always")
+#: exportfs's table of what this host's NFS server exports now (exportfs(8)); a module
+#: constant so that tests can point it at a table of their own.
+ETAB = "/var/lib/nfs/etab"
+MOUNTINFO = "/proc/self/mountinfo"
+#: What saves hold, as ``doctor`` says it.
+CLAIMED = "flock + claim file (O_EXCL, checked before rename)"
+FLOCK_ONLY = "flock only"
+
+#: absolute directory -> what ``auto`` decided at its first save in this process
+_decided: dict[str, tuple[bool, str]] = {}
+
+
+def setting() -> str:
+    """``STAGETIMER_CLAIM``: ``auto`` (also when unset or empty) or ``always``.
+
+    Any other value raises ``InvalidSettingError`` naming it: a typo of ``always`` must
+    not silently leave saves without the claim where it is needed.
+    """
+    raw = os.environ.get(CLAIM_ENV)
+    if raw is None:
+        return "auto"
+    value = raw.strip().lower() or "auto"
+    if value not in _SETTINGS:
+        raise InvalidSettingError(
+            f"{CLAIM_ENV}={raw!r} is not valid: expected 'auto' (the default: the claim "
+            "only where another client may write) or 'always'",
+            raw,
+        )
+    return value
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""  # no NFS server here (or no /proc): nothing to see
+
+
+def read_exports() -> list[str]:
+    """The paths this host's NFS server exports now (none when there is no server)."""
+    return parse_etab(_read(ETAB))
+
+
+def decide(directory: str, mounts: list[Mount], exports: list[str]) -> tuple[bool, str]:
+    """What ``auto`` does in the resolved ``directory``: whether saves take the claim, why.
+
+    ``mounts``: this host's mounts (``parse_mountinfo``); ``exports``: its NFS exports.
+    """
+    mount = find_mount(directory, mounts)
+    if mount is None:
+        return True, "no mount found for it in /proc/self/mountinfo"
+    fs = mount.fs_type
+    if not is_local_type(fs):
+        return True, f"exact across clients ({fs})"
+    for view in fuse_views(directory, mounts):
+        return True, (
+            f"exact across clients: this {fs} directory is also reached through the FUSE "
+            f"mount {view.mount_point} ({view.fs_type} of {view.source}), whose flock is "
+            "its own"
+        )
+    export = under_exports(directory, exports, mounts)
+    if export is not None:
+        return True, (
+            f"exact across clients: {export} is exported by this host's NFS server "
+            "(/var/lib/nfs/etab), whose clients' locks do not meet a local flock"
+        )
+    return False, f"local file system ({fs}), no other way in on this host"
+
+
+def needed(directory: str) -> tuple[bool, str]:
+    """Whether a save into ``directory`` (which exists) takes the claim, and why.
+
+    Reads the setting every time (an environment lookup); ``auto``'s answer is read from
+    the mounts and exports at the first save into each directory and kept. Raises
+    ``InvalidSettingError`` for a bad ``STAGETIMER_CLAIM``.
+    """
+    if setting() == "always":
+        return True, f"{CLAIM_ENV}=always"
+    key = directory if os.path.isabs(directory) else os.path.abspath(directory)
+    found = _decided.get(key)
+    if found is None:
+        found = decide(os.path.realpath(key), parse_mountinfo(_read(MOUNTINFO)),
+                       read_exports())
+        _decided[key] = found
+    return found
