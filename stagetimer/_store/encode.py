@@ -26,8 +26,9 @@ class TimingsCache:
     def __init__(self) -> None:
         self.raw: bytes | None = None
         self.data: dict[str, Any] | None = None
-        #: stage -> (its runs list, the UTF-8 of its runs: run, separator, run, ...)
-        self.runs_text: dict[str, tuple[list[Any], list[bytes]]] = {}
+        #: stage -> (its runs list, how many of them are encoded, the UTF-8 of those:
+        #: run, separator, run, ...)
+        self.runs_text: dict[str, tuple[list[Any], int, bytearray]] = {}
         #: stages whose total_seconds this writer computed from their runs
         self.trusted_totals: set[str] = set()
         self.buffer = bytearray()
@@ -53,23 +54,29 @@ def _indented(value: Any, depth: int) -> str:
 _RUN_SEPARATOR = b",\n      "
 
 
-def _runs_pieces(runs: list[Any], cached: tuple[list[Any], list[bytes]] | None) -> list[bytes]:
-    # The runs list of a stage only ever grows in place (sequential appends); any other
-    # change replaces the list object. So the pieces cached for the same list object are
-    # the text of its first runs: encode only the rest.
-    pieces = cached[1] if cached is not None and cached[0] is runs else []
-    done = (len(pieces) + 1) // 2  # run, separator, run, ...
-    if done > len(runs):
-        pieces, done = [], 0
+def _runs_text(
+    runs: list[Any], cached: tuple[list[Any], int, bytearray] | None
+) -> tuple[list[Any], int, bytearray]:
+    """The runs' text (``cached``'s, with the runs added since), and what to cache.
+
+    The runs list of a stage only ever grows in place (sequential appends); any other
+    change replaces the list object. So the text cached for the same list object is the
+    text of its first runs: encode only the rest. One buffer per stage, not a piece per
+    run: a save of 10,000 runs joins a few buffers, not 20,000 pieces.
+    """
+    if cached is not None and cached[0] is runs and cached[1] <= len(runs):
+        done, text = cached[1], cached[2]
+    else:
+        done, text = 0, bytearray()
     for run in runs[done:]:
-        if pieces:
-            pieces.append(_RUN_SEPARATOR)
-        pieces.append(_encode(run).encode("utf-8"))
-    return pieces
+        if text:
+            text += _RUN_SEPARATOR
+        text += _encode(run).encode("utf-8")
+    return runs, len(runs), text
 
 
 def _stage_pieces(
-    name: str, stage: dict[str, Any], cache: TimingsCache | None, out: list[bytes]
+    name: str, stage: dict[str, Any], cache: TimingsCache | None, out: list[bytes | bytearray]
 ) -> None:
     out.append(b"{\n")
     first = True
@@ -77,11 +84,11 @@ def _stage_pieces(
         out.append(b"    " if first else b",\n    ")
         first = False
         if key == "runs" and value:
-            pieces = _runs_pieces(value, cache.runs_text.get(name) if cache else None)
+            encoded = _runs_text(value, cache.runs_text.get(name) if cache else None)
             if cache is not None:
-                cache.runs_text[name] = (value, pieces)
+                cache.runs_text[name] = encoded
             out.append(b'"runs": [\n      ')
-            out.extend(pieces)
+            out.append(encoded[2])
             out.append(b"\n    ]")
         else:
             out.append(f"{_encode(key)}: {_indented(value, 2)}".encode())
@@ -95,7 +102,7 @@ def timings_bytes(data: dict[str, Any], cache: TimingsCache | None = None) -> by
     """
     if not data:
         return b"{}\n"
-    out = [b"{\n"]
+    out: list[bytes | bytearray] = [b"{\n"]
     for i, (key, value) in enumerate(data.items()):
         out.append(f"  {_encode(key)}: ".encode() if i == 0 else f",\n  {_encode(key)}: ".encode())
         if is_stage(value):
