@@ -23,17 +23,15 @@ writer of the directory must set ``always``.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from stagetimer._errors import InvalidSettingError
-from stagetimer.hardware._mounts import (
-    Mount,
-    find_mount,
-    fuse_views,
-    is_local_type,
-    parse_etab,
-    parse_mountinfo,
-    under_exports,
-)
+
+if TYPE_CHECKING:
+    from stagetimer.hardware._mounts import Mount
+
+# ``hardware._mounts`` (an attrs class, 1.5 ms) is imported at a process's first
+# decision, not with ``import stagetimer`` (which imports the save path's lock).
 
 __all__ = [
     "CLAIMED",
@@ -91,6 +89,8 @@ def _read(path: str) -> str:
 
 def read_exports() -> list[str]:
     """The paths this host's NFS server exports now (none when there is no server)."""
+    from stagetimer.hardware._mounts import parse_etab
+
     return parse_etab(_read(ETAB))
 
 
@@ -99,6 +99,8 @@ def decide(directory: str, mounts: list[Mount], exports: list[str]) -> tuple[boo
 
     ``mounts``: this host's mounts (``parse_mountinfo``); ``exports``: its NFS exports.
     """
+    from stagetimer.hardware._mounts import find_mount, fuse_views, is_local_type, under_exports
+
     mount = find_mount(directory, mounts)
     if mount is None:
         return True, "no mount found for it in /proc/self/mountinfo"
@@ -132,6 +134,8 @@ def needed(directory: str) -> tuple[bool, str]:
     key = directory if os.path.isabs(directory) else os.path.abspath(directory)
     found = _decided.get(key)
     if found is None:
+        from stagetimer.hardware._mounts import parse_mountinfo
+
         found = decide(os.path.realpath(key), parse_mountinfo(_read(MOUNTINFO)),
                        read_exports())
         _decided[key] = found

@@ -11,12 +11,12 @@ from, or why it is missing.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
+from stagetimer.hardware._content_id import content_id
 
 __all__ = [
     "CpuInfo",
@@ -24,7 +24,6 @@ __all__ = [
     "Hardware",
     "MemoryInfo",
     "SchedulerInfo",
-    "content_id",
     "description",
     "hardware_id",
 ]
@@ -149,9 +148,3 @@ def hardware_id(hardware: Hardware | Mapping[str, Any]) -> str:
     return content_id("hw-", description(hardware))
 
 
-def content_id(prefix: str, stored: Mapping[str, Any]) -> str:
-    """``prefix`` + the first 16 hex digits of the SHA-256 of ``stored``'s canonical JSON
-    (sorted keys, no spaces): the id of a hardware or software description, equal for
-    equal descriptions in any process, on any Python version."""
-    canonical = json.dumps(stored, sort_keys=True, separators=(",", ":"))
-    return prefix + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
