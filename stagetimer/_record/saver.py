@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer._errors import InvalidRecordError
+from stagetimer._errors import InvalidRecordError, LockTimeoutError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, takes_expected_runs
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending, descriptions
@@ -61,6 +61,11 @@ __all__ = [
     "Saver",
     "SaverSettings",
 ]
+
+
+def _left(deadline: float) -> float:
+    """The seconds left before the monotonic ``deadline`` (infinite for an infinite one)."""
+    return max(0.0, deadline - time.monotonic())
 
 
 @attrs.frozen
@@ -285,7 +290,16 @@ class Saver:
         records = list(self.pending)
         for pending in records:
             pending.resolve()
-        self._save_hardware(*descriptions(records))
+        try:
+            self._save_hardware(*descriptions(records), deadline)
+            return self._write_timings(records, deadline)
+        except LockTimeoutError as exc:
+            # Said against the budget the caller set, not what was left of it.
+            raise LockTimeoutError(exc.path, s.lock_timeout) from None
+
+    def _write_timings(self, records: list[Pending], deadline: float) -> _Written:
+        """Apply ``records`` to ``timings.json`` under its lock, before ``deadline``."""
+        s = self.settings
         rejections: list[_Rejection] = []
         again: list[Noted] = []
         truncate = s.completed_runs is not None and not self._resume_done
@@ -306,10 +320,10 @@ class Saver:
 
         attempt = Attempt()
         self._inflight = _InFlight(attempt, records, truncate)
-        remaining = max(0.0, deadline - time.monotonic())
         path = s.timings_path
         update_file(
-            path, parse_timings, change, remaining, self._cache, attempt, path not in self._swept
+            path, parse_timings, change, _left(deadline), self._cache, attempt,
+            path not in self._swept,
         )
         self._swept.add(path)
         # Written, or nothing needed writing (every record refused or already stored).
@@ -342,7 +356,10 @@ class Saver:
         return True
 
     def _save_hardware(
-        self, needed: dict[str, dict[str, Any]], software: dict[str, dict[str, Any]]
+        self,
+        needed: dict[str, dict[str, Any]],
+        software: dict[str, dict[str, Any]],
+        deadline: float,
     ) -> None:
         """Store the hardware and software descriptions the records refer to (one write)."""
         path = self.settings.hardware_path
@@ -359,10 +376,7 @@ class Saver:
         def change(data: dict[str, Any]) -> str | None:
             return add_descriptions(data, needed, software)
 
-        update_file(
-            path, parse_hardware, change, self.settings.lock_timeout,
-            sweep=path not in self._swept,
-        )
+        update_file(path, parse_hardware, change, _left(deadline), sweep=path not in self._swept)
         self._swept.add(path)
         st = os.stat(path)
         self._hardware_stat = (st.st_ino, st.st_size, st.st_mtime_ns)

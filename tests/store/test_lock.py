@@ -66,6 +66,26 @@ def test_a_lock_held_by_another_process_times_out_with_the_lock_named(tmp_path: 
         holder.wait()
 
 
+@pytest.mark.parametrize("held", ["timings.json.lock", "timings_hardware.json.lock"])
+def test_a_save_that_times_out_names_the_lock_timeout_it_was_given(
+    tmp_path: Path, held: str
+) -> None:
+    # One budget for the whole save (hardware sidecar, then timings): the error says the
+    # lock_timeout the caller set, not what was left of it when the second lock waited.
+    record_timing("warmup", 1.0, recorder=Recorder(tmp_path, strict=True))
+    holder = _hold(tmp_path / held, 30)
+    try:
+        rec = Recorder(tmp_path, strict=True, lock_timeout=0.25)
+        with pytest.raises(LockTimeoutError) as info:
+            record_timing("train", 1.0, recorder=rec)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert info.value.timeout == 0.25
+    assert info.value.path == str(tmp_path / held)
+    assert "within 0.25 s" in str(info.value)
+
+
 def test_an_infinite_timeout_waits_for_the_holder_to_finish(tmp_path: Path) -> None:
     lock = tmp_path / "timings.json.lock"
     holder = _hold(lock, 0.3)
