@@ -8,6 +8,7 @@ with a deadline, and start first, so that they run while the packages are listed
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from stagetimer.software._git import GIT_TIMEOUT, start_git
@@ -18,15 +19,47 @@ __all__ = ["capture_software", "clear_cache", "entry_directory"]
 _live: Software | None = None
 
 
+#: The line of a console-script launcher (pip's and uv's, from distlib's template) that
+#: imports the entry point: ``from mypkg.cli import main``.
+_LAUNCHER_IMPORT = re.compile(r"^from ([A-Za-z_][\w.]*) import [A-Za-z_]\w*$", re.MULTILINE)
+_LAUNCHER_MARK = rb"(-script\.pyw|\.exe)?$"
+
+
+def _launched_module(path: str) -> str | None:
+    """The file of the module a console-script launcher at ``path`` runs, or None when
+    ``path`` is no such launcher (a launcher lives in the environment's ``bin/``, outside
+    the program's work tree; the module it imports is the program's code)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    # The launcher's own line, which a program's script does not hold: it strips the
+    # suffix of Windows launchers from sys.argv[0].
+    if not head.startswith(b"#!") or _LAUNCHER_MARK not in head:
+        return None
+    found = _LAUNCHER_IMPORT.search(head.decode("utf-8", "replace"))
+    module = sys.modules.get(found.group(1)) if found else None
+    where = getattr(module, "__file__", None)
+    return where if isinstance(where, str) and where else None
+
+
 def entry_directory() -> tuple[str, str]:
     """The directory whose git work tree holds the program, and how it was chosen.
 
-    The ``__main__`` module's file (a script, ``python -m package.module``); the working
-    directory for an interactive or ``-c`` program, which has none.
+    The ``__main__`` module's file (a script, ``python -m package.module``), or for a
+    console script the file of the module its launcher imports; the working directory
+    for an interactive or ``-c`` program, which has none.
     """
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     if isinstance(path, str) and path:
+        launched = _launched_module(path)
+        if launched is not None:
+            return (
+                os.path.dirname(os.path.abspath(launched)),
+                f"the module the console script {os.path.basename(path)} runs",
+            )
         return os.path.dirname(os.path.abspath(path)), "__main__.__file__"
     try:
         return os.getcwd(), "the working directory (no __main__ file: -c or interactive)"

@@ -273,6 +273,73 @@ def test_a_script_describes_the_work_tree_holding_it_from_any_directory(tmp_path
     )
 
 
+CLI = """
+import json
+from stagetimer.software import capture_software
+
+def main():
+    sw = capture_software()
+    print(json.dumps({"commit": sw.code and sw.code.commit, "where": sw.sources["code"]}))
+    return 0
+"""
+
+
+def _launcher(bin_dir: Path, spec: str) -> Path:
+    """The console script pip installs for the entry point ``spec`` (``name = mod:func``),
+    made by the code pip itself runs for it (its vendored distlib ``ScriptMaker``)."""
+    from pip._vendor.distlib.scripts import ScriptMaker
+
+    maker = ScriptMaker(None, str(bin_dir))
+    maker.executable = sys.executable
+    maker.variants = {""}
+    [made] = maker.make(spec)
+    return Path(made)
+
+
+def test_a_console_script_describes_the_work_tree_of_the_module_it_runs(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    repo = make_repo(tmp_path / "repo", {"mypkg/__init__.py": "", "mypkg/cli.py": CLI})
+    launcher = _launcher(tmp_path / "venv-bin", "mytrain = mypkg.cli:main")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), *sys.path])}
+
+    out = subprocess.run(
+        [str(launcher)], cwd=elsewhere, env=env, capture_output=True, text=True, check=True,
+        timeout=120,
+    ).stdout
+    result = json.loads(out)
+
+    assert git(repo, "rev-parse", "HEAD") == result["commit"]
+    assert result["where"].endswith("the module the console script mytrain runs")
+
+
+def test_a_script_importing_its_main_from_a_package_is_still_described_by_its_own_tree(
+    tmp_path: Path,
+) -> None:
+    # A program's own script may begin with #! and import its entry point too; only a
+    # launcher's own line makes it one.
+    import json
+
+    library = make_repo(tmp_path / "library", {"mypkg/__init__.py": "", "mypkg/cli.py": CLI})
+    script = "#!/usr/bin/env python\nimport sys\nfrom mypkg.cli import main\nsys.exit(main())\n"
+    repo = make_repo(tmp_path / "repo", {"run.py": script})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(library), *sys.path])}
+
+    out = subprocess.run(
+        [sys.executable, str(repo / "run.py")], cwd=tmp_path, env=env, capture_output=True,
+        text=True, check=True, timeout=120,
+    ).stdout
+    result = json.loads(out)
+
+    assert (git(repo, "rev-parse", "HEAD"), True) == (
+        result["commit"], result["where"].endswith("directory: __main__.__file__")
+    )
+
+
 def test_python_c_describes_the_working_directory(tmp_path: Path) -> None:
     import json
 
