@@ -86,6 +86,14 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
     return stats, flags
 
 
+def _stored_flags(name: str, stored: dict[str, Any]) -> tuple[list[str], int]:
+    """The warnings for a stage's runs as stored (every rank's), and how many runs hold a
+    value no writer stores."""
+    seconds = raw_seconds(stored)
+    flags, kept, _ = value_flags(name, stored, seconds, list(map(_get, stored["runs"], _RUN_IDX)))
+    return flags, len(seconds) - len(kept)
+
+
 @attrs.frozen
 class _Caches:
     """The differences between two descriptions, computed once per report (an id is its
@@ -112,6 +120,11 @@ def _analyse(artifact: Artifact, caches: _Caches) -> ArtifactReport:
         # A seed of a distributed launch counts once, as its slowest rank.
         stage, spread = by_seed(stored)
         stats, flags = _stage_stats(name, stage)
+        if stage is not stored:
+            # The statistics count each seed once, but what no writer stores is looked
+            # for in every rank's run, and the stored total is the sum of all of them.
+            flags, flagged = _stored_flags(name, stored)
+            stats = attrs.evolve(stats, flagged_runs=flagged)
         if spread is not None:
             stats = attrs.evolve(stats, rank_spread=spread)
         stages.append(stats)

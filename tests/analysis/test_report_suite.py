@@ -276,6 +276,50 @@ def test_values_no_writer_stores_are_flagged(tmp_path: Path, change: Any, flag: 
                       if line.startswith("  warning: stage s") and flag in line]
 
 
+def _two_ranks(directory: Path) -> None:
+    """Stage ``s``: seed 0 run by two ranks, seed 1 by one, as a distributed launch's
+    ranks store them (each its own run with ``rank`` and ``world_size``)."""
+    record(directory, "s", [0.5, 0.7, 0.5])
+
+    def ranked(data: dict[str, Any]) -> None:
+        for run, (run_idx, rank) in zip(data["s"]["runs"], ((0, 0), (0, 1), (1, 0))):
+            run.update(run_idx=run_idx, rank=rank, world_size=2)
+
+    edit(directory, ranked)
+
+
+@pytest.mark.parametrize(
+    ("change", "flag"),
+    [
+        # the faster rank of seed 0: not the run its seed is counted by
+        (lambda d: d["s"]["runs"][0].update(seconds=-5), "seconds -5 is negative"),
+        (lambda d: d["s"]["runs"][0].update(run_idx=-3), "run_idx -3 is negative"),
+        (lambda d: d["s"].update(total_seconds=1.2), "total_seconds 1.2 is not the sum"),
+    ],
+    ids=["negative-seconds", "negative-run-idx", "total-of-the-slowest-ranks-only"],
+)
+def test_values_no_writer_stores_are_flagged_in_every_rank_s_run(
+    tmp_path: Path, change: Any, flag: str
+) -> None:
+    _two_ranks(tmp_path)
+    edit(tmp_path, change)
+
+    result = run("report", str(tmp_path))
+
+    assert 0 == result.returncode, result.stderr
+    assert [flag] == [flag for line in result.stdout.splitlines()
+                      if line.startswith("  warning: stage s") and flag in line]
+
+
+def test_a_stage_run_by_ranks_with_its_stored_total_is_not_flagged(tmp_path: Path) -> None:
+    _two_ranks(tmp_path)
+
+    result = run("report", str(tmp_path))
+
+    assert 0 == result.returncode, result.stderr
+    assert "warning" not in result.stdout
+
+
 def test_flagged_seconds_are_left_out_of_the_statistics(tmp_path: Path) -> None:
     record(tmp_path, "s", [1.0, 3.0, 2.0])
     edit(tmp_path, lambda d: d["s"]["runs"][1].update(seconds=-5000000))
