@@ -198,15 +198,17 @@ class _Merge:
         if self.h_raw is None:
             return None
         entries = self.hardware["hardware"]
+        software = self.hardware.get("software", {})
         if not exists:
-            self.notes[HARDWARE_FILE] = f"{len(entries)} hardware entr{_y(len(entries))}"
+            self.notes[HARDWARE_FILE] = _entries(len(entries), len(software))
             return _verbatim(self.h_raw, self.hardware, dumps_hardware)
         missing = len(entries.keys() - data["hardware"].keys())
-        content = add_descriptions(data, entries, self.hardware.get("software", {}))
+        missing_software = len(software.keys() - data.get("software", {}).keys())
+        content = add_descriptions(data, entries, software)
         if content is None:
             return None
         self.merged = True
-        self.notes[HARDWARE_FILE] = f"added {missing} hardware entr{_y(missing)}"
+        self.notes[HARDWARE_FILE] = "added " + _entries(missing, missing_software)
         return content
 
     def change_timings(self, exists: bool, data: dict[str, Any]) -> str | None:
@@ -257,6 +259,15 @@ def _s(n: int) -> str:
 
 def _y(n: int) -> str:
     return "y" if n == 1 else "ies"
+
+
+def _entries(hardware: int, software: int) -> str:
+    """``2 hardware entries``, ``1 hardware entry, 1 software entry``, ``1 software entry``:
+    the software part only where there is some, the hardware part unless only software."""
+    said = [f"{hardware} hardware entr{_y(hardware)}"] if hardware or not software else []
+    if software:
+        said.append(f"{software} software entr{_y(software)}")
+    return ", ".join(said)
 
 
 def _update(dst_dir: str, name: str, parse: Parse, change: Change, timeout: float) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -101,6 +102,23 @@ def test_hardware_entries_are_united(tmp_path: Path) -> None:
 
     expected = set(load_hardware(source).hardware) | {hardware_id(other)}
     assert expected == set(load_hardware(target).hardware)
+
+
+def test_what_it_says_counts_software_entries_too(tmp_path: Path) -> None:
+    source = old_export(tmp_path, "classic_3", "ippo", [1.0])
+    copied = migrate(tmp_path)
+    # the same source into a destination whose hardware sidecar lacks the software
+    target = tmp_path / "pursuit" / "classic_4" / "ippo"
+    target.mkdir(parents=True)
+    stored = json.loads((source / "timings_hardware.json").read_text())
+    del stored["software"]
+    (target / "timings_hardware.json").write_text(json.dumps(stored))
+    shutil.copytree(source, tmp_path / "pursuit" / "classic_4" / "algorithms" / "ippo")
+
+    merged = migrate(tmp_path)
+
+    assert "timings_hardware.json: 1 hardware entry, 1 software entry)" in copied.stdout
+    assert "timings_hardware.json: added 1 software entry)" in merged.stdout
 
 
 def test_every_hardware_id_in_the_merged_timings_resolves(tmp_path: Path) -> None:
