@@ -198,7 +198,7 @@ def apply_run(
     append = policy == "sequential" and run_idx not in (None, 0) and existing is not None
     if append:
         # In place, and the total continued rather than recomputed: for a file of many
-        # runs the encoder then reuses the text of the earlier runs (see sidecar.py).
+        # runs the encoder then reuses the text of the earlier runs (see encode.py).
         assert existing is not None
         start = existing["total_seconds"] if trusted_total else add_seconds(0.0, old_runs)
         total = add_seconds(start, [run])

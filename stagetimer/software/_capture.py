@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 
 from stagetimer.software._git import GIT_TIMEOUT, start_git
@@ -30,10 +31,20 @@ def _launched_module(path: str) -> str | None:
     ``path`` is no such launcher (a launcher lives in the environment's ``bin/``, outside
     the program's work tree; the module it imports is the program's code)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
+        # Without blocking, and a regular file only: a program read from a pipe
+        # (``python /dev/stdin``, ``python <(...)``) names one whose writer may still
+        # be open, and a capture never waits.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # The launcher's own line, which a program's script does not hold: it strips the
     # suffix of Windows launchers from sys.argv[0].
     if not head.startswith(b"#!") or _LAUNCHER_MARK not in head:

@@ -340,6 +340,33 @@ def test_a_script_importing_its_main_from_a_package_is_still_described_by_its_ow
     )
 
 
+def test_a_program_run_from_a_fifo_is_captured_without_waiting_on_it(tmp_path: Path) -> None:
+    # python FIFO: __main__.__file__ names a named pipe. Opening it again to see whether
+    # it is a console-script launcher would wait for a writer that never comes.
+    import json
+    import threading
+
+    repo = make_repo(tmp_path / "repo")
+    fifo = tmp_path / "program"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "w") as f:  # returns once python opens the FIFO to read
+            f.write(SCRIPT)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    done = subprocess.run(
+        [sys.executable, str(fifo)], cwd=repo, capture_output=True, text=True, timeout=60,
+        check=False,
+    )
+    feeder.join(10)
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (None, True) == (result["commit"], result["where"].endswith("__main__.__file__"))
+
+
 def test_python_c_describes_the_working_directory(tmp_path: Path) -> None:
     import json
 
