@@ -282,7 +282,7 @@ def _two_ranks(directory: Path) -> None:
     record(directory, "s", [0.5, 0.7, 0.5])
 
     def ranked(data: dict[str, Any]) -> None:
-        for run, (run_idx, rank) in zip(data["s"]["runs"], ((0, 0), (0, 1), (1, 0))):
+        for run, (run_idx, rank) in zip(data["s"]["runs"], ((0, 0), (0, 1), (1, 0)), strict=True):
             run.update(run_idx=run_idx, rank=rank, world_size=2)
 
     edit(directory, ranked)
