@@ -45,6 +45,18 @@ def _paths(command: argparse.ArgumentParser) -> None:
                          help="an artifact directory or any folder above some")
 
 
+_LATEX_HELP = "LaTeX, booktabs rules (\\usepackage{booktabs})"
+
+
+def _formats(command: argparse.ArgumentParser, **helps: str) -> None:
+    """One option per output format (``--markdown``, ``--latex``...), at most one given;
+    each stores its name in ``format``."""
+    form = command.add_mutually_exclusive_group()
+    for name, words in helps.items():
+        form.add_argument(f"--{name}", dest="format", action="store_const", const=name,
+                          help=words)
+
+
 def _report(commands: _Commands) -> None:
     command = commands.add_parser(
         "report",
@@ -77,14 +89,11 @@ def _table(commands: _Commands) -> None:
         "Reads only.",
     )
     _paths(command)
-    form = command.add_mutually_exclusive_group()
-    form.add_argument("--markdown", dest="format", action="store_const", const="markdown",
-                      help="GitHub Markdown (the default)")
-    form.add_argument("--latex", dest="format", action="store_const", const="latex",
-                      help="LaTeX, booktabs rules (\\usepackage{booktabs})")
-    form.add_argument("--csv", dest="format", action="store_const", const="csv",
-                      help="CSV of raw seconds: <stage>_mean_seconds, "
-                      "<stage>_stdev_seconds, <stage>_runs per stage")
+    _formats(
+        command, markdown="GitHub Markdown (the default)", latex=_LATEX_HELP,
+        csv="CSV of raw seconds: <stage>_mean_seconds, <stage>_stdev_seconds, <stage>_runs "
+        "per stage",
+    )
     command.add_argument("--median", action="store_true",
                          help="the median and the quartiles instead of mean and sd")
     command.add_argument("--levels", type=_names, metavar="NAME,NAME,...",
@@ -235,11 +244,5 @@ def _compute(commands: _Commands) -> None:
         "to paste into a paper. Reads only.",
     )
     _paths(command)
-    form = command.add_mutually_exclusive_group()
-    form.add_argument("--markdown", dest="format", action="store_const", const="markdown",
-                      help="GitHub Markdown")
-    form.add_argument("--latex", dest="format", action="store_const", const="latex",
-                      help="LaTeX, booktabs rules (\\usepackage{booktabs})")
-    form.add_argument("--json", dest="format", action="store_const", const="json",
-                      help="JSON")
+    _formats(command, markdown="GitHub Markdown", latex=_LATEX_HELP, json="JSON")
     command.set_defaults(run=compute.run, parser=command, format="text")
