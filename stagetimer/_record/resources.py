@@ -30,18 +30,19 @@ child) and costs that stage the probe.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import resource
 from collections.abc import Mapping
 from typing import Any
+
+from stagetimer._store.openflags import CLOEXEC
 
 __all__ = ["Probe", "discard", "finish", "probe", "start", "use"]
 
 _getrusage = resource.getrusage
 _SELF = resource.RUSAGE_SELF
 _CHILDREN = resource.RUSAGE_CHILDREN
-_OPEN_FLAGS = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS = os.O_RDWR | CLOEXEC
 
 
 class Probe:
@@ -80,11 +81,12 @@ def _vmhwm_kib() -> int | None:
 
 
 def _open_energy(environ: Mapping[str, str], nvml: Any) -> tuple[Any, list[Any] | None]:
+    from stagetimer.hardware._nvml import load as load_nvml
     from stagetimer.hardware._resources import energy_handles
 
     if nvml is None:
         try:
-            nvml = importlib.import_module("pynvml")
+            nvml = load_nvml()
         except ImportError:
             return None, None
     try:

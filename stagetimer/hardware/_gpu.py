@@ -8,13 +8,13 @@ in ``sources``. Names follow ``pynvml.py`` of the ``nvidia-ml-py`` package.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from stagetimer.hardware._model import GpuInfo
+from stagetimer.hardware._nvml import load as load_nvml
 
 __all__ = ["peak_bandwidth", "probe_gpus", "select_visible"]
 
@@ -245,7 +245,7 @@ def probe_gpus(
     if nvml is None:
         try:
             # Imported here, never at import time: loading NVML is the slow part of a capture.
-            nvml = importlib.import_module("pynvml")
+            nvml = load_nvml()
         except ImportError:
             return _none("pynvml (nvidia-ml-py) is not installed")
     reader = _Reader(nvml)

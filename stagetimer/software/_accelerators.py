@@ -11,8 +11,9 @@ The NVIDIA driver: where the program itself has NVML initialised, ``pynvml``'s
 CUDA refuse a mismatch: "Driver/library version mismatch"). Initialising NVML just for
 this would cost tens to hundreds of milliseconds on a node with several GPUs and
 open every device; reading the file costs a few microseconds. The driver is recorded
-only when a GPU library is loaded (torch built with CUDA, or ``pynvml``), so that two
-CPU-only runs on nodes with different drivers do not differ.
+only when a GPU library is loaded (torch built with CUDA, or ``pynvml`` imported by the
+program: not stagetimer's own import of it, ``hardware._nvml``), so that two CPU-only
+runs on nodes with different drivers do not differ.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 import sys
 from typing import Any
 
+from stagetimer.hardware import _nvml as nvml
 from stagetimer.hardware._files import read_or_reason
 
 __all__ = ["loaded_accelerators"]
@@ -86,7 +88,7 @@ def _ask(
 
 
 def _driver_from_nvml() -> str | None:
-    pynvml: Any = sys.modules.get("pynvml")
+    pynvml: Any = sys.modules.get(nvml.MODULE) if nvml.program_loaded() else None
     if pynvml is None:
         return None
     try:
@@ -113,7 +115,7 @@ def loaded_accelerators(root: str = "/") -> tuple[dict[str, str], dict[str, str]
     """``({library: version}, {"accelerators.<library>": source})`` of loaded libraries."""
     found: dict[str, str] = {}
     sources: dict[str, str] = {}
-    uses_nvidia = _torch(found, sources) or "pynvml" in sys.modules
+    uses_nvidia = _torch(found, sources) or nvml.program_loaded()
     if uses_nvidia:
         driver = _driver_from_nvml()
         if driver is not None:

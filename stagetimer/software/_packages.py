@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
+from stagetimer.hardware import _nvml as nvml
 from stagetimer.hardware._files import read_text
 
 __all__ = ["imported_packages", "imported_top_level", "provides", "record_top_level"]
@@ -39,6 +40,8 @@ def imported_top_level() -> set[str]:
     names = {name.partition(".")[0] for name, module in list(sys.modules.items()) if module}
     names.discard("__main__")
     names.discard("__mp_main__")
+    if not nvml.program_loaded():
+        names.discard(nvml.MODULE)  # stagetimer's own import of it is not the program's
     return names - _NOT_DISTRIBUTED
 
 

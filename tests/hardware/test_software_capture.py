@@ -96,6 +96,38 @@ def test_capturing_imports_no_module_beyond_the_standard_library(tmp_path: Path)
     assert {"third_party": [], "pynvml": False, "torch": False} == result
 
 
+STAGE_THEN_SAVE = """
+import json, sys
+from stagetimer import Recorder, load_hardware, stage
+if sys.argv[2] == "program-imports-pynvml":
+    import pynvml
+with stage("train", recorder=Recorder(sys.argv[1])):  # its counters import pynvml
+    pass
+[software] = load_hardware(sys.argv[1]).software.values()
+print(json.dumps({"pynvml loaded": "pynvml" in sys.modules,
+                  "nvidia-ml-py": "nvidia-ml-py" in software.packages,
+                  "driver looked up": "accelerators.nvidia_driver" in software.sources}))
+"""
+
+
+@pytest.mark.parametrize("program", ["program-imports-pynvml", "cpu-only"])
+def test_stagetimer_s_own_import_of_pynvml_is_not_the_program_s(
+    tmp_path: Path, program: str
+) -> None:
+    # The energy counters import pynvml at the first stage; the software description,
+    # made at the first save, must still say what the program itself loaded.
+    pytest.importorskip("pynvml")
+
+    result = run_child(STAGE_THEN_SAVE, str(tmp_path / "art"), program, cwd=tmp_path)
+
+    own = program == "program-imports-pynvml"
+    assert {
+        "pynvml loaded": True,
+        "nvidia-ml-py": own,
+        "driver looked up": own,
+    } == result
+
+
 IMPORT_DOES_NOT_CAPTURE = """
 import json, sys
 import attrs  # on 3.10 its ``platform`` import brings ``subprocess``: not stagetimer's doing
