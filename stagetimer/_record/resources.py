@@ -153,11 +153,13 @@ def start() -> tuple[Any, ...]:
             found.peak_path = None
     energy = _energy_mj(found) if found.energy is not None else None
     children = _getrusage(_CHILDREN)
-    hwm = None if found.mirror else _vmhwm_kib()
+    # The high-water mark only where the cgroup's peak is not read (finish() reads one
+    # of the two): /proc/self/status costs about 20 µs a stage.
+    hwm = None if found.mirror or fd is not None else _vmhwm_kib()
     # The process's CPU time last here and first in finish(): its window is the clock's
     # (perf_counter is read right after and right before), give or take one call.
     mine = _getrusage(_SELF)
-    if found.mirror:
+    if found.mirror and fd is None:
         hwm = mine.ru_maxrss
     return (
         found, mine.ru_utime + mine.ru_stime, children.ru_utime + children.ru_stime,
