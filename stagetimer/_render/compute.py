@@ -8,7 +8,6 @@ LaTeX, for TeX.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from stagetimer._analysis.compute import (
@@ -22,21 +21,15 @@ from stagetimer._analysis.compute import (
 from stagetimer._analysis.report import ArtifactReport
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
+from stagetimer._render.json_text import indented_json
 from stagetimer._render.latex_text import latex_text
 from stagetimer._render.markdown_text import markdown_text
 from stagetimer.hardware import format_bytes
-from stagetimer.hardware._units import significant
+from stagetimer.hardware._units import format_energy, significant
 
 __all__ = ["render_compute", "sentence", "use_line", "used_lines", "used_side_by_side"]
 
 _HEADER = ("stages", "runs", "wall time", "GPU-hours", "CPU core-hours", "GPU energy")
-def _joules(value: float) -> str:
-    for unit, size in (("MJ", 1e6), ("kJ", 1e3)):
-        if value >= size:
-            return f"{significant(value / size)} {unit}"
-    return f"{significant(value)} J"
-
-
 def use_line(use: StageUse) -> str:
     """``ippo_train: CPU use 1.85 (CPU time / wall time), children 12.3 s CPU, peak
     14.2 GiB of 16 GiB, GPU energy 312 kJ`` (the report's "used:" block)."""
@@ -51,7 +44,7 @@ def use_line(use: StageUse) -> str:
         )
         parts.append(f"peak {format_bytes(use.peak_bytes)} {limit}")
     if use.energy_joules is not None:
-        energy = f"GPU energy {_joules(use.energy_joules)}"
+        energy = f"GPU energy {format_energy(use.energy_joules)}"
         if use.energy_runs < use.runs:
             energy += f" ({use.energy_runs} of {use.runs} runs)"
         parts.append(energy)
@@ -70,7 +63,7 @@ _SIDE_FIGURES = (
     ("cpu_use", "CPU use", significant),
     ("children_cpu_seconds_mean", "children CPU per run", format_duration),
     ("memory_peak_bytes_max", "peak", format_bytes),
-    ("gpu_energy_joules_mean", "GPU energy per run", _joules),
+    ("gpu_energy_joules_mean", "GPU energy per run", format_energy),
 )
 
 
@@ -215,7 +208,7 @@ def render_compute(statement: ComputeStatement, form: str = "text") -> str:
     if form == "json":
         data = statement.to_dict()
         data["sentence"] = sentence(statement)
-        return json.dumps(data, indent=2, allow_nan=False) + "\n"
+        return indented_json(data)
     paste = sentence(statement)
     notes = _left_out(statement)
     if form == "markdown":
@@ -225,3 +218,4 @@ def render_compute(statement: ComputeStatement, form: str = "text") -> str:
     else:
         lines = [*_text(statement), *notes, "", "To paste:", paste]
     return "\n".join(map(escape_text, lines)) + "\n"
+

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from stagetimer._analysis.doctor import DirectoryReport
-from stagetimer._escape import escape_json_text, escape_text
+from stagetimer._escape import escape_text
+from stagetimer._render.json_text import indented_json
 from stagetimer.hardware import format_bytes
 
 __all__ = ["render_doctor_json", "render_doctor_text"]
@@ -43,6 +43,4 @@ def render_doctor_text(reports: Sequence[DirectoryReport]) -> str:
 
 def render_doctor_json(reports: Sequence[DirectoryReport]) -> str:
     """``{"directories": [report.to_dict(), ...]}``, indented, terminal-safe."""
-    text = json.dumps({"directories": [r.to_dict() for r in reports]}, indent=2,
-                      ensure_ascii=False)
-    return escape_json_text(text) + "\n"
+    return indented_json({"directories": [r.to_dict() for r in reports]})

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from typing import Any
 
 from stagetimer._escape import escape_json_text
 
-__all__ = ["json_escaped", "strict", "strict_json"]
+__all__ = ["indented_json", "json_escaped", "strict", "strict_json"]
 
 _INF = math.inf
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -52,3 +53,12 @@ def strict_json(layout: Callable[[Any, int], str], value: Any) -> str:
     except ValueError:  # "Out of range float values are not JSON compliant"
         text = layout(strict(value), 0)
     return json_escaped(text) + "\n"
+
+
+def _indented(value: Any, level: int) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def indented_json(value: Any) -> str:
+    """``value`` as indented strict JSON text any stream encodes (``strict_json``)."""
+    return strict_json(_indented, value)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from stagetimer._analysis.report import ArtifactReport
 from stagetimer._analysis.rows import job_id
-from stagetimer._render.json_text import strict_json
+from stagetimer._render.json_text import indented_json
 from stagetimer._store.records import RunTiming
 
 __all__ = ["render_json", "report_dict"]
@@ -93,8 +92,4 @@ def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
 
 def render_json(reports: Sequence[ArtifactReport]) -> str:
     """``report_dict`` as indented, strict JSON text (no NaN, no raw control characters)."""
-    return strict_json(_indented, report_dict(reports))
-
-
-def _indented(value: object, level: int) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    return indented_json(report_dict(reports))

@@ -159,6 +159,21 @@ def test_the_command_prints_text_and_json_and_exits_1_for_a_missing_dir_or_bad_s
     assert "saves never overwrite it" in capsys.readouterr().out
 
 
+def test_json_of_a_directory_named_in_bytes_that_are_not_utf8_is_encodable(
+    tmp_path: Path,
+) -> None:
+    from helpers.cli import run_cli  # a UTF-8 stream that refuses what it cannot encode
+
+    odd = tmp_path / os.fsdecode(b"caf\xe9\x1b[2J")
+    odd.mkdir()
+
+    result = run_cli("doctor", "--json", odd)
+
+    assert (0, "") == (result.returncode, result.stderr)
+    assert [str(odd)] == [d["path"] for d in json.loads(result.stdout)["directories"]]
+    assert "\x1b" not in result.stdout  # no raw terminal control
+
+
 def test_a_directory_not_yet_made_says_where_the_first_save_creates_it(tmp_path: Path) -> None:
     report = doctor(tmp_path / "a" / "b")
     assert not report.exists

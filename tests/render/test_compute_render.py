@@ -76,6 +76,23 @@ def test_text_says_which_core_hours_are_estimates(
     assert "1 run(s) left out: hardware not described" in text
 
 
+def test_finite_durations_whose_sum_overflows_give_json_and_a_short_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each stage may hold 1e308 s; their sum is past the largest float.
+    from stagetimer import Recorder, record_timing
+
+    rec = Recorder(tmp_path / "art")
+    record_timing("train", 1e308, run_idx=0, recorder=rec)
+    record_timing("evaluate", 1e308, run_idx=0, recorder=rec)
+
+    [machine] = json.loads(compute(capsys, "--json", str(tmp_path)))["hardware"]
+    text = compute(capsys, str(tmp_path))
+
+    assert None is machine["total"]["wall_seconds"]  # inf: not JSON
+    assert max(map(len, re.findall(r"\d+", text))) < 20, text  # no 300-digit number
+
+
 def test_a_missing_path_is_status_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compute", str(tmp_path / "nowhere")]) == 1
     assert "nowhere" in capsys.readouterr().err
