@@ -36,7 +36,7 @@ from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
 from stagetimer._analysis.wall_span import wall_span
 from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX
-from stagetimer._store.rules import is_stage
+from stagetimer._store.rules import is_stage, valid_durations
 from stagetimer.hardware import Hardware, hardware_differences
 from stagetimer.software import Software
 
@@ -62,13 +62,27 @@ def _expected_runs(stage: dict[str, Any]) -> int | None:
     return None
 
 
-def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str]]:
+def _stage_stats(
+    name: str, stage: dict[str, Any], stored: dict[str, Any]
+) -> tuple[StageStats, list[str]]:
+    """``stage``'s statistics (``by_seed``'s view of ``stored``: a seed once) and the
+    warnings for ``stored``: what no writer stores is looked for in every rank's run,
+    against the stored total."""
     # Ten thousand stages in a suite: each field is gathered in C (map over dict.get), and
     # the statistics are moments' (summarise's arithmetic without its Summary object).
     runs = stage["runs"]
     seconds = raw_seconds(stage)
-    indices = list(map(_get, runs, _RUN_IDX))
-    flags, kept, total = value_flags(name, stage, seconds, indices)
+    if stage is stored:  # the usual stage: no ranks
+        flags, kept, total = value_flags(name, stage, seconds, list(map(_get, runs, _RUN_IDX)))
+        flagged = len(seconds) - len(kept)
+    else:
+        every = raw_seconds(stored)
+        flags, every_kept, _ = value_flags(
+            name, stored, every, list(map(_get, stored["runs"], _RUN_IDX))
+        )
+        flagged = len(every) - len(every_kept)
+        kept = valid_durations(seconds)
+        total = sum(kept, 0.0)
     mean = median = stdev = low = high = None
     if kept:
         mean, median, stdev, ordered = moments(kept, total)
@@ -79,19 +93,11 @@ def _stage_stats(name: str, stage: dict[str, Any]) -> tuple[StageStats, list[str
         starts = [t for t in starts if t is not None]
     stats = StageStats(
         name, len(runs), total, mean, median, stdev, low, high, distinct_ids(runs, "hardware_id"),
-        tuple(seconds), ids.count(None), len(runs) - len(kept), _expected_runs(stage),
+        tuple(seconds), ids.count(None), flagged, _expected_runs(stage),
         min(starts) if starts else None, max(starts) if starts else None,
         software_ids=distinct_ids(runs, "software_id"),
     )
     return stats, flags
-
-
-def _stored_flags(name: str, stored: dict[str, Any]) -> tuple[list[str], int]:
-    """The warnings for a stage's runs as stored (every rank's), and how many runs hold a
-    value no writer stores."""
-    seconds = raw_seconds(stored)
-    flags, kept, _ = value_flags(name, stored, seconds, list(map(_get, stored["runs"], _RUN_IDX)))
-    return flags, len(seconds) - len(kept)
 
 
 @attrs.frozen
@@ -119,12 +125,7 @@ def _analyse(artifact: Artifact, caches: _Caches) -> ArtifactReport:
     for name, stored in raw_stages(data):
         # A seed of a distributed launch counts once, as its slowest rank.
         stage, spread = by_seed(stored)
-        stats, flags = _stage_stats(name, stage)
-        if stage is not stored:
-            # The statistics count each seed once, but what no writer stores is looked
-            # for in every rank's run, and the stored total is the sum of all of them.
-            flags, flagged = _stored_flags(name, stored)
-            stats = attrs.evolve(stats, flagged_runs=flagged)
+        stats, flags = _stage_stats(name, stage, stored)
         if spread is not None:
             stats = attrs.evolve(stats, rank_spread=spread)
         stages.append(stats)
