@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer._errors import InvalidRecordError, LockTimeoutError
+from stagetimer._errors import InvalidRecordError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, takes_expected_runs
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending, descriptions
@@ -61,11 +61,6 @@ __all__ = [
     "Saver",
     "SaverSettings",
 ]
-
-
-def _left(deadline: float) -> float:
-    """The seconds left before the monotonic ``deadline`` (infinite for an infinite one)."""
-    return max(0.0, deadline - time.monotonic())
 
 
 @attrs.frozen
@@ -290,12 +285,8 @@ class Saver:
         records = list(self.pending)
         for pending in records:
             pending.resolve()
-        try:
-            self._save_hardware(*descriptions(records), deadline)
-            return self._write_timings(records, deadline)
-        except LockTimeoutError as exc:
-            # Said against the budget the caller set, not what was left of it.
-            raise LockTimeoutError(exc.path, s.lock_timeout) from None
+        self._save_hardware(*descriptions(records), deadline)
+        return self._write_timings(records, deadline)
 
     def _write_timings(self, records: list[Pending], deadline: float) -> _Written:
         """Apply ``records`` to ``timings.json`` under its lock, before ``deadline``."""
@@ -322,8 +313,8 @@ class Saver:
         self._inflight = _InFlight(attempt, records, truncate)
         path = s.timings_path
         update_file(
-            path, parse_timings, change, _left(deadline), self._cache, attempt,
-            path not in self._swept,
+            path, parse_timings, change, s.lock_timeout, self._cache, attempt,
+            path not in self._swept, deadline,
         )
         self._swept.add(path)
         # Written, or nothing needed writing (every record refused or already stored).
@@ -376,7 +367,10 @@ class Saver:
         def change(data: dict[str, Any]) -> str | None:
             return add_descriptions(data, needed, software)
 
-        update_file(path, parse_hardware, change, _left(deadline), sweep=path not in self._swept)
+        update_file(
+            path, parse_hardware, change, self.settings.lock_timeout,
+            sweep=path not in self._swept, deadline=deadline,
+        )
         self._swept.add(path)
         st = os.stat(path)
         self._hardware_stat = (st.st_ino, st.st_size, st.st_mtime_ns)

@@ -171,11 +171,13 @@ def _open_once(lock_path: str) -> int:
 
 
 def acquire(
-    lock_path: str, timeout: float, sidecar: str | None = None
+    lock_path: str, timeout: float, sidecar: str | None = None, deadline: float | None = None
 ) -> claims.Claim | claims.NoClaim | None:
     """Hold the advisory lock ``lock_path`` for this thread; wait at most ``timeout`` s.
 
-    ``timeout`` may be ``math.inf`` (wait as long as it takes). With ``sidecar``, the
+    ``timeout`` may be ``math.inf`` (wait as long as it takes); a monotonic ``deadline``
+    given instead bounds the wait (a save's budget shared by its two files), and
+    ``timeout`` is then what a ``LockTimeoutError`` names. With ``sidecar``, the
     cross-client claim of that file is taken too where its directory needs one
     (``claim_policy.needed``), after the flock (so the writers of one client contend for
     the claim one at a time, and the directory exists) and within the same deadline; the
@@ -186,7 +188,8 @@ def acquire(
     """
     lock_descriptor = _api()[0]
     me = threading.get_ident()
-    deadline = math.inf if timeout == math.inf else time.monotonic() + timeout
+    if deadline is None:
+        deadline = math.inf if timeout == math.inf else time.monotonic() + timeout
     gate = _gate(lock_path)
     delay = claims.POLL_FIRST
     while True:

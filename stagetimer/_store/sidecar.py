@@ -54,15 +54,16 @@ class locked:  # lower case: used like a function, ``with locked(path, timeout):
     finaliser (where Python only prints it).
     """
 
-    __slots__ = ("lock_path", "path", "timeout")
+    __slots__ = ("deadline", "lock_path", "path", "timeout")
 
-    def __init__(self, path: str, timeout: float) -> None:
+    def __init__(self, path: str, timeout: float, deadline: float | None = None) -> None:
         self.path = path
         self.lock_path = path + ".lock"
         self.timeout = timeout
+        self.deadline = deadline
 
     def __enter__(self) -> Claim | NoClaim:
-        claim = acquire(self.lock_path, self.timeout, self.path)
+        claim = acquire(self.lock_path, self.timeout, self.path, self.deadline)
         assert claim is not None
         return claim
 
@@ -271,6 +272,7 @@ def update_file(
     cache: TimingsCache | None = None,
     attempt: Attempt | None = None,
     sweep: bool = True,
+    deadline: float | None = None,
 ) -> None:
     """One save: under the lock, parse the file, let ``change`` edit it and write the result.
 
@@ -278,9 +280,10 @@ def update_file(
     ``cache``, bytes this writer wrote itself are not parsed again. ``attempt`` records
     whether the file was replaced, for a caller that an interrupt may reach. ``sweep``:
     clear what killed writers left (a recorder does at its first save of each file, and
-    after an interrupted save of this process).
+    after an interrupted save of this process). ``deadline`` (monotonic), when given,
+    bounds the wait for the lock instead of ``timeout``, which the error then names.
     """
-    with locked(path, timeout) as claim:
+    with locked(path, timeout, deadline) as claim:
         if sweep or path in _unclean:
             clear_leftovers(path)
         data, mode = _read_settled(path, parse, cache)
