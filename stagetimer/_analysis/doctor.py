@@ -23,10 +23,11 @@ from stagetimer._store import claim_policy
 from stagetimer._store.claims import CLAIM_SUFFIX, read_claim, stale_after, this_machine
 from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._store.rescue import rescue_files
+from stagetimer.hardware._files import read_text
 from stagetimer.hardware._mounts import (
     Mount,
+    find_mount,
     lock_verdict,
-    mount_of,
     parse_etab,
     parse_mountinfo,
 )
@@ -187,11 +188,11 @@ def _sidecars(directory: str, out: list[Finding]) -> None:
         ))
 
 
-def _protocol(where: str, mountinfo: str, etab: str, out: list[Finding]) -> tuple[str, str]:
-    """What a save into ``where`` would hold now, and why (see ``claim_policy``)."""
-    take, why = claim_policy.decide(
-        os.path.realpath(where), parse_mountinfo(mountinfo), parse_etab(etab)
-    )
+def _protocol(
+    resolved: str, mounts: list[Mount], etab: str, out: list[Finding]
+) -> tuple[str, str]:
+    """What a save into ``resolved`` would hold now, and why (see ``claim_policy``)."""
+    take, why = claim_policy.decide(resolved, mounts, parse_etab(etab))
     env = claim_policy.CLAIM_ENV
     try:
         setting = claim_policy.setting()
@@ -215,14 +216,8 @@ def doctor(directory: str | os.PathLike[str]) -> DirectoryReport:
     ``stagetimer.doctor("exports").locks_across_clients`` is ``"no"`` on an NFS mount
     with ``local_lock=all``, where saves still stay exact through their claim files.
     """
-    texts = []
-    for name in (claim_policy.MOUNTINFO, claim_policy.ETAB):
-        try:
-            with open(name, encoding="utf-8", errors="replace") as f:
-                texts.append(f.read())
-        except OSError:
-            texts.append("")
-    return examine(directory, *texts)
+    return examine(directory, read_text("/", claim_policy.MOUNTINFO) or "",
+                   read_text("/", claim_policy.ETAB) or "")
 
 
 def examine(
@@ -233,13 +228,15 @@ def examine(
     path = os.path.abspath(os.fspath(directory))
     exists = os.path.isdir(path)
     where = path if exists else _existing(path)
-    mount = mount_of(where, mountinfo)
+    resolved = os.path.realpath(where)
+    mounts = parse_mountinfo(mountinfo)
+    mount = find_mount(resolved, mounts)
     verdict, reason = lock_verdict(mount)
     findings: list[Finding] = []
     if not exists:
         _add(findings, "missing", "note",
              f"does not exist yet: the first save creates it under {where}")
-    protocol, protocol_reason = _protocol(where, mountinfo, etab, findings)
+    protocol, protocol_reason = _protocol(resolved, mounts, etab, findings)
     _permissions(where, mount, findings)
     free = _space(where, findings)
     if exists:

@@ -26,6 +26,7 @@ import os
 from typing import TYPE_CHECKING
 
 from stagetimer._errors import InvalidSettingError
+from stagetimer.hardware._files import read_text
 
 if TYPE_CHECKING:
     from stagetimer.hardware._mounts import Mount
@@ -79,19 +80,11 @@ def setting() -> str:
     return value
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""  # no NFS server here (or no /proc): nothing to see
-
-
 def read_exports() -> list[str]:
     """The paths this host's NFS server exports now (none when there is no server)."""
     from stagetimer.hardware._mounts import parse_etab
 
-    return parse_etab(_read(ETAB))
+    return parse_etab(read_text("/", ETAB) or "")  # no NFS server: no table
 
 
 def decide(directory: str, mounts: list[Mount], exports: list[str]) -> tuple[bool, str]:
@@ -136,7 +129,7 @@ def needed(directory: str) -> tuple[bool, str]:
     if found is None:
         from stagetimer.hardware._mounts import parse_mountinfo
 
-        found = decide(os.path.realpath(key), parse_mountinfo(_read(MOUNTINFO)),
+        found = decide(os.path.realpath(key), parse_mountinfo(read_text("/", MOUNTINFO) or ""),
                        read_exports())
         _decided[key] = found
     return found
