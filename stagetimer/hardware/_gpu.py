@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from stagetimer.hardware._model import GpuInfo
 from stagetimer.hardware._nvml import load as load_nvml
 
-__all__ = ["peak_bandwidth", "probe_gpus", "select_visible"]
+__all__ = ["Reader", "Visible", "peak_bandwidth", "probe_gpus", "select_visible", "visible"]
 
 _log = logging.getLogger("stagetimer")
 
@@ -126,7 +126,7 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-class _Reader:
+class Reader:
     """Calls one NVML function at a time, turning NVML errors into a reason."""
 
     def __init__(self, nvml: Any) -> None:
@@ -141,7 +141,7 @@ class _Reader:
 
 
 def _describe(
-    reader: _Reader, index: int, handle: Any, uuid: str | None, entry: str, slot: int
+    reader: Reader, index: int, handle: Any, uuid: str | None, entry: str, slot: int
 ) -> tuple[GpuInfo, dict[str, str]]:
     key = f"gpus[{slot}]"
     sources = {
@@ -183,12 +183,26 @@ def _describe(
     return info, sources
 
 
-def _enumerate(
-    reader: _Reader, environ: Mapping[str, str]
-) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
+class Visible(NamedTuple):
+    """The GPUs NVML lists and the ones ``CUDA_VISIBLE_DEVICES`` selects among them."""
+
+    listed: int
+    handles: list[Any]  # by NVML index; None where nvmlDeviceGetHandleByIndex failed
+    uuids: list[str | None]
+    chosen: list[tuple[int, str]]  # (NVML index, its CUDA_VISIBLE_DEVICES entry)
+    note: str
+
+    def chosen_handles(self) -> list[Any]:
+        """The handles of the selected GPUs (None where NVML gave none)."""
+        return [self.handles[i] for i, _ in self.chosen]
+
+
+def visible(reader: Reader, environ: Mapping[str, str]) -> Visible | str:
+    """The GPUs visible to the process (one enumeration, one selection rule for the GPU
+    probe and the energy counters alike), or why NVML cannot count them."""
     count, where = reader.call("nvmlDeviceGetCount")
     if count is None:
-        return (), f"NVML cannot count GPUs: {where}", {}
+        return f"NVML cannot count GPUs: {where}"
     handles: list[Any] = []
     uuids: list[str | None] = []
     for i in range(int(count)):
@@ -209,6 +223,17 @@ def _enumerate(
         return reader.call("nvmlDeviceGetHandleByUUID", entry)[0] is not None
 
     chosen, note = select_visible(environ.get("CUDA_VISIBLE_DEVICES"), uuids, mig_exists)
+    return Visible(int(count), handles, uuids, chosen, note)
+
+
+def _enumerate(
+    reader: Reader, environ: Mapping[str, str]
+) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str], list[Any]]:
+    """The visible GPUs described, why there are none, their sources, and their handles."""
+    found = visible(reader, environ)
+    if isinstance(found, str):
+        return (), found, {}, []
+    count, handles, uuids, chosen, note = found
     gpus: list[GpuInfo] = []
     sources: dict[str, str] = {}
     lost: list[str] = []
@@ -230,9 +255,9 @@ def _enumerate(
             "; ordinals taken as NVML indices, which CUDA's FASTEST_FIRST order may not match"
         )
     if not gpus:
-        return (), ("NVML reports no GPU" if not count else f"no GPU selected: {note}"), {}
+        return (), ("NVML reports no GPU" if not count else f"no GPU selected: {note}"), {}, []
     sources["gpus"] = summary
-    return tuple(gpus), None, sources
+    return tuple(gpus), None, sources, found.chosen_handles()
 
 
 def probe_gpus(
@@ -248,17 +273,17 @@ def probe_gpus(
             nvml = load_nvml()
         except ImportError:
             return _none("pynvml (nvidia-ml-py) is not installed")
-    reader = _Reader(nvml)
+    reader = Reader(nvml)
     try:
         nvml.nvmlInit()
     except (reader.error, OSError) as err:  # OSError: a broken libnvidia-ml fails inside ctypes
         return _none(f"NVML unavailable: {type(err).__name__} at nvmlInit")
     try:
-        gpus, reason, sources = _enumerate(reader, environ)
+        gpus, reason, sources, handles = _enumerate(reader, environ)
         if reason is None:
-            from stagetimer.hardware._resources import energy_handles
+            from stagetimer.hardware._resources import energy_counters
 
-            sources[_ENERGY] = energy_handles(nvml, environ)[1]
+            sources[_ENERGY] = energy_counters(nvml, handles)[1]
     finally:
         try:
             nvml.nvmlShutdown()

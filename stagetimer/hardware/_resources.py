@@ -27,11 +27,13 @@ from typing import Any
 
 from stagetimer.hardware._cgroup import Cgroups, locate
 from stagetimer.hardware._files import host_path, read_text
-from stagetimer.hardware._gpu import select_visible
+from stagetimer.hardware._gpu import Reader
+from stagetimer.hardware._gpu import visible as gpu_visible
 
 __all__ = [
     "CHILDREN_SOURCE",
     "CPU_SOURCE",
+    "energy_counters",
     "energy_handles",
     "memory_peak_file",
     "resource_sources",
@@ -97,24 +99,28 @@ def _counter(nvml: Any, handle: Any) -> int | None:
 
 
 def energy_handles(nvml: Any, environ: Mapping[str, str]) -> tuple[list[Any] | None, str]:
-    """``(handles, source)`` of the visible GPUs when every one has the energy counter,
-    else ``(None, why not)``. NVML must be initialised by the caller."""
-    error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
+    """``(handles, source)`` of the visible GPUs (``_gpu.visible``: the GPU probe's
+    selection) when every one has the energy counter, else ``(None, why not)``. NVML
+    must be initialised by the caller."""
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and not visible.strip():
         return None, "no GPU visible (CUDA_VISIBLE_DEVICES is empty)"
     try:
-        count = int(nvml.nvmlDeviceGetCount())
-        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        uuids: list[str | None] = []
-        for handle in handles:
-            uuid = nvml.nvmlDeviceGetUUID(handle)
-            uuids.append(uuid.decode() if isinstance(uuid, bytes) else str(uuid))
-    except (error, OSError, ValueError) as err:  # OSError: a broken library inside ctypes
+        found = gpu_visible(Reader(nvml), environ)
+    except (OSError, ValueError) as err:  # OSError: a broken library inside ctypes
         return None, f"NVML cannot list the GPUs: {type(err).__name__}"
-    chosen = [handles[index] for index, _ in select_visible(visible, uuids)[0]]
+    if isinstance(found, str):
+        return None, found
+    return energy_counters(nvml, found.chosen_handles())
+
+
+def energy_counters(nvml: Any, chosen: list[Any]) -> tuple[list[Any] | None, str]:
+    """``(chosen, source)`` when every one of the ``chosen`` GPUs' handles has the energy
+    counter, else ``(None, why not)``."""
     if not chosen:
         return None, "no GPU visible"
+    if None in chosen:
+        return None, "NVML gave no handle for a visible GPU (nvmlDeviceGetHandleByIndex failed)"
     for slot, handle in enumerate(chosen):
         if _counter(nvml, handle) is None:
             return None, (

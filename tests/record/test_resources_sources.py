@@ -170,6 +170,16 @@ def test_energy_sums_the_visible_gpus_only(tmp_path: Path) -> None:
     assert 400 * seconds * 0.95 <= joules <= 400 * (seconds + 0.05)
 
 
+def test_energy_selects_the_gpus_the_gpu_probe_selects(tmp_path: Path) -> None:
+    # An unknown MIG instance ends CUDA's list: no GPU for the probe, and no energy either
+    # (the counters once summed GPU 0 after it, by a selection rule of their own).
+    environ = {"CUDA_VISIBLE_DEVICES": "MIG-00000000-0000-0000-0000-000000000000,0"}
+
+    _, joules = energy_of_a_stage(tmp_path, two_gpus({"watts": 300.0}), environ)
+
+    assert joules is None
+
+
 @pytest.mark.parametrize(
     "second",
     [{"energy_error": NVML_ERROR_NOT_SUPPORTED}, {"watts": 0.0}],
