@@ -296,8 +296,6 @@ class Saver:
         truncate = s.completed_runs is not None and not self._resume_done
 
         def change(data: dict[str, Any]) -> bytes | None:
-            rejections.clear()
-            again.clear()
             if truncate:
                 assert s.completed_runs is not None
                 keep_completed_prefix(data, s.completed_runs)

@@ -209,12 +209,8 @@ def _fold_hardware(directory: str, folds: list[_Fold], lock_timeout: float) -> N
 def _fold_timings(directory: str, folds: list[_Fold], lock_timeout: float) -> None:
     """Put each record back into ``timings.json`` unless a run with its key is there
     (file by file: two identical records of one file are two records)."""
-    refused_before = [len(fold.refused) for fold in folds]
-
     def change(data: dict[str, Any]) -> bytes | None:
-        for fold, before in zip(folds, refused_before, strict=True):
-            fold.stored, fold.already = 0, 0
-            del fold.refused[before:]
+        for fold in folds:
             _put_back(data, fold)
         return timings_bytes(data) if any(fold.stored for fold in folds) else None
 
