@@ -339,7 +339,7 @@ def record_run(
     one path of ``Recorder.record`` and ``record_timing``. Nothing is recorded, and no
     recorder needed, while ``STAGETIMER_DISABLE`` is set; the arguments are checked even
     then."""
-    check_record(name, run_idx, label, {})
+    check_record(name, run_idx, label)
     # Checked and copied in one pass: what the caller changes later is not recorded.
     copied = None if metadata is None else (copy_metadata(check_metadata_mapping(metadata)) or None)
     checked = check_seconds(seconds)

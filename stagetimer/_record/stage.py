@@ -99,7 +99,7 @@ class Stage:
             or (run_idx is not None and (type(run_idx) is not int or not 0 <= run_idx <= _MAX))
             or ((self.label is not None or self.metadata) and not self._arguments_checked)
         ):
-            check_record(name, run_idx, self.label, {})
+            check_record(name, run_idx, self.label)
             if self.metadata and not self._arguments_checked:
                 # Checked and copied on entry, in one pass: later changes by the caller
                 # do not change the record.

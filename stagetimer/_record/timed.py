@@ -214,7 +214,7 @@ def _decorate(
     recorder: Recorder | None,
     metadata: dict[str, Any],
 ) -> TimedFunction[P, R]:
-    check_record(name, None, label, {})
+    check_record(name, None, label)
     metadata = copy_metadata(metadata)
     wrapper = _wrap(func, _stage_maker(func, name, run_idx, label, recorder, metadata))
     try:

@@ -182,15 +182,12 @@ def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {_check_key(key): _copy_value(key, value) for key, value in metadata.items()}
 
 
-def check_record(
-    name: object, run_idx: object, label: object, metadata: Mapping[str, Any]
-) -> None:
-    """All checks of a stage's arguments but its duration."""
+def check_record(name: object, run_idx: object, label: object) -> None:
+    """The checks of a stage's name, run index and label (its metadata is checked as
+    ``copy_metadata`` copies it; its duration by ``check_seconds``)."""
     check_name(name)
     check_run_idx(run_idx)
     check_label(label)
-    if metadata:
-        copy_metadata(metadata)
 
 
 def check_run(name: object, run: object) -> None:
