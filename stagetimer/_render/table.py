@@ -54,16 +54,21 @@ def _cell(summary: Summary | None, unit: Unit, median: bool, pm: str) -> str:
     return f"{unit.number(centre)} {pm} {unit.number(summary.stdev)} ({summary.runs})"
 
 
+def _same(text: str) -> str:
+    return text
+
+
 def _text_rows(
-    table: SuiteTable, name: Callable[[str], str]
+    table: SuiteTable, name: Callable[[str], str], sign: Callable[[str], str] = _same
 ) -> tuple[list[str], list[list[str]]]:
     """The header and the rows as text, each name from the files passed through ``name``
-    (the format's escape; the numbers need none)."""
+    (the format's escape) and the numbers' own signs (±, µ, the quartiles' brackets)
+    through ``sign`` (LaTeX's are not text)."""
     units = _units(table)
     header = [
         *map(name, table.label_columns),
-        *(f"{name(stage)} ({unit.name})" for stage, unit in zip(table.stages, units,
-                                                                  strict=True)),
+        *(f"{name(stage)} ({sign(unit.name)})" for stage, unit in zip(table.stages, units,
+                                                                        strict=True)),
         "total",
     ]
     rows = []
@@ -71,9 +76,9 @@ def _text_rows(
     for labels, row, total in zip(table.labels, table.cells, table.totals, strict=True):
         rows.append([
             *map(name, labels),
-            *(_cell(row.get(n), u, table.median, pm) for n, u in zip(table.stages, units,
-                                                                    strict=True)),
-            format_duration(total),
+            *(sign(_cell(row.get(n), u, table.median, pm))
+              for n, u in zip(table.stages, units, strict=True)),
+            sign(format_duration(total)),
         ])
     return header, rows
 
@@ -102,19 +107,12 @@ def _markdown(table: SuiteTable) -> str:
     return "\n".join(out) + "\n"
 
 
-def _latex_numbers(cell: str) -> str:
-    """A cell already escaped, with the cells' own signs (±, µ, the quartiles' brackets)
-    in LaTeX. A bracket is braced here too: a label may be empty and a cell lead."""
-    return cell.replace("\N{PLUS-MINUS SIGN}", r"$\pm$").replace(
-        "\N{MICRO SIGN}", r"$\mu$").replace(" [", " {[}").replace("] (", "{]} (")
-
-
 def _latex(table: SuiteTable) -> str:
-    header, rows = _text_rows(table, latex_text)
+    header, rows = _text_rows(table, latex_text, latex_text)
     labels = len(table.label_columns)
 
     def line(cells: Sequence[str]) -> str:
-        return " & ".join(map(_latex_numbers, cells)) + r" \\"
+        return " & ".join(cells) + r" \\"
 
     spec = "l" * labels + "r" * (len(header) - labels)
     out = [
