@@ -43,6 +43,7 @@ __all__ = [
     "parse_timings",
     "read_all",
     "read_bytes",
+    "read_with_stat",
     "retry_replaced",
 ]
 
@@ -153,16 +154,22 @@ def read_bytes(path: str) -> bytes | None:
 
     A read that a concurrent replace made fail is tried again (``retry_replaced``).
     """
-    return retry_replaced(lambda: _read_bytes_once(path))
+    read = read_with_stat(path)
+    return None if read is None else read[0]
 
 
-def _read_bytes_once(path: str) -> bytes | None:
+def read_with_stat(path: str) -> tuple[bytes, os.stat_result] | None:
+    """``read_bytes`` with the stat of the file the bytes came from."""
+    return retry_replaced(lambda: _read_once(path))
+
+
+def _read_once(path: str) -> tuple[bytes, os.stat_result] | None:
     opened = open_sidecar(path)
     if opened is None:
         return None
     fd, st = opened
     try:
-        return read_all(fd, st.st_size)
+        return read_all(fd, st.st_size), st
     finally:
         os.close(fd)
 

@@ -19,7 +19,7 @@ import attrs
 
 from stagetimer._errors import InvalidRecordError, SidecarCorruptError, short_repr
 from stagetimer._format import MAX_FILE_DEPTH, POLICIES
-from stagetimer._store.parse import open_sidecar, parse_json, read_all
+from stagetimer._store.parse import parse_json, read_with_stat
 from stagetimer._store.shape import hardware_problem, json_type, software_problem
 from stagetimer._store.validate import check_run
 
@@ -52,24 +52,20 @@ class RescueContent:
 
 
 def _read(path: str) -> tuple[bytes, os.stat_result]:
-    """The file's bytes and its stat, opened as a sidecar is (``parse.open_sidecar``).
+    """The file's bytes and its stat, read as a sidecar is (``parse.read_with_stat``).
 
     ``FileNotFoundError`` when it is gone (its writer saved its records and removed it
     meanwhile); any other failure to open or read it is ``SidecarCorruptError``.
     """
     try:
-        opened = open_sidecar(path)
-        if opened is None:
-            raise FileNotFoundError(errno.ENOENT, "removed meanwhile", path)
-        fd, st = opened
-        try:
-            return read_all(fd, st.st_size), st
-        finally:
-            os.close(fd)
+        read = read_with_stat(path)
     except FileNotFoundError:
         raise
     except OSError as exc:
         raise SidecarCorruptError(path, f"cannot be read ({exc.strerror})") from None
+    if read is None:
+        raise FileNotFoundError(errno.ENOENT, "removed meanwhile", path)
+    return read
 
 
 def _header(
