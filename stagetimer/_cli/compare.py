@@ -8,7 +8,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from stagetimer._cli.stderr import error
-from stagetimer._escape import escape_text
 
 if TYPE_CHECKING:
     from stagetimer._analysis.comparison import Comparison
@@ -96,10 +95,8 @@ def _slower(comparison: Comparison, percent: float) -> bool:
     for pair, stage in slower:
         error(
             "compare",
-            escape_text(
-                f"{pair.new}: stage {stage.name} is {stage.ratio:.3g}x the base's time "
-                f"(more than {percent:g} % slower; q = {stage.q_value:.3g} over "
-                f"{comparison.comparisons} comparisons)"
-            ),
+            f"{pair.new}: stage {stage.name} is {stage.ratio:.3g}x the base's time "
+            f"(more than {percent:g} % slower; q = {stage.q_value:.3g} over "
+            f"{comparison.comparisons} comparisons)",
         )
     return bool(slower)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from stagetimer._cli.stderr import error
+from stagetimer._escape import escape_text
 
 if TYPE_CHECKING:
     from stagetimer._store.migrate import Outcome
@@ -44,9 +45,13 @@ def _say(outcome: Outcome, dry_run: bool) -> None:
     """One line for one directory: on standard output if done, on standard error if not."""
     if outcome.action in _VERBS:
         verb = _VERBS[outcome.action][dry_run]
-        print(f"{verb} {outcome.source} -> {outcome.destination} ({outcome.details})")
+        print(escape_text(
+            f"{verb} {outcome.source} -> {outcome.destination} ({outcome.details})"
+        ))
     elif outcome.action == "unchanged":
-        print(f"up to date: {outcome.destination} already holds what {outcome.source} has")
+        print(escape_text(
+            f"up to date: {outcome.destination} already holds what {outcome.source} has"
+        ))
     else:
         target = f" -> {outcome.destination}" if outcome.destination else ""
         error("migrate", f"{outcome.action} {outcome.source}{target}: {outcome.details}")

@@ -63,15 +63,11 @@ def _plotter(path: str, parser: argparse.ArgumentParser) -> ModuleType | None:
 
 
 def _say_rescued(directories: list[str]) -> None:
-    from stagetimer._escape import escape_text
-
     for directory in directories:
         error(
             "report",
-            escape_text(
-                f"{directory}: holds rescue files, records a failed save kept that are not "
-                f"in timings.json yet; fold them in with: stagetimer recover {directory}"
-            ),
+            f"{directory}: holds rescue files, records a failed save kept that are not "
+            f"in timings.json yet; fold them in with: stagetimer recover {directory}",
         )
 
 

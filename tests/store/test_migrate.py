@@ -121,6 +121,16 @@ def test_what_it_says_counts_software_entries_too(tmp_path: Path) -> None:
     assert "timings_hardware.json: added 1 software entry)" in merged.stdout
 
 
+def test_names_from_the_tree_are_printed_escaped(tmp_path: Path) -> None:
+    old_export(tmp_path, "cls\x1b[2J", "ippo", [1.0])
+
+    result = migrate(tmp_path)
+
+    assert 0 == result.returncode, result.stderr
+    assert "\x1b" not in result.stdout
+    assert "copied pursuit/cls\\x1b[2J/algorithms/ippo" in result.stdout
+
+
 def test_every_hardware_id_in_the_merged_timings_resolves(tmp_path: Path) -> None:
     old_export(tmp_path, "classic_3", "ippo", [1.0])
     target = tmp_path / "pursuit" / "classic_3" / "ippo"
