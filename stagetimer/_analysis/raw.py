@@ -20,7 +20,7 @@ from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
 from stagetimer._store.records import HardwareSidecar
 from stagetimer._store.rules import is_stage
 
-__all__ = ["HardwareCache", "raw_seconds", "raw_stages", "read_data"]
+__all__ = ["HardwareCache", "raw_seconds", "raw_stages", "read_data", "stored_runs"]
 
 
 def read_data(directory: str) -> dict[str, Any]:
@@ -35,6 +35,12 @@ def raw_stages(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for key, value in data.items():
         if is_stage(value):
             yield key, value
+
+
+def stored_runs(data: dict[str, Any], name: str) -> list[Any]:
+    """The runs of stage ``name`` of a parsed ``timings.json`` (empty when it has none)."""
+    stage: Any = data.get(name)
+    return stage["runs"] if is_stage(stage) else []
 
 
 _SECONDS = operator.itemgetter("seconds")

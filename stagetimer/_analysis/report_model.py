@@ -10,10 +10,10 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.raw import stored_runs
 from stagetimer._analysis.seeds import RankSpread
 from stagetimer._analysis.tree import Artifact
 from stagetimer._store.records import RunTiming
-from stagetimer._store.rules import is_stage
 from stagetimer.hardware import Hardware
 
 __all__ = ["ArtifactReport", "LegacyRun", "StageStats"]
@@ -94,8 +94,7 @@ class ArtifactReport:
     def stored_runs(self, stage: str) -> list[Any]:
         """The runs of ``stage`` as parsed from the file (mappings, shape checked): what a
         summary over every run reads without building 100,000 run objects."""
-        value: Any = self.artifact.data.get(stage)
-        return value["runs"] if is_stage(value) else []
+        return stored_runs(self.artifact.data, stage)
 
     def runs(self, stage: str) -> tuple[RunTiming, ...]:
         """The runs of ``stage`` as ``load_timings`` gives them (built on first use)."""

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.folding import seed_times
-from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.raw import raw_seconds, raw_stages, stored_runs
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import Summary, summarise
 from stagetimer._analysis.tree import Artifact, relative_paths
@@ -34,7 +34,7 @@ from stagetimer._format import (
     can_continue,
     continued_stage,
 )
-from stagetimer._store.rules import is_stage, valid_durations
+from stagetimer._store.rules import valid_durations
 
 __all__ = ["SuiteTable", "TableRequestError", "build_table", "natural_key"]
 
@@ -117,15 +117,10 @@ def _folded(data: dict[str, Any]) -> dict[str, list[float]]:
         target = continued_stage(name) or name
         if target in samples:
             continue
-        runs = _stored_runs(data, target)
-        resumed = _stored_runs(data, target + AUTO_RESUME_SUFFIX) if can_continue(target) else []
+        runs = stored_runs(data, target)
+        resumed = stored_runs(data, target + AUTO_RESUME_SUFFIX) if can_continue(target) else []
         samples[target] = [base + more for base, more in seed_times(runs, resumed)]
     return samples
-
-
-def _stored_runs(data: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    stage: Any = data.get(name)
-    return stage["runs"] if is_stage(stage) else []
 
 
 def _stage_samples(data: dict[str, Any], fold: bool) -> dict[str, list[float]]:
