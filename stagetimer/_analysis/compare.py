@@ -153,15 +153,14 @@ def _measure_pair(
     new_runs = [_stage_runs(new_stages[name]) for name in shared]
     measured = _measure_stages(shared, (base_raw, base_stages, base_runs),
                                (new_raw, new_stages, new_runs), paired)
-    base_ids = distinct_ids(chain.from_iterable(runs for _, runs in base_runs), "hardware_id")
-    new_ids = distinct_ids(chain.from_iterable(runs for _, runs in new_runs), "hardware_id")
+    # the runs compared (valid, a seed once) say what hardware and software each side ran
+    base_compared = list(chain.from_iterable(runs for _, runs in base_runs))
+    new_compared = list(chain.from_iterable(runs for _, runs in new_runs))
+    base_ids = distinct_ids(base_compared, "hardware_id")
+    new_ids = distinct_ids(new_compared, "hardware_id")
     found, undescribed = hardware_between(base, new, base_ids, new_ids, cache.hardware)
-    base_sw = distinct_ids(
-        chain.from_iterable(base_stages[name]["runs"] for name in shared), "software_id"
-    )
-    new_sw = distinct_ids(
-        chain.from_iterable(new_stages[name]["runs"] for name in shared), "software_id"
-    )
+    base_sw = distinct_ids(base_compared, "software_id")
+    new_sw = distinct_ids(new_compared, "software_id")
     pair = Pair(
         metadata_differences=metadata_differences(
             (name, base_stages[name], new_stages[name]) for name in shared
