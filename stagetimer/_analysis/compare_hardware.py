@@ -30,19 +30,10 @@ def hardware_between(
     """The differences between each base and each new description, and the ids undescribed."""
     base_described: Mapping[str, Hardware] = base.hardware.hardware
     new_described: Mapping[str, Hardware] = new.hardware.hardware
-    found: list[HardwareDifference] = []
-    for base_id in base_ids:
-        base_hw = base_described.get(base_id)
-        if base_hw is None:
-            continue
-        for new_id in new_ids:
-            new_hw = new_described.get(new_id)
-            if new_hw is None:
-                continue
-            found.extend(
-                HardwareDifference(d.field, d.base, d.new, base_id, new_id)
-                for d in cache.between(base_id, base_hw, new_id, new_hw)
-            )
+    found = [
+        HardwareDifference(d.field, d.base, d.new, base_id, new_id)
+        for base_id, new_id, d in cache.across(base_described, base_ids, new_described, new_ids)
+    ]
     undescribed = [i for i in base_ids if i not in base_described]
     undescribed += [i for i in new_ids if i not in new_described and i not in undescribed]
     return found, undescribed

@@ -7,7 +7,7 @@ software sides.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from typing import Any, Generic, TypeVar
 
@@ -46,3 +46,23 @@ class PairCache(Generic[_Description]):
         if found is None:
             found = self._known[key] = self._differ(base, new)
         return found
+
+    def across(
+        self,
+        base: Mapping[str, _Description],
+        base_ids: Sequence[str],
+        new: Mapping[str, _Description],
+        new_ids: Sequence[str],
+    ) -> Iterator[tuple[str, str, Difference]]:
+        """``(base_id, new_id, difference)`` between each described id of one side and
+        each of the other (``base``, ``new``: id -> description; an id neither describes
+        is not compared)."""
+        for base_id in base_ids:
+            base_value = base.get(base_id)
+            if base_value is None:
+                continue
+            for new_id in new_ids:
+                new_value = new.get(new_id)
+                if new_value is not None:
+                    for found in self.between(base_id, base_value, new_id, new_value):
+                        yield base_id, new_id, found

@@ -33,15 +33,7 @@ class SoftwareDifferences(PairCache[Software]):
     ) -> tuple[SoftwareDifference, ...]:
         """Each side's described software against each of the other's (``base``, ``new``:
         id -> description as the sidecars hold them; undescribed ids are not compared)."""
-        found: list[SoftwareDifference] = []
-        for base_id in base_ids:
-            base_sw = base.get(base_id)
-            for new_id in new_ids:
-                new_sw = new.get(new_id)
-                if base_sw is None or new_sw is None:
-                    continue
-                found.extend(
-                    SoftwareDifference(d.field, d.base, d.new, base_id, new_id)
-                    for d in self.between(base_id, base_sw, new_id, new_sw)
-                )
-        return tuple(found)
+        return tuple(
+            SoftwareDifference(d.field, d.base, d.new, base_id, new_id)
+            for base_id, new_id, d in self.across(base, base_ids, new, new_ids)
+        )
