@@ -13,7 +13,7 @@ from itertools import repeat
 from typing import Any
 
 from stagetimer._analysis.raw import raw_seconds
-from stagetimer._analysis.report_model import ArtifactReport
+from stagetimer._analysis.report_model import ArtifactReport, StageStats
 from stagetimer._store.rules import is_valid_seconds
 
 __all__ = ["wall_span"]
@@ -21,6 +21,8 @@ __all__ = ["wall_span"]
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _STARTED_AT): each run's started_at, gathered in C (repeat() is endless)
 _STARTED_AT = repeat("started_at")
+#: a stage of a report: the report, the stage's statistics
+_Stage = tuple[ArtifactReport, StageStats]
 
 
 def _timestamp(text: Any) -> float | None:
@@ -37,21 +39,93 @@ def _timestamp(text: Any) -> float | None:
     return moment.timestamp()
 
 
-def _stage_end(report: ArtifactReport, name: str) -> float | None:
-    """The latest start + seconds over the stage's runs (None: no run has both)."""
+def _stage_span(report: ArtifactReport, name: str) -> tuple[float, float] | None:
+    """The earliest start and the latest start + seconds over the stage's stored runs (every
+    rank's) with a readable start and a valid duration; None when no run has both."""
     runs = report.stored_runs(name)
-    ends = [
-        start + seconds
+    starts = [
+        (start, seconds)
         for text, seconds in zip(map(_get, runs, _STARTED_AT), raw_seconds({"runs": runs}),
                                  strict=True)
         if is_valid_seconds(seconds) and (start := _timestamp(text)) is not None
     ]
-    return max(ends, default=None)
+    if not starts:
+        return None
+    return min(start for start, _ in starts), max(start + seconds for start, seconds in starts)
 
 
 def _one_form(texts: list[str]) -> bool:
     """The writer's one form (``...Z``, one length): then the strings sort as the times do."""
-    return len({len(t) for t in texts}) == 1 and all(t.endswith("Z") for t in texts)
+    return bool(texts) and all(_same_form(texts[0], t) for t in texts)
+
+
+def _same_form(first: str, other: str) -> bool:
+    """Whether two ``started_at`` are both in the writer's form, of one length."""
+    return len(first) == len(other) and first.endswith("Z") and other.endswith("Z")
+
+
+def _summarised(stats: StageStats) -> bool:
+    """Whether the stage's own first and last start and longest run stand for its runs: its
+    first and last start are in the writer's one form (one writer writes one form), every
+    run has a valid duration, and no rank's run is left out of them (a stage of ranks
+    counts each seed as its slowest rank)."""
+    first, last = stats.first_started_at, stats.last_started_at
+    return (
+        first is not None and last is not None and _same_form(first, last)
+        and not stats.flagged_runs and stats.rank_spread is None
+    )
+
+
+def _timestamp_in(parsed: dict[str, float | None], text: str) -> float | None:
+    """``_timestamp(text)``, kept in ``parsed``: suites repeat their timestamps across
+    directories."""
+    found = parsed.get(text, math.nan)
+    if found is not None and math.isnan(found):
+        found = parsed[text] = _timestamp(text)
+    return found
+
+
+def _earliest(
+    summarised: list[_Stage], spans: list[tuple[float, float]], parsed: dict[str, float | None]
+) -> float | None:
+    """The earliest start: of the spans read run by run, and of the summarised stages' first
+    starts (in one form across the suite, the first string is the earliest)."""
+    starts: list[float | None] = [span[0] for span in spans]
+    firsts = [stats.first_started_at or "" for _, stats in summarised]
+    earliest = _timestamp_in(parsed, min(firsts)) if _one_form(firsts) else None
+    if earliest is not None:
+        starts.append(earliest)
+    else:
+        for report, stats in summarised:
+            start = _timestamp_in(parsed, stats.first_started_at or "")
+            if start is None:  # unreadable: the stage's earliest readable start, run by run
+                span = _stage_span(report, stats.name)
+                start = None if span is None else span[0]
+            starts.append(start)
+    return min((t for t in starts if t is not None), default=None)
+
+
+def _latest(
+    summarised: list[_Stage], spans: list[tuple[float, float]], parsed: dict[str, float | None]
+) -> float | None:
+    """The latest end: of the spans read run by run, and of the summarised stages, read run by
+    run from the one whose bound (last start + longest run) lies latest, while a bound lies
+    past the latest end found (a stage whose last start is unreadable: always)."""
+    last = max((span[1] for span in spans), default=None)
+    bounds = []
+    for position, (_, stats) in enumerate(summarised):
+        latest = _timestamp_in(parsed, stats.last_started_at or "")
+        bounds.append((math.inf if latest is None else latest + (stats.max_seconds or 0.0),
+                       position))
+    bounds.sort(reverse=True)
+    for bound, position in bounds:
+        if last is not None and bound <= last:
+            break  # no stage left can end later
+        report, stats = summarised[position]
+        span = _stage_span(report, stats.name)
+        if span is not None and (last is None or span[1] > last):
+            last = span[1]
+    return last
 
 
 def wall_span(reports: Iterable[ArtifactReport]) -> tuple[float, float] | None:
@@ -60,41 +134,21 @@ def wall_span(reports: Iterable[ArtifactReport]) -> tuple[float, float] | None:
 
     A suite holds 100,000 runs, and parsing every start would cost more than the rest of
     the report. Each stage already knows its first and last start and its longest run:
+    where they stand for its runs (``_summarised``), its first start is its earliest, and
     its last start plus its longest run bounds its end, so only the stages whose bound
-    lies past the latest end found so far are read run by run. A stage's first and last
-    start in the writer's one form (``...Z``, one length) are taken to be the earliest
-    and latest (one writer writes one form); the other stages are always read run by run.
+    lies past the latest end found so far are read run by run. The other stages are
+    always read run by run.
     """
-    stages = [
-        (report, stats) for report in reports for stats in report.stages
-        if stats.first_started_at is not None and stats.last_started_at is not None
-        and stats.max_seconds is not None
-    ]
-    if not stages:
-        return None
-    firsts = [stats.first_started_at for _, stats in stages if stats.first_started_at]
-    if _one_form(firsts):
-        first = _timestamp(min(firsts))
-    else:
-        first = min((t for t in map(_timestamp, firsts) if t is not None), default=None)
-    bounds: list[tuple[float, int]] = []
-    parsed: dict[str, float | None] = {}  # suites repeat their timestamps across directories
-    for position, (_, stats) in enumerate(stages):
-        edges = [stats.first_started_at or "", stats.last_started_at or ""]
-        latest = None
-        if _one_form(edges):
-            latest = parsed.get(edges[1], math.nan)
-            if latest is not None and math.isnan(latest):
-                latest = parsed[edges[1]] = _timestamp(edges[1])
-        bound = math.inf if latest is None else latest + (stats.max_seconds or 0.0)
-        bounds.append((bound, position))
-    bounds.sort(reverse=True)
-    last: float | None = None
-    for bound, position in bounds:
-        if last is not None and bound <= last:
-            break  # no stage left can end later
-        report, stats = stages[position]
-        end = _stage_end(report, stats.name)
-        if end is not None and (last is None or end > last):
-            last = end
+    summarised: list[_Stage] = []
+    spans: list[tuple[float, float]] = []
+    for report in reports:
+        for stats in report.stages:
+            if stats.max_seconds is None or stats.first_started_at is None:
+                continue  # no run with both a valid duration and a start
+            if _summarised(stats):
+                summarised.append((report, stats))
+            elif (span := _stage_span(report, stats.name)) is not None:
+                spans.append(span)
+    parsed: dict[str, float | None] = {}
+    first, last = _earliest(summarised, spans, parsed), _latest(summarised, spans, parsed)
     return None if first is None or last is None else (first, last)
