@@ -34,9 +34,10 @@ import attrs
 import pytest
 
 from stagetimer._errors import InvalidRecordError, SidecarCorruptError
-from stagetimer._format import RESOURCE_FIELDS, RUN_FIELDS
+from stagetimer._format import LEGACY_KEYS, RESOURCE_FIELDS, RUN_FIELDS
 from stagetimer._store import encode, parse, rules, shape, sidecar, validate
-from stagetimer._store.load import structure_hardware
+from stagetimer._store.load import as_float, structure_hardware, structure_timings
+from stagetimer._store.records import RunTiming, StageTiming
 from stagetimer.hardware import Hardware
 from stagetimer.software import Software
 
@@ -404,6 +405,35 @@ def test_run_problem_holds_to_the_field_table_on_each_field_alone() -> None:
             assert shape._runs_fit([run]) is expected, (key, value)
 
 
+def _reference_stage(stage: dict[str, Any]) -> StageTiming:
+    """A parsed stage as the loader documents it, run by run and key by key."""
+    runs = []
+    for run in stage["runs"]:
+        fields = {k: run[k] for k in RUN_FIELDS[1:] if k in run}
+        legacy = {k: v for k, v in run.items() if k in LEGACY_KEYS}
+        rest = {k: v for k, v in run.items() if k not in RUN_FIELDS and k not in LEGACY_KEYS}
+        runs.append(RunTiming(seconds=as_float(run["seconds"]), **fields, metadata=rest,
+                              legacy_metadata=legacy))
+    total = stage.get("total_seconds", rules.add_seconds(0.0, stage["runs"]))
+    extra = {k: v for k, v in stage.items() if k not in ("runs", "total_seconds")}
+    return StageTiming(total_seconds=as_float(total), runs=tuple(runs), extra=extra)
+
+
+def test_structured_runs_are_the_runs_read_key_by_key() -> None:
+    # The loader's common case (a run without metadata) against its general split.
+    rng = random.Random(15)
+    for _ in range(3000):
+        drawn = [_random_run(rng) for _ in range(4)]
+        runs = [run for run in drawn if shape.run_problem(run) is None]
+        stage: dict[str, Any] = {"runs": runs}
+        if rng.random() < 0.5:
+            stage["total_seconds"] = rng.choice([1.5, 10**400, -1])
+        if rng.random() < 0.2:
+            stage["expected_runs"] = 3
+        timings = structure_timings({"st": stage, "gpu_ram_gb": 8})
+        assert repr(timings.stages["st"]) == repr(_reference_stage(stage))
+
+
 # -- shape: the descriptions against the loader ----------------------------------------------
 
 _ODD: list[Any] = [None, True, 0, 7, 10**400, -(10**400), 1.5, math.nan, "s", [], [1, "a"], {},
@@ -652,6 +682,24 @@ def test_a_writer_with_a_cache_writes_what_a_writer_without_one_writes(tmp_path:
             sidecar.update_file(str(cached_path), parse.parse_timings, cached, 5.0, cache)
             sidecar.update_file(str(plain_path), parse.parse_timings, plain, 5.0)
             assert cached_path.read_bytes() == plain_path.read_bytes()
+
+
+def test_files_of_any_shape_are_encoded_as_a_plain_encoding_of_their_data() -> None:
+    # Empty runs, stages beside other data, keys that look like a stage's: the general
+    # pieces of the encoder against json.dumps, and the same bytes with a cache or without.
+    rng = random.Random(14)
+    values: list[Any] = [None, 1, -0.0, "runs", [], [{"seconds": 1}], {}, {"runs": []},
+                         {"runs": [], "total_seconds": 0, "expected_runs": 2},
+                         {"total_seconds": 1.0, "runs": [{"seconds": 1.0, "x": {"runs": []}}]},
+                         {"x": {"runs": [{"seconds": 2}]}},
+                         {"runs": [{"seconds": 1e-300}], "é": "\u2028"}]
+    cache = encode.TimingsCache()
+    for _ in range(2000):
+        data = {rng.choice(["a", "b", "é", "runs"]): rng.choice(values) for _ in range(3)}
+        data = json.loads(json.dumps(data))  # no value shared between stages
+        cached = encode.timings_bytes(data, cache)
+        assert cached == encode.timings_bytes(data)
+        assert _plain_text(json.loads(cached)) == _plain_text(data)
 
 
 # -- validate: the scalar fast path and the nesting walk -------------------------------------
