@@ -339,8 +339,7 @@ def _decode(path: str, text: str) -> Any:
 
 #: What may be left of the last value of a text cut short: part of a number or a literal.
 _PARTIAL_TOKEN = re.compile(r"[-+.0-9eE]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
-#: From the ``u`` of a ``\uXXXX`` escape to the end, where the parser found the text ended
-#: inside the escape (or right after it: the decoder wants a character beyond it).
+#: The rest of a text cut inside (or right after) a ``\uXXXX`` escape, from its ``u``.
 _PARTIAL_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")
 
 
