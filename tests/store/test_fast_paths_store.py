@@ -6,9 +6,11 @@ and on the boundary cases its first test decides, with a plain reference written
 or with the module's own general path:
 
 - parse: the bracket scan and nesting test against a JSON tokenizer, duplicate keys,
-  the lone-surrogate pre-test, ``is_utf8``, ``read_all`` against a plain read;
-- shape: ``_runs_fit`` against ``run_problem`` run by run, the description checks
-  against the loader (cattrs), ``schema_version``'s type;
+  the lone-surrogate pre-test, ``is_utf8``, the test of a read cut short against every
+  cut of a text, ``read_all`` against a plain read;
+- shape and load: ``_runs_fit`` against ``run_problem`` run by run, the loader's runs
+  against a key-by-key reading, the description checks against the loader (cattrs),
+  ``schema_version``'s type;
 - rules: ``is_stage`` against the format's definition, ``valid_durations`` and
   ``is_valid_seconds`` against filters of exact arithmetic;
 - encode and sidecar: the cached runs text, and a writer's cached parse, against a
