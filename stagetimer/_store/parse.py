@@ -339,6 +339,8 @@ def _decode(path: str, text: str) -> Any:
 
 #: What may be left of the last value of a text cut short: part of a number or a literal.
 _PARTIAL_TOKEN = re.compile(r"[-+.0-9eE]*|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?")
+#: The rest of a text cut inside (or right after) a ``\uXXXX`` escape, from its ``u``.
+_PARTIAL_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")
 
 
 def _unfinished(text: str, exc: json.JSONDecodeError) -> bool:
@@ -347,6 +349,8 @@ def _unfinished(text: str, exc: json.JSONDecodeError) -> bool:
         return True
     if exc.msg == "Extra data":  # a whole value, then more: never a cut
         return False
+    if exc.msg.startswith("Invalid \\uXXXX escape"):  # the position is the escape's ``u``
+        return _PARTIAL_ESCAPE.fullmatch(text, exc.pos) is not None
     return _PARTIAL_TOKEN.fullmatch(text[exc.pos :].rstrip()) is not None
 
 
@@ -387,7 +391,8 @@ def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
     version = data.get("schema_version")
     if type(version) is int and version > SCHEMA_VERSION:
         raise SchemaVersionError(path, version, SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
+    # The integer itself: ``true`` and ``1.0`` equal 1 in Python, not in the format.
+    if type(version) is not int or version != SCHEMA_VERSION:
         raise SidecarCorruptError(
             path, f"schema_version is {_short(version)}, expected {SCHEMA_VERSION}"
         )

@@ -81,7 +81,9 @@ def valid_durations(values: list[float]) -> list[float]:
     # passes in C instead of a call per value.
     if not values or (sum(values, 0.0) <= _FLOAT_MAX and min(values) >= 0.0):
         return values
-    return [v for v in values if is_valid_seconds(v)]
+    kept = [v for v in values if is_valid_seconds(v)]
+    # Valid values whose sum overflows fail the first test too: still ``values`` itself.
+    return values if len(kept) == len(values) else kept
 
 
 def add_seconds(total: float, runs: list[Any]) -> float:

@@ -234,6 +234,20 @@ def _fields(cls: type) -> _Check:
     return check
 
 
+def _float_check(value: object) -> str | None:
+    """A ``float`` field: a number the loader's ``float()`` converts (an integer literal
+    beyond the largest float is a JSON number, yet no float: the loader refuses it)."""
+    if type(value) is float:
+        return None
+    if type(value) is not int:
+        return f"is {json_type(value)}, expected a number"
+    try:
+        float(value)
+    except OverflowError:
+        return "is an integer too large for a float, expected a number"
+    return None
+
+
 #: The JSON a scalar type hint is stored as: the Python types that hold it, and its name.
 _SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
     _NONE: ((_NONE,), "null"),
@@ -252,6 +266,8 @@ def _checker(hint: Any) -> _Check:
         checks = [_checker(m) for m in members]
         others = [c for m, c in zip(members, checks, strict=True) if m is not type(None)]
         return _union(checks, words, others[0] if len(others) == 1 else None)
+    if hint is float:
+        return _float_check
     if hint in _SCALARS:
         return _expect(*_SCALARS[hint])
     if origin in (tuple, list):
