@@ -45,14 +45,16 @@ class TableRequestError(ValueError):
     """What was asked of the table does not fit the directories (a usage error)."""
 
 
-def natural_key(text: str) -> tuple[Any, ...]:
+def natural_key(text: str) -> tuple[tuple[Any, ...], str]:
     """A sort key reading runs of digits as numbers: ``seed_2`` before ``seed_10``.
 
     ``re.split`` with a group alternates text and digits, so the elements at one
-    position are always of one type and compare.
+    position are always of one type and compare. Texts that read as the same numbers
+    (``seed_1`` and ``seed_01``; ``\\d`` also matches other scripts' decimal digits) are
+    then ordered by the text itself: equal keys would leave them in the order given.
     """
     parts = _DIGITS.split(text)
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), text
 
 
 @attrs.frozen

@@ -1,0 +1,583 @@
+"""The analysis layer's fast paths against plain definitions of what they must give.
+
+Each reader summarises ten thousand stages with shortcuts: fields gathered in C
+(``map(dict.get, ...)``), a first test that decides the usual stage (no ranks, no
+resources, every duration valid, every metadata value one plain value), sorts and walks
+written for speed. Every test here builds random input (fixed seeds) with the boundary
+cases those first tests decide (-0.0, bool against int, 1 against 1.0, huge ints,
+infinities, NaN, ``"rank": null``, empty sides, equal natural keys, links in a tree) and
+compares the fast function with a plain definition written here, run by run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import statistics
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stagetimer._analysis.compare import _stage_runs
+from stagetimer._analysis.compute import side_by_side, stage_use
+from stagetimer._analysis.folding import seed_times
+from stagetimer._analysis.id_pairs import distinct_ids
+from stagetimer._analysis.metadata_pairs import NOT_METADATA, metadata_values
+from stagetimer._analysis.raw import raw_seconds
+from stagetimer._analysis.report import report_from
+from stagetimer._analysis.report_warnings import metadata_warning
+from stagetimer._analysis.rows import RECORD_COLUMNS, records_from
+from stagetimer._analysis.seeds import RankSpread, by_seed
+from stagetimer._analysis.significance import welch_test
+from stagetimer._analysis.stage_verdict import FLOOR_SECONDS, measure
+from stagetimer._analysis.table import build_table, natural_key
+from stagetimer._analysis.tree import Artifact, find_artifact_dirs
+from stagetimer._format import LEGACY_KEYS, MAX_RUN_IDX, RESOURCE_FIELDS, RUN_FIELDS
+from stagetimer._store.parse import parse_timings
+from stagetimer._store.records import HardwareSidecar
+
+_FLOAT_MAX = sys.float_info.max
+
+# --- plain definitions -------------------------------------------------------------------
+
+
+def _as_float(value: int | float) -> float:
+    """A stored number as a double: an int through its decimal text (correctly rounded;
+    beyond a double, an infinity of its sign), never through ``float(int)``."""
+    return float(str(value)) if type(value) is int else value
+
+
+def _valid(value: object) -> float | None:
+    """The duration a writer could have stored (a number from 0 to the largest double)."""
+    if type(value) not in (int, float):
+        return None
+    number = _as_float(value)  # type: ignore[arg-type]
+    return number if 0.0 <= number <= _FLOAT_MAX else None
+
+
+def _seed_view(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], RankSpread | None]:
+    """A seed once: the ranked runs grouped by (run_idx, label, world_size), each group
+    replaced, at the place of its first run, by its first run of the largest valid duration
+    (its first run when none is valid); and the spread of each group of 2+ valid ranks."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    order: list[tuple[Any, ...] | int] = []
+    for position, run in enumerate(runs):
+        if run.get("rank") is None:
+            order.append(position)
+            continue
+        key = (run.get("run_idx"), run.get("label"), run.get("world_size"))
+        if key not in groups:
+            order.append(key)
+        groups.setdefault(key, []).append(run)
+    view = []
+    spreads = []
+    for entry in order:
+        if isinstance(entry, int):
+            view.append(runs[entry])
+            continue
+        group = groups[entry]
+        valid = [(_valid(r["seconds"]), r) for r in group if _valid(r["seconds"]) is not None]
+        if valid:
+            best = max(s for s, _ in valid)
+            view.append(next(r for s, r in valid if s == best))
+        else:
+            view.append(group[0])
+        if len(valid) > 1:
+            values = [s for s, _ in valid]
+            spreads.append((max(values) - min(values), len(values)))  # type: ignore[type-var]
+    if not spreads:
+        return view, None
+    gaps = [s for s, _ in spreads]
+    return view, RankSpread(max(n for _, n in spreads), len(spreads), max(gaps),
+                            float(_exact_median(gaps)))
+
+
+def _exact_median(values: list[float]) -> Fraction:
+    """The median in exact fractions (``statistics.median`` overflows on two 1e308)."""
+    ordered = sorted(Fraction(v) for v in values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def _exact_moments(kept: list[float]) -> tuple[float, float, float | None]:
+    """Mean, median and sample standard deviation, in exact fractions, rounded once."""
+    exact = [Fraction(v) for v in kept]
+    n = len(exact)
+    mean = sum(exact, Fraction(0)) / n
+    middle = _exact_median(kept)
+    stdev = None
+    if n > 1:
+        variance = sum(((v - mean) ** 2 for v in exact), Fraction(0)) / (n - 1)
+        if variance <= _FLOAT_MAX:
+            stdev = math.sqrt(float(variance))
+        else:  # a variance past the largest double: its root is not
+            stdev = math.sqrt(float(variance / 2**1200)) * 2**600
+    return float(mean), float(middle), stdev
+
+
+# --- random stored stages ----------------------------------------------------------------
+
+
+def _seconds(rng: random.Random) -> int | float:
+    odd = rng.random()
+    if odd < 0.7:
+        return rng.choice([rng.uniform(0.0, 5.0), rng.uniform(50.0, 500.0), float(rng.randint(0, 9))])
+    return rng.choice([
+        0, 3, 0.0, -0.0, 1e-7, 1e-6, -1.0, -3, float("inf"), float("-inf"), float("nan"),
+        10**400, -(10**400), 2**1024 - 2**970, 2**1024 - 2**971, 1.7e308, _FLOAT_MAX, 1e308,
+    ])
+
+
+def _run(rng: random.Random, seed: int, rank: int | None, world: int | None) -> dict[str, Any]:
+    run: dict[str, Any] = {"seconds": _seconds(rng)}
+    if rng.random() < 0.9:
+        run["run_idx"] = seed if rng.random() < 0.95 else rng.choice([-1, -seed - 2, MAX_RUN_IDX])
+    if rank is not None or rng.random() < 0.1:
+        run["rank"] = rank  # sometimes "rank": null
+        if world is not None:
+            run["world_size"] = world
+    if rng.random() < 0.1:
+        run["label"] = rng.choice(["a", "b"])
+    if rng.random() < 0.85:
+        run["hardware_id"] = rng.choice(["hw-a", "hw-a", "hw-b"])
+    if rng.random() < 0.5:
+        run["software_id"] = rng.choice(["sw-a", "sw-a", "sw-b"])
+    if rng.random() < 0.8:
+        form = rng.choice(["2026-11-29T0{}:00:00.{:03d}Z", "2026-11-29T0{}:00:00+00:00.{}"])
+        run["started_at"] = form.format(rng.randint(0, 9), rng.randint(0, 999))
+    return run
+
+
+def _stage(rng: random.Random) -> dict[str, Any]:
+    ranks = rng.choice([None, None, 2, 3])
+    runs = []
+    for seed in range(rng.randint(0, 6)):
+        for rank in range(ranks) if ranks else [None]:
+            if rng.random() < 0.9:  # a rank that never wrote
+                runs.append(_run(rng, seed, rank, ranks))
+    rng.shuffle(runs)
+    stage: dict[str, Any] = {"runs": runs}
+    if rng.random() < 0.7:
+        total = 0.0
+        for run in runs:
+            value = _valid(run["seconds"])
+            total += 0.0 if value is None else value
+        stage["total_seconds"] = total if rng.random() < 0.8 else rng.choice([total + 1.0, 0, -1])
+    if rng.random() < 0.3:
+        stage["expected_runs"] = rng.choice([0, 1, 5, -1, MAX_RUN_IDX, MAX_RUN_IDX + 1])
+    return stage
+
+
+def _parsed(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` through its JSON text and the readers' own parse (shape checked)."""
+    return parse_timings("timings.json", json.dumps(data).encode())
+
+
+def _artifact(name: str, data: dict[str, Any]) -> Artifact:
+    return Artifact(name, name, ".", HardwareSidecar(), _parsed(data))
+
+
+# --- report: _stage_stats, value_flags, moments, _count_references -------------------------
+
+
+def _flags(name: str, stored: dict[str, Any]) -> list[str]:
+    """The warnings for values no writer stores, over every rank's run."""
+    runs = stored["runs"]
+    flags = []
+    for position, run in enumerate(runs):
+        if _valid(run["seconds"]) is None:
+            value = _as_float(run["seconds"])
+            idx = run.get("run_idx")
+            where = (f"stage {name} run {idx}" if idx is not None and idx >= 0
+                     else f"stage {name} run #{position + 1} in the file")
+            why = "negative" if value < 0 else "not a finite number"
+            flags.append(f"{where}: seconds {value:.17g} is {why}; no writer stores that, so "
+                         "it is left out of the statistics")
+    for position, run in enumerate(runs):
+        if run.get("run_idx") is not None and run["run_idx"] < 0:
+            flags.append(f"stage {name} run #{position + 1} in the file: run_idx "
+                         f"{run['run_idx']} is negative; no writer stores that")
+    if not flags and "total_seconds" in stored:
+        summed = 0.0
+        for run in runs:
+            summed += _valid(run["seconds"]) or 0.0
+        stored_total = stored["total_seconds"]
+        if not math.isclose(_as_float(stored_total), summed, rel_tol=1e-9, abs_tol=1e-9):
+            shown = f"{stored_total:.17g}" if type(stored_total) is float else str(stored_total)
+            flags.append(f"stage {name}: total_seconds {shown} is not the sum of its runs "
+                         f"({summed:.17g}); the report uses the runs")
+    return flags
+
+
+def _same(got: float | None, expected: float | None, rel: float) -> bool:
+    if got is None or expected is None:
+        return got is expected
+    return got == expected or math.isclose(got, expected, rel_tol=rel)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_report_summarises_each_stage_as_its_runs_read_one_by_one(seed: int) -> None:
+    rng = random.Random(seed)
+    data = {f"stage{s}": _stage(rng) for s in range(rng.randint(1, 8))}
+    [report] = report_from([_artifact("d", data)])
+    parsed = _parsed(data)
+    referenced: dict[str, int] = {}
+    for stats, (name, stored) in zip(report.stages, parsed.items(), strict=True):
+        view, spread = _seed_view(stored["runs"])
+        seconds = [_as_float(r["seconds"]) for r in view]
+        kept = [s for s in seconds if 0.0 <= s <= _FLOAT_MAX]
+        total = 0.0
+        for s in kept:
+            total += s
+        assert stats.name == name
+        assert stats.runs == len(view)
+        assert repr(stats.run_seconds) == repr(tuple(seconds))  # -0.0, nan and inf as read
+        assert repr(stats.total_seconds) == repr(total)
+        assert stats.flagged_runs == sum(_valid(r["seconds"]) is None for r in stored["runs"])
+        if kept:
+            mean, middle, stdev = _exact_moments(kept)
+            assert _same(stats.mean_seconds, mean, 1e-9), (stats, mean)
+            assert _same(stats.median_seconds, middle, 1e-15), (stats, middle)
+            assert _same(stats.stdev_seconds, stdev, 1e-9), (stats, stdev)
+            assert (stats.min_seconds, stats.max_seconds) == (min(kept), max(kept))
+        else:
+            assert (stats.mean_seconds, stats.median_seconds, stats.stdev_seconds,
+                    stats.min_seconds, stats.max_seconds) == (None,) * 5
+        ids = [r.get("hardware_id") for r in view]
+        assert stats.hardware_ids == tuple(dict.fromkeys(i for i in ids if i is not None))
+        software = [r.get("software_id") for r in view if r.get("software_id") is not None]
+        assert stats.software_ids == tuple(dict.fromkeys(software))
+        assert stats.runs_without_hardware == ids.count(None)
+        expected = stored.get("expected_runs")
+        assert stats.expected_runs == (expected if expected is not None
+                                       and 0 < expected <= MAX_RUN_IDX else None)
+        starts = [r["started_at"] for r in view if r.get("started_at") is not None]
+        assert stats.first_started_at == (min(starts) if starts else None)
+        assert stats.last_started_at == (max(starts) if starts else None)
+        assert stats.rank_spread == spread
+        for hw_id in ids:
+            if hw_id is not None:
+                referenced[hw_id] = referenced.get(hw_id, 0) + 1
+        flags = [w for w in report.warnings if w.startswith(f"stage {name} ")
+                 or w.startswith(f"stage {name}: total_seconds")]
+        assert flags == _flags(name, stored)
+    assert list(report.hardware) == list(referenced)
+    for hw_id, count in referenced.items():  # none described here: each one is named
+        assert (f"{hw_id}: {count} run(s) refer to it but timings_hardware.json does not "
+                "describe it") in report.warnings
+
+
+# --- report_warnings.metadata_warning: its common-case test against metadata_values -------
+
+_METADATA = [
+    "fork", "spawn", "é", "a\u0000b", "", 0, 1, 2, -1, 10**30, 10**400, True, False, None,
+    1.0, 0.0, -0.0, float("nan"), float("inf"), [1], [1.0], {"a": 1}, {"a": 1.0}, {"a": True},
+]
+
+
+def _mixed_keys(runs: list[dict[str, Any]], keys: set[str]) -> list[str]:
+    """Each metadata key with two or more values as ``metadata_values`` tells them apart."""
+    mixed = []
+    for key in keys - NOT_METADATA:
+        counts = metadata_values(runs, key)
+        if counts is not None and len(counts) > 1:
+            mixed.append(key)
+    return sorted(mixed)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_metadata_warning_names_exactly_the_keys_metadata_values_tells_apart(seed: int) -> None:
+    rng = random.Random(seed)
+    pool = rng.sample(_METADATA, rng.randint(1, 3))
+    runs: list[dict[str, Any]] = []
+    for _ in range(rng.randint(0, 5)):
+        run: dict[str, Any] = {"seconds": 1.0}
+        for key in ("mp", "batch", "seed"):
+            if rng.random() < 0.9:
+                run[key] = rng.choice(pool) if key != "seed" else rng.choice(_METADATA)
+        runs.append(run)
+    keys = set().union(*runs)
+    got = metadata_warning("s", runs, keys)
+    mixed = _mixed_keys(runs, keys) if len(runs) > 1 else []
+    if not mixed:
+        assert got is None, (runs, got)
+        return
+    assert got is not None, runs
+    for key in ("mp", "batch", "seed"):
+        named = f"{key}=" in got or f"no {key} in" in got
+        assert named == (key in mixed), (key, runs, got)
+
+
+# --- id_pairs.distinct_ids ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_distinct_ids_are_each_id_once_first_seen_first(seed: int) -> None:
+    rng = random.Random(seed)
+    runs = [{"seconds": 1.0} for _ in range(rng.randint(0, 8))]
+    for run in runs:
+        if rng.random() < 0.8:
+            run["hardware_id"] = rng.choice(["a", "b", "c", "", "é", None])
+    expected: list[str] = []
+    for run in runs:
+        value = run.get("hardware_id")
+        if value is not None and value not in expected:
+            expected.append(value)
+    assert distinct_ids(runs, "hardware_id") == tuple(expected)
+
+
+# --- seeds.by_seed: its no-ranks exit against the grouping -----------------------------------
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_by_seed_counts_each_seed_once_as_its_slowest_valid_rank(seed: int) -> None:
+    rng = random.Random(seed)
+    stage = _parsed({"s": _stage(rng)})["s"]
+    view, spread = by_seed(stage)
+    expected_runs, expected_spread = _seed_view(stage["runs"])
+    assert view["runs"] == expected_runs or (
+        [id(r) for r in view["runs"]] == [id(r) for r in expected_runs]  # NaN != NaN
+    )
+    assert spread == expected_spread
+    if view is not stage:
+        total = 0.0
+        for run in expected_runs:
+            total += _valid(run["seconds"]) or 0.0
+        assert repr(view["total_seconds"]) == repr(total)
+        assert {k: v for k, v in view.items() if k not in ("runs", "total_seconds")} == {
+            k: v for k, v in stage.items() if k not in ("runs", "total_seconds")}
+
+
+# --- raw.raw_seconds: float() in C against the loader's as_float ------------------------------
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_raw_seconds_are_the_stored_numbers_as_doubles(seed: int) -> None:
+    rng = random.Random(seed)
+    values = [_seconds(rng) for _ in range(rng.randint(0, 12))]
+    got = raw_seconds({"runs": [{"seconds": v} for v in values]})
+    assert all(type(s) is float for s in got)
+    assert repr(got) == repr([_as_float(v) for v in values])  # -0.0 and nan kept
+
+
+# --- compare._stage_runs and stage_verdict.measure: the usual-stage and empty-side exits ------
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_stage_runs_are_the_valid_durations_and_their_runs(seed: int) -> None:
+    rng = random.Random(seed)
+    stage = _parsed({"s": _stage(rng)})["s"]
+    valid, runs = _stage_runs(stage)
+    pairs = [(_valid(r["seconds"]), r) for r in stage["runs"]]
+    assert repr(valid) == repr([s for s, _ in pairs if s is not None])
+    assert [id(r) for r in runs] == [id(r) for s, r in pairs if s is not None]
+
+
+def _durations(rng: random.Random) -> list[float]:
+    count = rng.choice([0, 0, 1, 1, 2, 3, 5, 8])
+    if rng.random() < 0.2:
+        return [rng.choice([0.0, 1e-6, 2.5])] * count  # no spread
+    return [rng.choice([rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0), 0.0, -0.0, 1e-7,
+                        1e-6, 1.0000001e-6, 1e300, _FLOAT_MAX]) for _ in range(count)]
+
+
+def _log_side(values: list[float]) -> tuple[float, float, int]:
+    logs = [math.log(max(v, FLOOR_SECONDS)) for v in values]
+    mean = math.fsum(logs) / len(logs)
+    variance = statistics.variance(logs, mean) if len(logs) > 1 else math.nan
+    return mean, variance, len(logs)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_measure_is_the_plain_statistics_of_both_sides(seed: int) -> None:
+    rng = random.Random(seed)
+    base, new = _durations(rng), _durations(rng)
+    measured = measure("s", base, new)
+    for side, values in ((measured.base, base), (measured.new, new)):
+        assert side.runs == len(values)
+        if values:
+            mean, middle, stdev = _exact_moments(values)
+            assert _same(side.mean_seconds, mean, 1e-12)
+            assert _same(side.median_seconds, middle, 1e-15)
+            assert _same(side.stdev_seconds, stdev, 1e-9)
+        else:
+            assert (side.median_seconds, side.mean_seconds, side.stdev_seconds) == (None,) * 3
+    if not base or not new:
+        assert (measured.ratio, measured.test) == (None, None)
+        return
+    (mean_b, var_b, n_b), (mean_n, var_n, n_n) = _log_side(base), _log_side(new)
+    difference = mean_n - mean_b
+    ratio = math.exp(difference) if difference < 709.7 else math.inf
+    assert _same(measured.ratio, ratio, 1e-12), (base, new, measured)
+    if n_b < 2 or n_n < 2:
+        assert measured.test is None
+        return
+    assert measured.test is not None
+    expected = welch_test((mean_n, var_n, n_n), (mean_b, var_b, n_b))
+    for got, want in zip(measured.test, expected, strict=True):
+        assert got == want or math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12), (
+            base, new, measured.test, expected)
+
+
+# --- compute: the no-resources exits of stage_use and side_by_side ---------------------------
+
+
+def _number(resources: object, key: str) -> float | None:
+    value = resources.get(key) if type(resources) is dict else None
+    if type(value) not in (int, float):
+        return None
+    number = _as_float(value)  # type: ignore[arg-type]
+    return number if 0.0 <= number < math.inf else None
+
+
+def _tally(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every run's figures summed, the runs that recorded none included."""
+    found: dict[str, Any] = {"cpu": 0.0, "wall": 0.0, "children": [], "energy": [],
+                             "peak": None, "peak_run": None}
+    for run in runs:
+        resources, seconds = run.get("resources"), _valid(run.get("seconds"))
+        if type(resources) is not dict or seconds is None:
+            continue
+        cpu = _number(resources, "cpu_seconds")
+        if cpu is not None:
+            found["cpu"] += cpu
+            found["wall"] += run["seconds"]
+        for key, into in (("children_cpu_seconds", "children"), ("gpu_energy_joules", "energy")):
+            if (value := _number(resources, key)) is not None:
+                found[into].append(value)
+        peak = _number(resources, "memory_peak_bytes")
+        if peak is not None and (found["peak"] is None or peak > found["peak"]):
+            found["peak"], found["peak_run"] = int(peak), run
+    found["cpu_use"] = found["cpu"] / found["wall"] if found["wall"] >= 0.01 else None
+    found["empty"] = (found["cpu_use"] is None and not sum(found["children"])
+                      and not found["energy"] and found["peak"] is None)
+    return found
+
+
+def _resource_runs(rng: random.Random) -> list[dict[str, Any]]:
+    runs = []
+    for i in range(rng.randint(0, 5)):
+        run: dict[str, Any] = {"seconds": _seconds(rng), "run_idx": i,
+                               "hardware_id": rng.choice(["hw-a", "hw-b", None])}
+        odd = rng.random()
+        if odd < 0.2:
+            run["resources"] = None
+        elif odd < 0.6:
+            run["resources"] = {
+                key: rng.choice([0, 0.0, -0.0, 1.5, 7, 10**400, -1.0, float("inf"), 3e9])
+                for key in RESOURCE_FIELDS if rng.random() < 0.6
+            }
+            if rng.random() < 0.3:
+                run["resources"]["a_later_key"] = rng.choice([True, "x", 1.0])
+        runs.append(run)
+    return runs
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_what_a_stage_used_is_summed_over_every_run(seed: int) -> None:
+    rng = random.Random(seed)
+    base = _parsed({"s": {"runs": _resource_runs(rng)}})["s"]["runs"]
+    new = _parsed({"s": {"runs": _resource_runs(rng)}})["s"]["runs"]
+    limits = {"hw-a": None}
+    use = stage_use("s", base, limits)
+    found = _tally(base)
+    if found["empty"]:
+        assert use is None
+    else:
+        assert use is not None
+        assert use.cpu_use == found["cpu_use"]
+        assert use.children_cpu_seconds == (sum(found["children"], 0.0)
+                                            if found["children"] else None)
+        assert use.energy_joules == (sum(found["energy"], 0.0) if found["energy"] else None)
+        assert (use.energy_runs, use.runs, use.peak_bytes) == (
+            len(found["energy"]), len(base), found["peak"])
+    sides = side_by_side(base, new)
+    expected = {}
+    for name, runs in (("base", base), ("new", new)):
+        tally = _tally(runs)
+        expected[name] = None if tally["empty"] else {
+            "cpu_use": tally["cpu_use"],
+            "children_cpu_seconds_mean": (sum(tally["children"], 0.0) / len(tally["children"])
+                                          if tally["children"] else None),
+            "memory_peak_bytes_max": tally["peak"],
+            "gpu_energy_joules_mean": (sum(tally["energy"], 0.0) / len(tally["energy"])
+                                       if tally["energy"] else None),
+        }
+    assert sides == (None if expected["base"] is None and expected["new"] is None else expected)
+
+
+# --- table: natural order, whatever the order the paths were given in --------------------------
+
+_NAMES = ["seed_1", "seed_01", "seed_001", "seed_2", "seed_10", "seed_\u0661", "seed_\uff11",
+          "Seed_1", "seed_", "seed", "seed_1a", "seed_1_b", "a", "b10", "b9", "b09", "é2",
+          "e2", "x-1", "x_1", "0", "00", "007", "7"]
+
+
+def _natural_chunks(text: str) -> list[tuple[int, Any]]:
+    """Runs of decimal digits as numbers, the text between as text, in order."""
+    chunks: list[tuple[int, Any]] = []
+    for ch in text:
+        digit = ch.isdecimal()
+        if chunks and (chunks[-1][0] == 1) == digit:
+            chunks[-1] = (chunks[-1][0], chunks[-1][1] + ch)
+        else:
+            chunks.append((1 if digit else 0, ch))
+    return [(kind, int(value) if kind else value) for kind, value in chunks]
+
+
+def test_natural_key_reads_digits_as_numbers_and_ties_on_the_text() -> None:
+    for a in _NAMES:
+        for b in _NAMES:
+            key_a, key_b = natural_key(a), natural_key(b)
+            same_numbers = [v for _, v in _natural_chunks(a)] == [v for _, v in _natural_chunks(b)]
+            # the same chunks, digits read as numbers (seed_1, seed_01): the text decides
+            assert (key_a[0] == key_b[0]) == same_numbers, (a, b)
+            assert (key_a == key_b) == (a == b), (a, b)
+            if same_numbers:
+                assert (key_a < key_b) == (a < b), (a, b)
+    assert sorted(["seed_10", "seed_2", "seed_1"], key=natural_key) == [
+        "seed_1", "seed_2", "seed_10"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_table_rows_are_in_one_order_whatever_the_order_given(seed: int) -> None:
+    rng = random.Random(seed)
+    names = rng.sample(_NAMES, rng.randint(2, len(_NAMES)))
+    data = {"s": {"runs": [{"seconds": 1.0}]}}
+    artifacts = [Artifact(f"/suite/{n}", "/suite", n, HardwareSidecar(), data) for n in names]
+    orders = set()
+    for _ in range(4):
+        rng.shuffle(artifacts)
+        paths = build_table(artifacts).paths
+        keys = [natural_key(p.rsplit("/", 1)[1]) for p in paths]
+        assert keys == sorted(keys)
+        orders.add(paths)
+    assert len(orders) == 1, orders
+
+
+# --- folding.seed_times ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_seed_times_sum_each_seeds_slowest_rank_in_the_stage_and_its_continuation(
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    runs = _parsed({"s": _stage(rng)})["s"]["runs"]
+    resumed = _parsed({"s": _stage(rng)})["s"]["runs"]
+    found: dict[Any, list[float]] = {}
+    for slot, stored in enumerate((runs, resumed)):
+        for position, run in enumerate(_seed_view(stored)[0]):
+            value = _valid(run["seconds"])
+            if value is None:
+                continue
+            idx = run.get("run_idx")
+            times = found.setdefault(("seed", idx) if idx is not None else (slot, position),
+                                     [0.0, 0.0])
+            times[slot] += value
+    assert seed_times(runs, resumed) == [(a, b) for a, b in found.values()]
