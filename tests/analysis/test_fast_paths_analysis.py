@@ -530,18 +530,29 @@ def _natural_chunks(text: str) -> list[tuple[int, Any]]:
     return [(kind, int(value) if kind else value) for kind, value in chunks]
 
 
+def _reference_less(a: str, b: str) -> bool:
+    """``a`` before ``b``: chunk by chunk, numbers by value, text by text, a number after
+    the text it follows ends; the same chunks: the texts themselves."""
+    ca, cb = _natural_chunks(a), _natural_chunks(b)
+    if ca and ca[0][0] == 1:
+        ca.insert(0, (0, ""))
+    if cb and cb[0][0] == 1:
+        cb.insert(0, (0, ""))
+    for (_, x), (_, y) in zip(ca, cb):
+        if x != y:
+            return bool(x < y)  # one kind at one position: text, number, text, ...
+    if len(ca) != len(cb):
+        return len(ca) < len(cb)
+    return a < b
+
+
 def test_natural_key_reads_digits_as_numbers_and_ties_on_the_text() -> None:
     for a in _NAMES:
         for b in _NAMES:
-            key_a, key_b = natural_key(a), natural_key(b)
-            same_numbers = [v for _, v in _natural_chunks(a)] == [v for _, v in _natural_chunks(b)]
-            # the same chunks, digits read as numbers (seed_1, seed_01): the text decides
-            assert (key_a[0] == key_b[0]) == same_numbers, (a, b)
-            assert (key_a == key_b) == (a == b), (a, b)
-            if same_numbers:
-                assert (key_a < key_b) == (a < b), (a, b)
-    assert sorted(["seed_10", "seed_2", "seed_1"], key=natural_key) == [
-        "seed_1", "seed_2", "seed_10"]
+            assert (natural_key(a) < natural_key(b)) == _reference_less(a, b), (a, b)
+            assert (natural_key(a) == natural_key(b)) == (a == b), (a, b)
+    assert sorted(["seed_10", "seed_2", "seed_1", "seed_01"], key=natural_key) == [
+        "seed_01", "seed_1", "seed_2", "seed_10"]
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -581,3 +592,252 @@ def test_seed_times_sum_each_seeds_slowest_rank_in_the_stage_and_its_continuatio
                                      [0.0, 0.0])
             times[slot] += value
     assert seed_times(runs, resumed) == [(a, b) for a, b in found.values()]
+
+
+# --- tree: the one walk against os.walk -------------------------------------------------------
+
+
+def _random_tree(rng: random.Random, root: Path, outside: Path, links: bool) -> None:
+    """Directories up to three deep, some holding timings.json (or a rescue file), and with
+    ``links``: links to other directories (siblings, the root, an ancestor, outside the
+    root, themselves) and links that point nowhere."""
+    directories = [root]
+    for _ in range(rng.randint(1, 14)):
+        parent = rng.choice(directories)
+        if len(parent.relative_to(root).parts) < 3:
+            child = parent / rng.choice(["a", "b", "seed_1", "seed_10", "é", "x y"])
+            child.mkdir(exist_ok=True)
+            directories.append(child)
+    for directory in [*directories, outside]:
+        if rng.random() < 0.5:
+            (directory / "timings.json").write_text("{}")
+        if rng.random() < 0.1:
+            (directory / "notes.txt").write_text("")
+    if not links:
+        return
+    targets = [*directories, outside, root.parent, Path("/")]
+    for i in range(rng.randint(1, 6)):
+        where = rng.choice(directories) / f"link{i}"
+        odd = rng.random()
+        if odd < 0.1:
+            where.symlink_to(where.parent / "nowhere")
+        elif odd < 0.15:
+            where.symlink_to(where)  # a loop of one
+        else:
+            where.symlink_to(rng.choice(targets), target_is_directory=True)
+
+
+def _reachable(root: Path) -> set[tuple[int, int]]:
+    """The real directories holding timings.json reachable from ``root`` through links,
+    none entered twice, none of ``root``'s ancestors entered."""
+    seen = set()
+    path = Path(os.path.realpath(root))
+    for above in [path, *path.parents]:
+        st = os.stat(above)
+        seen.add((st.st_dev, st.st_ino))
+    found = set()
+    todo = [str(root)]
+    while todo:
+        directory = todo.pop()
+        names = os.listdir(directory)
+        if "timings.json" in names:
+            st = os.stat(directory)
+            found.add((st.st_dev, st.st_ino))
+        for name in names:
+            child = os.path.join(directory, name)
+            if os.path.isdir(child):
+                st = os.stat(child)
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    todo.append(child)
+    return found
+
+
+def _parts(relpath: str) -> tuple[str, ...]:
+    return () if relpath == "." else tuple(relpath.split("/"))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_walk_finds_what_os_walk_finds(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    _random_tree(rng, root, outside, links=False)
+    found, problems = find_artifact_dirs([root])
+    expected = sorted(
+        _parts(os.path.relpath(directory, root).replace(os.sep, "/"))
+        for directory, _, files in os.walk(root) if "timings.json" in files
+    )
+    assert problems == [] or not expected
+    assert [_parts(relpath) for _, _, relpath in found] == expected
+    for path, given, relpath in found:
+        assert given == str(root)
+        assert path == os.path.join(root, *_parts(relpath))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_walk_through_links_finds_each_reachable_directory_once(
+    tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    _random_tree(rng, root, outside, links=True)
+    found, problems = find_artifact_dirs([root])
+    keys = [(os.stat(path).st_dev, os.stat(path).st_ino) for path, _, _ in found]
+    expected = _reachable(root)
+    assert len(keys) == len(set(keys))
+    assert set(keys) == expected
+    if expected:
+        assert problems == []
+    parts = [_parts(relpath) for _, _, relpath in found]
+    assert parts == sorted(parts)
+    for path, _, relpath in found:
+        assert path == os.path.join(root, *_parts(relpath))
+
+
+# --- rows.records_from: a row per stored run ---------------------------------------------------
+
+_MACHINES = {
+    "hw-a": {"cpu": {"model_name": "EPYC", "logical_cpus": 64, "physical_cores": 32},
+             "memory": {"limit_bytes": 2**39}, "sources": {},
+             "gpus": [{"index": i, "name": n, "peak_memory_bandwidth_bytes_per_s": 3 * 10**12}
+                      for i, n in enumerate(["H100", "H100", "A100"])]},
+    "hw-b": {"cpu": {"model_name": None, "logical_cpus": 2, "physical_cores": None},
+             "memory": {"limit_bytes": None}, "sources": {}, "gpus": []},
+}
+
+
+def _hardware_row(description: dict[str, Any] | None) -> list[Any]:
+    if description is None:
+        return [None] * 7
+    gpus = description["gpus"]
+    names = list(dict.fromkeys(g["name"] for g in gpus))
+    return [description["cpu"]["model_name"], description["cpu"]["logical_cpus"],
+            description["cpu"]["physical_cores"], description["memory"]["limit_bytes"],
+            len(gpus), " + ".join(names) or None,
+            gpus[0]["peak_memory_bandwidth_bytes_per_s"] if gpus else None]
+
+
+def _write_suite(rng: random.Random, root: Path) -> dict[str, dict[str, Any]]:
+    written = {}
+    for d in range(rng.randint(1, 3)):
+        data: dict[str, Any] = {}
+        for name in rng.sample(["ippo_train", "ippo_train_auto_resume", "eval", "save"],
+                               rng.randint(1, 3)):
+            stage = _stage(rng)
+            for run in stage["runs"]:
+                if rng.random() < 0.3:
+                    run["mp"] = rng.choice(["fork", 1, 1.0, None, True])
+                if rng.random() < 0.1:
+                    run[rng.choice(LEGACY_KEYS)] = 16
+                if rng.random() < 0.2:
+                    run["job"] = rng.choice([{"job_id": "4711"}, {"job_id": 4711}, {}])
+                if rng.random() < 0.2:
+                    run["hardware_id"] = "hw-unknown"
+                if rng.random() < 0.3:
+                    run["resources"] = {"cpu_seconds": 1.5, "memory_peak_bytes": 2**40}
+            data[name] = stage
+        directory = root / f"d{d}"
+        directory.mkdir(parents=True)
+        (directory / "timings.json").write_text(json.dumps(data))
+        (directory / "timings_hardware.json").write_text(
+            json.dumps({"schema_version": 1, "hardware": _MACHINES}))
+        written[str(directory)] = _parsed(data)
+    return written
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_records_are_each_stored_run_as_it_is(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    written = _write_suite(rng, tmp_path)
+    artifacts = [Artifact(path, path, ".", _read_hardware(path), data)
+                 for path, data in written.items()]
+    rows = records_from(artifacts)
+    expected = []
+    meta: dict[str, None] = {}
+    for path, data in written.items():
+        for name, stage in data.items():
+            base = name.removesuffix("_auto_resume")
+            for run in stage["runs"]:
+                job, resources = run.get("job"), run.get("resources")
+                row = dict(zip(RECORD_COLUMNS, [
+                    path, name, base, base != name, run.get("run_idx"), run.get("label"),
+                    _as_float(run["seconds"]), run.get("started_at"), run.get("hardware_id"),
+                    run.get("software_id"), None, None, run.get("rank"), run.get("world_size"),
+                    run.get("cpus"),
+                    job["job_id"] if job and type(job.get("job_id")) is str else None,
+                    *_hardware_row(_MACHINES.get(run.get("hardware_id"))),  # type: ignore[arg-type]
+                    *[resources.get(k) if resources is not None else None
+                      for k in RESOURCE_FIELDS],
+                ], strict=True))
+                for key, value in run.items():
+                    if key not in RUN_FIELDS and key not in LEGACY_KEYS:
+                        meta.setdefault(key)
+                        row[f"meta.{key}"] = value
+                expected.append(row)
+    for row in expected:
+        for key in meta:
+            row.setdefault(f"meta.{key}", None)
+    assert repr(rows) == repr(expected)
+
+
+def _read_hardware(path: str) -> HardwareSidecar:
+    from stagetimer._analysis.raw import HardwareCache
+
+    return HardwareCache().read(path)
+
+
+# --- compute.statement_from: every run of a tree per machine and stage family ----------------
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_compute_statement_sums_every_run(tmp_path: Path, seed: int) -> None:
+    from stagetimer._analysis.compute import family, statement_from
+
+    rng = random.Random(seed)
+    written = _write_suite(rng, tmp_path)
+    artifacts = [Artifact(path, path, ".", _read_hardware(path), data)
+                 for path, data in written.items()]
+    statement = statement_from(artifacts)
+    sums: dict[str, dict[str, list[float]]] = {}
+    invalid = undescribed = 0
+    for data in written.values():
+        for name, stage in data.items():
+            for run in stage["runs"]:
+                seconds = _valid(run["seconds"])
+                machine = _MACHINES.get(run.get("hardware_id"))  # type: ignore[arg-type]
+                if seconds is None:
+                    invalid += 1
+                    continue
+                if machine is None:
+                    undescribed += 1
+                    continue
+                gpus, cpus = len(machine["gpus"]), machine["cpu"]["logical_cpus"]
+                cpu = _number(run.get("resources"), "cpu_seconds")
+                children = _number(run.get("resources"), "children_cpu_seconds") or 0.0
+                core_hours = (cpu + children) / 3600.0 if cpu is not None else (
+                    seconds / 3600.0 * cpus)
+                for where in ("total", family(name)):
+                    into = sums.setdefault(run["hardware_id"], {}).setdefault(
+                        where, [0, 0.0, 0.0, 0.0, 0])
+                    into[0] += 1
+                    into[1] += seconds
+                    into[2] += seconds / 3600.0 * gpus
+                    into[3] += core_hours
+                    into[4] += cpu is not None
+    assert (statement.invalid_runs, statement.undescribed_runs) == (invalid, undescribed)
+    walls = [h.total.wall_seconds for h in statement.hardware]
+    assert walls == sorted(walls, reverse=True)
+    assert {h.hardware_id for h in statement.hardware} == set(sums)
+    for machine in statement.hardware:
+        amounts = {"total": machine.total, **machine.families}
+        assert set(amounts) == set(sums[machine.hardware_id])
+        for where, got in amounts.items():
+            runs, wall, gpu_hours, core_hours, recorded = sums[machine.hardware_id][where]
+            assert (got.runs, got.cpu_recorded_runs) == (runs, recorded)
+            for value, expected in ((got.wall_seconds, wall), (got.gpu_hours, gpu_hours),
+                                    (got.cpu_core_hours, core_hours)):
+                assert math.isclose(value, expected, rel_tol=1e-12), (where, value, expected)
