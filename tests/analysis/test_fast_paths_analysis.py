@@ -29,7 +29,7 @@ from stagetimer._analysis.folding import seed_times
 from stagetimer._analysis.id_pairs import distinct_ids
 from stagetimer._analysis.metadata_pairs import NOT_METADATA, metadata_values
 from stagetimer._analysis.raw import raw_seconds
-from stagetimer._analysis.report import report_from
+from stagetimer._analysis.report import LegacyRun, report_from
 from stagetimer._analysis.report_warnings import metadata_warning
 from stagetimer._analysis.rows import RECORD_COLUMNS, records_from
 from stagetimer._analysis.seeds import RankSpread, by_seed
@@ -75,13 +75,13 @@ def _seed_view(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], RankSp
             order.append(key)
         groups.setdefault(key, []).append(run)
     view = []
-    spreads = []
+    spreads: list[tuple[float, int]] = []
     for entry in order:
         if isinstance(entry, int):
             view.append(runs[entry])
             continue
         group = groups[entry]
-        valid = [(_valid(r["seconds"]), r) for r in group if _valid(r["seconds"]) is not None]
+        valid = [(s, r) for r in group if (s := _valid(r["seconds"])) is not None]
         if valid:
             best = max(s for s, _ in valid)
             view.append(next(r for s, r in valid if s == best))
@@ -89,7 +89,7 @@ def _seed_view(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], RankSp
             view.append(group[0])
         if len(valid) > 1:
             values = [s for s, _ in valid]
-            spreads.append((max(values) - min(values), len(values)))  # type: ignore[type-var]
+            spreads.append((max(values) - min(values), len(values)))
     if not spreads:
         return view, None
     gaps = [s for s, _ in spreads]
@@ -126,7 +126,8 @@ def _exact_moments(kept: list[float]) -> tuple[float, float, float | None]:
 def _seconds(rng: random.Random) -> int | float:
     odd = rng.random()
     if odd < 0.7:
-        return rng.choice([rng.uniform(0.0, 5.0), rng.uniform(50.0, 500.0), float(rng.randint(0, 9))])
+        return rng.choice([rng.uniform(0.0, 5.0), rng.uniform(50.0, 500.0),
+                           float(rng.randint(0, 9))])
     return rng.choice([
         0, 3, 0.0, -0.0, 1e-7, 1e-6, -1.0, -3, float("inf"), float("-inf"), float("nan"),
         10**400, -(10**400), 2**1024 - 2**970, 2**1024 - 2**971, 1.7e308, _FLOAT_MAX, 1e308,
@@ -143,6 +144,8 @@ def _run(rng: random.Random, seed: int, rank: int | None, world: int | None) -> 
             run["world_size"] = world
     if rng.random() < 0.1:
         run["label"] = rng.choice(["a", "b"])
+    if rng.random() < 0.05:
+        run[rng.choice(LEGACY_KEYS)] = rng.choice([16, 15.5])
     if rng.random() < 0.85:
         run["hardware_id"] = rng.choice(["hw-a", "hw-a", "hw-b"])
     if rng.random() < 0.5:
@@ -227,8 +230,14 @@ def test_the_report_summarises_each_stage_as_its_runs_read_one_by_one(seed: int)
     [report] = report_from([_artifact("d", data)])
     parsed = _parsed(data)
     referenced: dict[str, int] = {}
+    legacy: list[LegacyRun] = []
     for stats, (name, stored) in zip(report.stages, parsed.items(), strict=True):
         view, spread = _seed_view(stored["runs"])
+        legacy.extend(
+            LegacyRun(name, r.get("run_idx"), r.get("label"),
+                      {k: r[k] for k in LEGACY_KEYS if k in r})
+            for r in view if any(k in r for k in LEGACY_KEYS)
+        )
         seconds = [_as_float(r["seconds"]) for r in view]
         kept = [s for s in seconds if 0.0 <= s <= _FLOAT_MAX]
         total = 0.0
@@ -266,6 +275,7 @@ def test_the_report_summarises_each_stage_as_its_runs_read_one_by_one(seed: int)
         flags = [w for w in report.warnings if w.startswith(f"stage {name} ")
                  or w.startswith(f"stage {name}: total_seconds")]
         assert flags == _flags(name, stored)
+    assert list(report.legacy_runs) == legacy
     assert list(report.hardware) == list(referenced)
     for hw_id, count in referenced.items():  # none described here: each one is named
         assert (f"{hw_id}: {count} run(s) refer to it but timings_hardware.json does not "
@@ -319,7 +329,7 @@ def test_metadata_warning_names_exactly_the_keys_metadata_values_tells_apart(see
 @pytest.mark.parametrize("seed", range(50))
 def test_distinct_ids_are_each_id_once_first_seen_first(seed: int) -> None:
     rng = random.Random(seed)
-    runs = [{"seconds": 1.0} for _ in range(rng.randint(0, 8))]
+    runs: list[dict[str, Any]] = [{"seconds": 1.0} for _ in range(rng.randint(0, 8))]
     for run in runs:
         if rng.random() < 0.8:
             run["hardware_id"] = rng.choice(["a", "b", "c", "", "é", None])
@@ -538,7 +548,7 @@ def _reference_less(a: str, b: str) -> bool:
         ca.insert(0, (0, ""))
     if cb and cb[0][0] == 1:
         cb.insert(0, (0, ""))
-    for (_, x), (_, y) in zip(ca, cb):
+    for (_, x), (_, y) in zip(ca, cb, strict=False):  # the shorter decides at its end
         if x != y:
             return bool(x < y)  # one kind at one position: text, number, text, ...
     if len(ca) != len(cb):
@@ -700,7 +710,7 @@ def test_the_walk_through_links_finds_each_reachable_directory_once(
 
 # --- rows.records_from: a row per stored run ---------------------------------------------------
 
-_MACHINES = {
+_MACHINES: dict[str, dict[str, Any]] = {
     "hw-a": {"cpu": {"model_name": "EPYC", "logical_cpus": 64, "physical_cores": 32},
              "memory": {"limit_bytes": 2**39}, "sources": {},
              "gpus": [{"index": i, "name": n, "peak_memory_bandwidth_bytes_per_s": 3 * 10**12}
@@ -769,7 +779,7 @@ def test_records_are_each_stored_run_as_it_is(tmp_path: Path, seed: int) -> None
                     run.get("software_id"), None, None, run.get("rank"), run.get("world_size"),
                     run.get("cpus"),
                     job["job_id"] if job and type(job.get("job_id")) is str else None,
-                    *_hardware_row(_MACHINES.get(run.get("hardware_id"))),  # type: ignore[arg-type]
+                    *_hardware_row(_MACHINES.get(run.get("hardware_id"))),
                     *[resources.get(k) if resources is not None else None
                       for k in RESOURCE_FIELDS],
                 ], strict=True))
@@ -808,14 +818,14 @@ def test_the_compute_statement_sums_every_run(tmp_path: Path, seed: int) -> None
         for name, stage in data.items():
             for run in stage["runs"]:
                 seconds = _valid(run["seconds"])
-                machine = _MACHINES.get(run.get("hardware_id"))  # type: ignore[arg-type]
+                described = _MACHINES.get(run.get("hardware_id"))
                 if seconds is None:
                     invalid += 1
                     continue
-                if machine is None:
+                if described is None:
                     undescribed += 1
                     continue
-                gpus, cpus = len(machine["gpus"]), machine["cpu"]["logical_cpus"]
+                gpus, cpus = len(described["gpus"]), described["cpu"]["logical_cpus"]
                 cpu = _number(run.get("resources"), "cpu_seconds")
                 children = _number(run.get("resources"), "children_cpu_seconds") or 0.0
                 core_hours = (cpu + children) / 3600.0 if cpu is not None else (
@@ -841,3 +851,40 @@ def test_the_compute_statement_sums_every_run(tmp_path: Path, seed: int) -> None
             for value, expected in ((got.wall_seconds, wall), (got.gpu_hours, gpu_hours),
                                     (got.cpu_core_hours, core_hours)):
                 assert math.isclose(value, expected, rel_tol=1e-12), (where, value, expected)
+
+
+# --- raw.HardwareCache: structured sidecars kept by their bytes --------------------------------
+
+_SIDECARS = [
+    json.dumps({"schema_version": 1, "hardware": _MACHINES}),
+    json.dumps({"schema_version": 1, "hardware": {"hw-b": _MACHINES["hw-b"]}}),
+    json.dumps({"schema_version": 1, "hardware": {}}),
+    json.dumps({"schema_version": 99, "hardware": {}}),  # newer
+    json.dumps({"schema_version": 1, "hardware": {"x": {"cpu": {"logical_cpus": "2"}}}}),
+    '{"schema_version": 1, "hardware": ',  # cut short
+    None,  # no sidecar
+]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_hardware_cache_reads_as_load_hardware_reads(tmp_path: Path, seed: int) -> None:
+    from stagetimer._analysis.raw import HardwareCache
+    from stagetimer._store.load import load_hardware
+
+    rng = random.Random(seed)
+    cache = HardwareCache()
+    for d in range(12):
+        directory = tmp_path / f"d{d}"
+        directory.mkdir()
+        content = rng.choice(_SIDECARS)
+        if content is not None:
+            (directory / "timings_hardware.json").write_text(content)
+        outcomes: list[Any] = []
+        for read in (cache.read, load_hardware):
+            try:
+                outcomes.append(read(str(directory)))
+            except Exception as exc:  # the same error, naming this directory's file
+                outcomes.append((type(exc), str(exc)))
+        assert outcomes[0] == outcomes[1]
+        if isinstance(outcomes[0], HardwareSidecar):  # a mapping of its own each time
+            assert outcomes[0].hardware is not cache.read(str(directory)).hardware
