@@ -623,6 +623,8 @@ def _random_tree(rng: random.Random, root: Path, outside: Path, links: bool) -> 
             (directory / "timings.json").write_text("{}")
         if rng.random() < 0.1:
             (directory / "notes.txt").write_text("")
+        if rng.random() < 0.15:
+            (directory / "timings.rescue-4711-1.json").write_text("{}")
     if not links:
         return
     targets = [*directories, outside, root.parent, Path("/")]
@@ -637,22 +639,25 @@ def _random_tree(rng: random.Random, root: Path, outside: Path, links: bool) -> 
             where.symlink_to(rng.choice(targets), target_is_directory=True)
 
 
-def _reachable(root: Path) -> set[tuple[int, int]]:
-    """The real directories holding timings.json reachable from ``root`` through links,
-    none entered twice, none of ``root``'s ancestors entered."""
+def _reachable(root: Path) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
+    """The real directories holding timings.json, and those holding a rescue file,
+    reachable from ``root`` through links, none entered twice, none of ``root``'s
+    ancestors entered."""
     seen = set()
     path = Path(os.path.realpath(root))
     for above in [path, *path.parents]:
         st = os.stat(above)
         seen.add((st.st_dev, st.st_ino))
-    found = set()
+    found, rescued = set(), set()
     todo = [str(root)]
     while todo:
         directory = todo.pop()
         names = os.listdir(directory)
+        st = os.stat(directory)
         if "timings.json" in names:
-            st = os.stat(directory)
             found.add((st.st_dev, st.st_ino))
+        if any(n.startswith("timings.rescue-") and n.endswith(".json") for n in names):
+            rescued.add((st.st_dev, st.st_ino))
         for name in names:
             child = os.path.join(directory, name)
             if os.path.isdir(child):
@@ -660,7 +665,12 @@ def _reachable(root: Path) -> set[tuple[int, int]]:
                 if (st.st_dev, st.st_ino) not in seen:
                     seen.add((st.st_dev, st.st_ino))
                     todo.append(child)
-    return found
+    return found, rescued
+
+
+def _key(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
 
 
 def _parts(relpath: str) -> tuple[str, ...]:
@@ -674,12 +684,17 @@ def test_the_walk_finds_what_os_walk_finds(tmp_path: Path, seed: int) -> None:
     root.mkdir()
     outside.mkdir()
     _random_tree(rng, root, outside, links=False)
-    found, problems = find_artifact_dirs([root])
+    rescued: list[str] = []
+    found, problems = find_artifact_dirs([root], rescued)
     expected = sorted(
         _parts(os.path.relpath(directory, root).replace(os.sep, "/"))
         for directory, _, files in os.walk(root) if "timings.json" in files
     )
-    assert problems == [] or not expected
+    assert sorted(rescued) == sorted(
+        directory for directory, _, files in os.walk(root)
+        if "timings.rescue-4711-1.json" in files
+    )
+    assert problems == [] or not (expected or rescued)
     assert [_parts(relpath) for _, _, relpath in found] == expected
     for path, given, relpath in found:
         assert given == str(root)
@@ -695,12 +710,16 @@ def test_the_walk_through_links_finds_each_reachable_directory_once(
     root.mkdir()
     outside.mkdir()
     _random_tree(rng, root, outside, links=True)
-    found, problems = find_artifact_dirs([root])
-    keys = [(os.stat(path).st_dev, os.stat(path).st_ino) for path, _, _ in found]
-    expected = _reachable(root)
+    rescued: list[str] = []
+    found, problems = find_artifact_dirs([root], rescued)
+    keys = [_key(path) for path, _, _ in found]
+    expected, expected_rescued = _reachable(root)
     assert len(keys) == len(set(keys))
     assert set(keys) == expected
-    if expected:
+    rescued_keys = [_key(path) for path in rescued]
+    assert len(rescued_keys) == len(set(rescued_keys))
+    assert set(rescued_keys) == expected_rescued
+    if expected or expected_rescued:
         assert problems == []
     parts = [_parts(relpath) for _, _, relpath in found]
     assert parts == sorted(parts)
@@ -888,3 +907,27 @@ def test_the_hardware_cache_reads_as_load_hardware_reads(tmp_path: Path, seed: i
         assert outcomes[0] == outcomes[1]
         if isinstance(outcomes[0], HardwareSidecar):  # a mapping of its own each time
             assert outcomes[0].hardware is not cache.read(str(directory)).hardware
+
+
+# --- significance: the no-spread exit is the limit of the general path ------------------------
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_a_test_without_spread_is_the_limit_of_a_vanishing_spread(seed: int) -> None:
+    from stagetimer._analysis.significance import paired_test
+
+    rng = random.Random(seed)
+    n_a, n_b = rng.randint(2, 9), rng.randint(2, 9)
+    mean_a = rng.choice([0.0, 1.0, rng.uniform(-3.0, 3.0)])
+    mean_b = rng.choice([mean_a, rng.uniform(-3.0, 3.0)])
+    exact = welch_test((mean_a, 0.0, n_a), (mean_b, 0.0, n_b))
+    near = welch_test((mean_a, 1e-24, n_a), (mean_b, 1e-24, n_b))
+    assert exact.difference == near.difference == mean_a - mean_b
+    assert math.isclose(exact.p_value, near.p_value, abs_tol=1e-9), (exact, near)
+    assert math.isclose(exact.low, near.low, abs_tol=1e-9)
+    assert math.isclose(exact.high, near.high, abs_tol=1e-9)
+    if mean_a == 0.0:  # the same log difference in every pair: no spread at all
+        differences = [mean_b] * n_a
+        paired = paired_test(differences)
+        assert paired.p_value == (1.0 if mean_b == 0.0 else 0.0) or paired.p_value < 1e-9
+        assert math.isclose(paired.low, paired.high, abs_tol=1e-9)
