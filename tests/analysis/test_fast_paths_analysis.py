@@ -17,6 +17,7 @@ import os
 import random
 import statistics
 import sys
+from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,46 @@ def _seconds(rng: random.Random) -> int | float:
     ])
 
 
+_FORMS = [
+    "2026-11-29T{h:02d}:{m:02d}:00.{ms:03d}Z",  # the writer's
+    "2026-11-29T{h:02d}:{m:02d}:00Z",  # whole seconds
+    "2026-11-29T{h:02d}:{m:02d}:00.{ms:03d}000+00:00",  # Python's isoformat
+    "2026-11-29T{h5:02d}:{m:02d}:00.{ms:03d}-05:00",  # an offset
+    "2026-1{h:d}-45T00:00:00.000Z",  # the writer's length, no time
+    "yesterday",
+    "",
+]
+
+
+def _started_at(rng: random.Random) -> str:
+    """A start in the stage's form, now and then in another (one writer writes one form)."""
+    odd = rng.random()
+    form = _FORMS[0] if odd < 0.8 else "" if odd < 0.82 else rng.choice(_FORMS)
+    hour = rng.randint(5, 23)
+    return form.format(h=hour, h5=hour - 5, m=rng.randint(0, 59), ms=rng.randint(0, 999))
+
+
+def _moment(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def _start_range(starts: list[str]) -> tuple[str | None, str | None]:
+    """The earliest and latest readable start (the least and greatest string where none is);
+    in the writer's one form (``...Z``, one length) the strings sort as the times do."""
+    if not starts:
+        return None, None
+    if len({len(t) for t in starts}) == 1 and all(t.endswith("Z") for t in starts):
+        if all(_moment(t) is not None for t in starts):  # then the order of the times
+            assert sorted(starts) == sorted(starts, key=_moment)  # type: ignore[arg-type]
+        return min(starts), max(starts)
+    read = sorted((m, t) for t in starts if (m := _moment(t)) is not None)
+    return (read[0][1], read[-1][1]) if read else (min(starts), max(starts))
+
+
 def _run(rng: random.Random, seed: int, rank: int | None, world: int | None) -> dict[str, Any]:
     run: dict[str, Any] = {"seconds": _seconds(rng)}
     if rng.random() < 0.9:
@@ -151,8 +192,7 @@ def _run(rng: random.Random, seed: int, rank: int | None, world: int | None) -> 
     if rng.random() < 0.5:
         run["software_id"] = rng.choice(["sw-a", "sw-a", "sw-b"])
     if rng.random() < 0.8:
-        form = rng.choice(["2026-11-29T0{}:00:00.{:03d}Z", "2026-11-29T0{}:00:00+00:00.{}"])
-        run["started_at"] = form.format(rng.randint(0, 9), rng.randint(0, 999))
+        run["started_at"] = _started_at(rng)
     return run
 
 
@@ -266,8 +306,7 @@ def test_the_report_summarises_each_stage_as_its_runs_read_one_by_one(seed: int)
         assert stats.expected_runs == (expected if expected is not None
                                        and 0 < expected <= MAX_RUN_IDX else None)
         starts = [r["started_at"] for r in view if r.get("started_at") is not None]
-        assert stats.first_started_at == (min(starts) if starts else None)
-        assert stats.last_started_at == (max(starts) if starts else None)
+        assert (stats.first_started_at, stats.last_started_at) == _start_range(starts)
         assert stats.rank_spread == spread
         for hw_id in ids:
             if hw_id is not None:
@@ -280,6 +319,18 @@ def test_the_report_summarises_each_stage_as_its_runs_read_one_by_one(seed: int)
     for hw_id, count in referenced.items():  # none described here: each one is named
         assert (f"{hw_id}: {count} run(s) refer to it but timings_hardware.json does not "
                 "describe it") in report.warnings
+
+
+@pytest.mark.parametrize("starts", [
+    [], [""], ["", ""], ["", "2026-11-29T05:00:00.000Z"], ["2026-11-29T05:00:00.000Z"] * 2,
+    ["2026-11-29T05:00:00.000Z", "2026-11-29T01:00:00.000-05:00"],  # 05:00 and 06:00 UTC
+    ["2026-11-29T05:30:00+09:00", "2026-11-29T05:00:00.000Z", "2026-11-29T06:00:00.000Z"],
+    ["yesterday", "2026-11-29T05:00:00Z", "2026-11-29T04:00:00.000Z"], ["b", "a"],
+])
+def test_a_stages_first_and_last_start_are_its_earliest_and_latest(starts: list[str]) -> None:
+    from stagetimer._analysis.wall_span import start_range
+
+    assert start_range(starts) == _start_range(starts)
 
 
 # --- report_warnings.metadata_warning: its common-case test against metadata_values -------
