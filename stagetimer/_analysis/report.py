@@ -34,7 +34,7 @@ from stagetimer._analysis.report_warnings import (
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
-from stagetimer._analysis.wall_span import wall_span
+from stagetimer._analysis.wall_span import start_range, wall_span
 from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX
 from stagetimer._store.rules import is_stage, valid_durations
 from stagetimer.hardware import Hardware, hardware_differences
@@ -91,10 +91,11 @@ def _stage_stats(
     starts = list(map(_get, runs, _STARTED_AT))
     if None in starts:
         starts = [t for t in starts if t is not None]
+    first, last = start_range(starts)
     stats = StageStats(
         name, len(runs), total, mean, median, stdev, low, high, distinct_ids(runs, "hardware_id"),
         tuple(seconds), ids.count(None), flagged, _expected_runs(stage),
-        min(starts) if starts else None, max(starts) if starts else None,
+        first, last,
         software_ids=distinct_ids(runs, "software_id"),
     )
     return stats, flags

@@ -42,7 +42,8 @@ class StageStats:
     flagged_runs: int = 0
     #: how many runs the recorder was told to expect (``Recorder(expected_runs=n)``)
     expected_runs: int | None = None
-    #: the earliest and latest ``started_at`` of its runs (None: none stored)
+    #: the earliest and latest ``started_at`` of its runs, as stored (``wall_span.start_range``;
+    #: None: none stored)
     first_started_at: str | None = attrs.field(default=None, eq=False)
     last_started_at: str | None = attrs.field(default=None, eq=False)
     #: the distinct software ids of the runs, in order of first appearance

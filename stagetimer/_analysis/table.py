@@ -46,13 +46,19 @@ class TableRequestError(ValueError):
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
-    """A sort key reading runs of digits as numbers: ``seed_2`` before ``seed_10``.
+    """A sort key reading runs of digits as numbers: ``seed_2`` before ``seed_10``; one
+    key per text, so that the order never depends on the order the texts came in.
 
     ``re.split`` with a group alternates text and digits, so the elements at one
-    position are always of one type and compare.
+    position are always of one type and compare. Texts that read as the same numbers
+    (``seed_1`` and ``seed_01``; ``\\d`` also matches other scripts' decimal digits) are
+    then ordered by the text itself, after a -1 where the next number would be: a digit
+    run is never negative, so a key still sorts before every longer key it begins.
     """
-    parts = _DIGITS.split(text)
-    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
+    parts: list[Any] = _DIGITS.split(text)
+    parts[1::2] = map(int, parts[1::2])  # in C
+    parts += (-1, text)
+    return tuple(parts)
 
 
 @attrs.frozen

@@ -7,6 +7,7 @@ Reads ``started_at`` as the writer stores it (ISO 8601, UTC, ``...Z``); a suite 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from itertools import repeat
@@ -16,7 +17,7 @@ from stagetimer._analysis.raw import raw_seconds
 from stagetimer._analysis.report_model import ArtifactReport, StageStats
 from stagetimer._store.rules import is_valid_seconds
 
-__all__ = ["wall_span"]
+__all__ = ["start_range", "wall_span"]
 
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _STARTED_AT): each run's started_at, gathered in C (repeat() is endless)
@@ -37,6 +38,28 @@ def _timestamp(text: Any) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()
+
+
+def start_range(starts: list[str]) -> tuple[str | None, str | None]:
+    """The earliest and the latest of a stage's ``started_at`` strings (None: none).
+
+    In the writer's one form (``...Z``, one length) the strings sort as the times do: the
+    usual stage is two passes in C. Otherwise (offsets, other precisions, a string that
+    is no time) each is read, and the earliest and latest readable ones are given; the
+    least and greatest strings only where none is readable.
+    """
+    if not starts:
+        return None, None
+    low, high = min(starts), max(starts)
+    if low and len(set(map(len, starts))) == 1 and set(map(_LAST, starts)) == _JUST_Z:
+        return low, high
+    read = [(moment, text) for text in starts if (moment := _timestamp(text)) is not None]
+    if not read:
+        return low, high
+    return min(read)[1], max(read)[1]
+
+
+_LAST, _JUST_Z = operator.itemgetter(-1), {"Z"}  # each string's last character, in C
 
 
 def _stage_span(report: ArtifactReport, name: str) -> tuple[float, float] | None:
