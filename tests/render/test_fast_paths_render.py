@@ -283,14 +283,15 @@ _CHARS = st.sampled_from(
 _TEXT = st.text(_CHARS, max_size=12)
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)
-    | st.floats(allow_nan=True, allow_infinity=True) | _TEXT,
+    | st.floats(allow_nan=True, allow_infinity=True) | _TEXT
+    | st.sampled_from([math.nan, math.inf, 0.5]).map(_Float),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
     max_leaves=12,
 )
 
 
 def _finite(value: Any) -> Any:
-    if type(value) is float:
+    if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
@@ -318,6 +319,31 @@ def test_indented_json_is_json_dumps_where_both_apply(value: Any) -> None:
     text.encode("utf-8")  # any stream takes it
     back = json.loads(text)
     assert back == json.loads(json.dumps(finite, ensure_ascii=True))
+
+
+def _ref_layout(value: Any, level: int = 0) -> str:
+    """compare --json's layout: indented as ``json.dumps(indent=2)`` down to level 4, each
+    value from there on one line as ``json.dumps`` writes it."""
+    if level >= 4 or not isinstance(value, (dict, list)) or not value:
+        return json.dumps(value, ensure_ascii=False)
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_ref_layout(v, level + 1)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    return "[\n" + ",\n".join(f"{inner}{_ref_layout(v, level + 1)}" for v in value) \
+        + f"\n{pad}]"
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.recursive(_JSON, lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=20))
+def test_compare_json_layout_is_json_dumps_cut_at_level_4(value: Any) -> None:
+    from stagetimer._render.compare_text import _layout
+    from stagetimer._render.json_text import strict_json
+
+    finite = _finite(value)
+    assert strict_json(_layout, value) == _ref_json_escaped(_ref_layout(finite)) + "\n"
 
 
 def test_indented_json_of_values_past_a_float() -> None:
