@@ -12,6 +12,7 @@ significant digits (``1.16e+295 d`` for 1e300 s), never a 300-digit count.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 
@@ -40,8 +41,6 @@ _US_100 = 9.995e-05
 _US_10 = 9.995e-06
 _US_1 = 9.995000000000001e-07
 _NS_100 = 9.995e-08
-# the tenth of a unit (ms 3, µs 6) and the unit: where "0.ddd" applies
-_TENTH = {3: (_US_100, _MS_1), 6: (_NS_100, _US_1)}
 
 
 def three_digits(value: float) -> str:
@@ -70,35 +69,46 @@ def three_digits(value: float) -> str:
 # ``124 ms``; 0.9994999999999999 s read ``1000 ms``.
 
 
-def _milli(seconds: float) -> str:
-    """``seconds`` from 1 ms to below 999.5 ms (rounded) as a number of ms."""
+def _in_ms(seconds: float) -> str:
+    """``seconds`` (>= 0, finite) as a number of ms; from 1 ms to below 999.5 ms (the usual
+    values) by the shortest path."""
     if seconds >= _MS_100:
-        return f"{seconds:.3f}"[2:]  # "0.123"
+        if seconds < _S_1:
+            return f"{seconds:.3f}"[2:]  # "0.123"
+        return _scaled(seconds, 3)
     if seconds >= _MS_10:
         text = f"{seconds:.4f}"  # "0.0123"
         return f"{text[3:5]}.{text[5]}"
-    text = f"{seconds:.5f}"  # "0.00123"
-    return f"{text[4]}.{text[5:]}"
+    if seconds >= _MS_1:
+        text = f"{seconds:.5f}"  # "0.00123"
+        return f"{text[4]}.{text[5:]}"
+    if seconds >= _US_100:  # a tenth of a unit and up, a standard deviation: "0.523"
+        return "0." + f"{seconds:.6f}"[5:]
+    return _scaled(seconds, 3)
 
 
-def _micro(seconds: float) -> str:
-    """``seconds`` from 1 µs to below 999.5 µs (rounded) as a number of µs."""
+def _in_us(seconds: float) -> str:
+    """``seconds`` (>= 0, finite) as a number of µs; from 1 µs to below 999.5 µs (the
+    usual values) by the shortest path."""
     if seconds >= _US_100:
-        return f"{seconds:.6f}"[5:]  # "0.000123"
+        if seconds < _MS_1:
+            return f"{seconds:.6f}"[5:]  # "0.000123"
+        return _scaled(seconds, 6)
     if seconds >= _US_10:
         text = f"{seconds:.7f}"  # "0.0000123"
         return f"{text[6:8]}.{text[8]}"
-    text = f"{seconds:.8f}"  # "0.00000123"
-    return f"{text[7]}.{text[8:]}"
+    if seconds >= _US_1:
+        text = f"{seconds:.8f}"  # "0.00000123"
+        return f"{text[7]}.{text[8:]}"
+    if seconds >= _NS_100:
+        return "0." + f"{seconds:.9f}"[8:]
+    return _scaled(seconds, 6)
 
 
 def _scaled(seconds: float, shift: int) -> str:
     """``seconds * 10**shift`` (``seconds`` >= 0 and finite) in ``three_digits``' form,
-    rounded once; the general case of ``_milli`` and ``_micro`` (a number of 1000 ms or
+    rounded once; the general case of ``_in_ms`` and ``_in_us`` (a number of 1000 ms or
     more, or below one unit: ``1234``, ``0.0417``, ``1.00e-05``)."""
-    tenth, one = _TENTH[shift]
-    if tenth <= seconds < one:  # the usual case, a standard deviation: "0.523"
-        return "0." + f"{seconds:.{shift + 3}f}"[shift + 2 :]
     if seconds == 0:
         return "0"
     mantissa = f"{seconds:.2e}"  # "d.dde-XX": three digits, correctly rounded
@@ -134,7 +144,7 @@ def format_duration(seconds: float | None) -> str:
     if type(seconds) is float and _MS_1 <= seconds < 59.95:  # most durations: one test
         if seconds >= _S_1:
             return f"{three_digits(seconds)} s"
-        return f"{_milli(seconds)} ms"
+        return f"{_in_ms(seconds)} ms"
     if seconds is None:
         return "-"
     if not is_valid_seconds(seconds):
@@ -143,10 +153,8 @@ def format_duration(seconds: float | None) -> str:
         if seconds >= _S_1:
             return f"{three_digits(seconds)} s"
         if seconds >= _MS_1:
-            return f"{_milli(seconds)} ms"
-        if seconds >= _US_1:
-            return f"{_micro(seconds)} {_MICRO}"
-        return "0 s" if seconds == 0 else f"{_scaled(seconds, 6)} {_MICRO}"
+            return f"{_in_ms(seconds)} ms"
+        return "0 s" if seconds == 0 else f"{_in_us(seconds)} {_MICRO}"
     if seconds < 3599.5:
         whole = round(seconds)
         return f"{whole // 60} min {whole % 60:02d} s"
@@ -165,24 +173,22 @@ class Unit:
 
     name: str
     seconds: float
-    #: ``n`` where the unit is ``10**-n`` seconds (µs 6, ms 3): its numbers are rounded
-    #: once, from the seconds' own digits (``_milli``, ``_micro``); None for s, min, h, d
-    shift: int | None = None
+    #: how seconds are written in this unit where that is not a division (ms, µs: the
+    #: seconds' own digits, rounded once); None for s, min, h and d
+    digits: Callable[[float], str] | None = attrs.field(default=None, repr=False, eq=False)
 
     def number(self, seconds: float) -> str:
         """``seconds`` in this unit, three significant digits (``three_digits``)."""
-        shift = self.shift
-        if shift is not None and 0 <= seconds < _INF:
-            if shift == 3:
-                return _milli(seconds) if _MS_1 <= seconds < _S_1 else _scaled(seconds, 3)
-            return _micro(seconds) if _US_1 <= seconds < _MS_1 else _scaled(seconds, shift)
+        digits = self.digits
+        if digits is not None and 0 <= seconds < _INF:
+            return digits(seconds)
         value = seconds / self.seconds
         return three_digits(value) if value >= 0 else f"{value:g}"
 
 
 UNITS = (
-    Unit(_MICRO, 1e-6, 6),
-    Unit("ms", 1e-3, 3),
+    Unit(_MICRO, 1e-6, _in_us),
+    Unit("ms", 1e-3, _in_ms),
     Unit("s", 1.0),
     Unit("min", 60.0),
     Unit("h", 3600.0),
