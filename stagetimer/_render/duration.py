@@ -142,8 +142,10 @@ def format_duration(seconds: float | None) -> str:
     """
     # 59.95 as a float lies above the decimal 59.95: every float below it reads 59.9 s.
     if type(seconds) is float and _MS_1 <= seconds < 59.95:  # most durations: one test
+        if seconds >= _S_10:  # three_digits' two forms below a minute, inline
+            return f"{seconds:.1f} s"
         if seconds >= _S_1:
-            return f"{three_digits(seconds)} s"
+            return f"{seconds:.2f} s"
         return f"{_in_ms(seconds)} ms"
     if seconds is None:
         return "-"
