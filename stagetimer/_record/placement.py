@@ -24,7 +24,15 @@ RANK_VARIABLES: tuple[tuple[str, str], ...] = (
 
 
 def _number(text: str | None) -> int | None:
-    if text is None or not text.strip().isdigit():  # isdigit: no sign, no space inside
+    """A launcher's count: ASCII digits, spaces around them allowed; None for anything else.
+
+    ``str.isdigit`` alone also passes digits ``int`` refuses (``"²"``) or reads
+    (``"٣"``), and ``int`` refuses more than 4300 digits: each made every save fail."""
+    if text is None:
+        return None
+    text = text.strip()
+    # isdigit: no sign, no space inside; isascii: 0-9 only; 19 digits hold any int64
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
         return None
     return int(text)
 

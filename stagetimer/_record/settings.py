@@ -1,13 +1,21 @@
 """The checks of ``Recorder``'s settings: a clear ``InvalidSettingError`` (a ``ValueError``)
-at construction."""
+at construction.
+
+Each message shows the value with ``short_repr``: ``repr`` of an int past
+``sys.get_int_max_str_digits`` raises a ``ValueError`` of its own.
+"""
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from typing import Any
 
 from stagetimer._errors import InvalidSettingError, short_repr
 from stagetimer._format import MAX_RUN_IDX, POLICIES
+
+_FLOAT_MAX = sys.float_info.max
 
 __all__ = [
     "as_path",
@@ -23,18 +31,21 @@ __all__ = [
 def as_path(directory: str | os.PathLike[str]) -> str:
     if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
         raise InvalidSettingError(
-            f"directory {directory!r} is not valid: expected a str or os.PathLike path "
+            f"directory {short_repr(directory)} is not valid: expected a str or os.PathLike path "
             "(bytes paths are not supported)",
             directory,
         )
     path = os.fspath(directory)
     if not isinstance(path, str):
         raise InvalidSettingError(
-            f"directory {directory!r} is not valid: its path is {path!r}, not a str", directory
+            f"directory {short_repr(directory)} is not valid: its path is {short_repr(path)}, "
+            "not a str",
+            directory,
         )
     if not path or "\0" in path:
         raise InvalidSettingError(
-            f"directory {directory!r} is not valid: expected a non-empty path", directory
+            f"directory {short_repr(directory)} is not valid: expected a non-empty path",
+            directory,
         )
     return path
 
@@ -51,7 +62,7 @@ def check_directory(instance: object, attribute: Any, value: str) -> None:
 def check_completed_runs(instance: object, attribute: Any, value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise InvalidSettingError(
-            f"completed_runs {value!r} is not valid: expected an int >= 0", value
+            f"completed_runs {short_repr(value)} is not valid: expected an int >= 0", value
         )
 
 
@@ -69,15 +80,21 @@ def check_expected_runs(instance: object, attribute: Any, value: object) -> None
 def check_policy(instance: object, attribute: Any, value: object) -> None:
     if value not in POLICIES:
         raise InvalidSettingError(
-            f"policy {value!r} is not valid: expected one of {POLICIES}", value
+            f"policy {short_repr(value)} is not valid: expected one of {POLICIES}", value
         )
 
 
 def check_timeout(instance: object, attribute: Any, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+    """A number of seconds >= 0 that fits a float, or infinity: a save adds it to the clock
+    (an int of 400 digits made every save fail with ``OverflowError``)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (0 <= value <= _FLOAT_MAX or value == math.inf)
+    ):
         raise InvalidSettingError(
-            f"lock_timeout {value!r} is not valid: expected a number of seconds >= 0 "
-            "(float('inf') waits as long as it takes)",
+            f"lock_timeout {short_repr(value)} is not valid: expected a number of seconds >= 0 "
+            "that fits a float (float('inf') waits as long as it takes)",
             value,
         )
 

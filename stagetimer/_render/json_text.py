@@ -34,6 +34,8 @@ def strict(value: Any) -> Any:
         return {k: strict(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [strict(v) for v in value]
+    if isinstance(value, float):  # a float subclass (numpy.float64): the encoder's repr
+        return value if -_INF < value < _INF else None
     return value
 
 
