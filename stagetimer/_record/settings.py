@@ -7,15 +7,12 @@ Each message shows the value with ``short_repr``: ``repr`` of an int past
 
 from __future__ import annotations
 
-import math
 import os
-import sys
 from typing import Any
 
 from stagetimer._errors import InvalidSettingError, short_repr
 from stagetimer._format import MAX_RUN_IDX, POLICIES
-
-_FLOAT_MAX = sys.float_info.max
+from stagetimer._store.lock import check_lock_timeout
 
 __all__ = [
     "as_path",
@@ -85,18 +82,9 @@ def check_policy(instance: object, attribute: Any, value: object) -> None:
 
 
 def check_timeout(instance: object, attribute: Any, value: object) -> None:
-    """A number of seconds >= 0 that fits a float, or infinity: a save adds it to the clock
-    (an int of 400 digits made every save fail with ``OverflowError``)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (0 <= value <= _FLOAT_MAX or value == math.inf)
-    ):
-        raise InvalidSettingError(
-            f"lock_timeout {short_repr(value)} is not valid: expected a number of seconds >= 0 "
-            "that fits a float (float('inf') waits as long as it takes)",
-            value,
-        )
+    """``lock_timeout``: the lock's own rule (``lock.check_lock_timeout``), which
+    ``recover`` follows too."""
+    check_lock_timeout(value)
 
 
 def check_flag(instance: object, attribute: Any, value: object) -> None:

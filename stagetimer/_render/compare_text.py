@@ -2,7 +2,7 @@
 
 One line per stage compared::
 
-    ippo_train: Mean +- std dev: [base] 12.4 s +- 0.3 s -> [new] 10.1 s +- 0.2 s: 1.23x faster
+    ippo_train: Mean +- std dev: [base] 12.4 s +- 0.300 s -> [new] 10.1 s +- 0.200 s: 1.23x faster
         (new/base 0.813, 95 % CI 0.791 to 0.836, q 0.003; 5 and 5 runs)
 
 then, per pair, whether the hardware was the same by the fields that change a
@@ -67,10 +67,11 @@ def _side_text(label: str, side: SideStats, unit: Unit) -> str:
 
 
 def times(ratio: float) -> str:
-    """pyperf's words: a ratio new/base of 0.5 is "2.00x faster", 1.5 is "1.50x slower"."""
+    """pyperf's words: a ratio new/base of 0.5 is "2.00x faster", 1.5 is "1.50x slower"
+    (three significant digits, trailing zeros kept, as every ratio ``compare`` writes)."""
     if ratio < 1:
-        return f"{1 / ratio:.3g}x faster" if ratio > 0 else "infinitely faster"
-    return f"{ratio:.3g}x slower"
+        return f"{format_ratio(1 / ratio)}x faster" if ratio > 0 else "infinitely faster"
+    return f"{format_ratio(ratio)}x slower"
 
 
 def format_ratio(value: float) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stagetimer._analysis.report import ArtifactReport, StageStats, wall_span
+from stagetimer._analysis.wall_span import start_range
 from stagetimer._escape import escape_text
 from stagetimer._format import HARDWARE_FILE, continued_stage
 from stagetimer._render.compute import used_lines
@@ -213,8 +214,10 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
     """
     runs = sum(s.runs for r in reports for s in r.stages)
     total = sum(s.total_seconds for r in reports for s in r.stages)
-    firsts = [s.first_started_at for r in reports for s in r.stages if s.first_started_at]
-    lasts = [s.last_started_at for r in reports for s in r.stages if s.last_started_at]
+    starts = [
+        start for r in reports for s in r.stages
+        for start in (s.first_started_at, s.last_started_at) if start
+    ]
     span = wall_span(reports)
     line = (
         f"suite: {len(reports)} director{'y' if len(reports) == 1 else 'ies'}, "
@@ -226,8 +229,9 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
             f" (the sum of the runs), a wall span of {format_duration(wall)} "
             "(first start to last end)"
         )
-    if firsts:
-        line += f", started {min(firsts)} to {max(lasts)}"
+    if starts:
+        first, last = start_range(starts)  # by time: the stages' forms may differ
+        line += f", started {first} to {last}"
     pending = [_left(s) for r in reports for s in r.stages if _tracked(s) and _left(s) > 0]
     if pending:
         line += (

@@ -37,6 +37,7 @@ from stagetimer._format import (
     takes_expected_runs,
 )
 from stagetimer._store.leftovers import FOREIGN_AGE, written_ago
+from stagetimer._store.lock import check_lock_timeout
 from stagetimer._store.owner import Liveness, liveness
 from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.processes import is_pid
@@ -300,8 +301,10 @@ def recover(
     (``Recovered.refused``), never stored; the file then stays. A file folded in whole
     is removed, so running it again changes nothing. Returns one ``Recovered`` per
     rescue file. Raises ``SidecarCorruptError`` for a sidecar that does not parse
-    (nothing written), ``LockTimeoutError``, ``InvalidTypeError`` (a ``TypeError``) for
-    a ``directory`` that is not a path or an owner that is not a user,
+    (nothing written), ``LockTimeoutError``, ``InvalidSettingError`` (a ``ValueError``) for
+    a ``lock_timeout`` that is not a number of seconds >= 0 (as ``Recorder``'s),
+    ``InvalidTypeError`` (a ``TypeError``) for a ``directory`` that is not a path or an
+    owner that is not a user,
     ``NotADirectoryError``/``FileNotFoundError`` for a path that is not a directory.
 
     >>> recover("exports/pursuit/classic_3/ippo")
@@ -312,6 +315,7 @@ stored=2, already=0, refused=(), skipped=None)]
         raise InvalidTypeError(
             f"directory {directory!r} is not valid: expected a str or os.PathLike", directory
         )
+    timeout = check_lock_timeout(lock_timeout)
     if isinstance(owners, (str, int)):
         owners = [owners]
     path = os.fspath(directory)
@@ -320,4 +324,4 @@ stored=2, already=0, refused=(), skipped=None)]
             raise NotADirectoryError(f"{path}: not a directory")
         raise FileNotFoundError(f"{path}: no such directory")
     trusted = _trusted(path, owners)
-    return _recover_all(path, lock_timeout, trusted)
+    return _recover_all(path, timeout, trusted)

@@ -100,6 +100,26 @@ def test_the_suite_line_counts_directories_runs_time_and_the_start_range(
     ) == last
 
 
+def test_the_suite_line_s_start_range_is_by_time_across_stages_in_other_forms(
+    tmp_path: Path,
+) -> None:
+    # 05:00 UTC in the writer's form, then 01:00 at UTC-5 (06:00 UTC) in another's: the
+    # strings sort the other way round.
+    record(tmp_path / "a", "ippo_train", [1.0])
+    record(tmp_path / "b", "ippo_train", [1.0])
+    for directory, start in (("a", "2026-11-29T05:00:00.000Z"), ("b", "2026-11-29T01:00:00-05:00")):
+        edit(tmp_path / directory, lambda d, start=start: d["ippo_train"]["runs"][0].update(
+            started_at=start
+        ))
+
+    last = run("report", str(tmp_path)).stdout.splitlines()[-1]
+
+    assert last.endswith(
+        "a wall span of 1 h 00 min (first start to last end), "
+        "started 2026-11-29T05:00:00.000Z to 2026-11-29T01:00:00-05:00"
+    ), last
+
+
 def test_runs_side_by_side_show_a_wall_span_shorter_than_their_sum(tmp_path: Path) -> None:
     # Four seeds of 10 s each, started 1 s apart: 40 s in all, 13 s from first start to
     # last end.

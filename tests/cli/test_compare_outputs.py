@@ -265,3 +265,17 @@ def test_report_plot_of_extreme_durations_is_drawn_without_warnings(tmp_path: Pa
 
     assert (0, True) == (result.returncode, (tmp_path / "r.png").stat().st_size > 0)
     assert "Warning" not in result.stderr, result.stderr
+
+
+def test_a_whole_ratio_keeps_three_significant_digits(tmp_path: Path) -> None:
+    # exactly twice and half as fast, with no spread in the logs: 2.00x, as the interval is
+    # written beside it (trailing zeros kept), never "2x"
+    write_artifact(tmp_path / "base", {"train": [2.0, 2.0, 2.0], "eval": [1.0, 1.0, 1.0]})
+    write_artifact(tmp_path / "new", {"train": [1.0, 1.0, 1.0], "eval": [2.0, 2.0, 2.0]})
+
+    text = run_cli("compare", tmp_path / "base", tmp_path / "new").stdout
+    markdown = run_cli("compare", "--markdown", tmp_path / "base", tmp_path / "new").stdout
+
+    for output in (text, markdown):
+        assert "2.00x faster" in output and "2.00x slower" in output, output
+        assert "2x" not in output.replace("2.00x", ""), output

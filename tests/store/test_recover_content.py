@@ -5,6 +5,7 @@ are folded in; names are printed escaped."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ import pytest
 from helpers.process_life import stage_runs
 from helpers.rescue import write_rescue
 
-from stagetimer import load_timings, recover
+from stagetimer import Recorder, load_timings, recover
 from stagetimer._cli import main
+from stagetimer._errors import InvalidSettingError
 
 GOOD = {"stage": "eval", "run": {"seconds": 2.0, "run_idx": 0}}
 
@@ -176,3 +178,32 @@ def test_a_rescue_file_of_an_older_version_whose_pid_runs_is_left_alone(art: Pat
     (done,) = recover(art)
 
     assert done.skipped is not None and "still runs" in done.skipped
+
+
+@pytest.mark.parametrize("bad", [10**400, -1, "x", True, math.nan, None])
+def test_recover_refuses_the_lock_timeouts_recorder_refuses_and_changes_nothing(
+    tmp_path: Path, bad: Any
+) -> None:
+    rescue = write_rescue(tmp_path, [GOOD])
+    before = rescue.read_bytes()
+    with pytest.raises(InvalidSettingError) as recorder_refused:
+        Recorder(tmp_path, lock_timeout=bad)
+
+    with pytest.raises(InvalidSettingError) as refused:
+        recover(tmp_path, lock_timeout=bad)
+
+    assert str(refused.value) == str(recorder_refused.value)
+    assert str(refused.value).startswith("lock_timeout ")
+    assert refused.value.value is bad
+    assert rescue.read_bytes() == before
+    assert not (tmp_path / "timings.json").exists()
+
+
+@pytest.mark.parametrize("timeout", [0, 2, 0.5, math.inf])
+def test_recover_takes_every_lock_timeout_recorder_takes(tmp_path: Path, timeout: float) -> None:
+    write_rescue(tmp_path, [GOOD])
+
+    [recovered] = recover(tmp_path, lock_timeout=timeout)
+
+    assert recovered.stored == 1
+    assert [r.seconds for r in load_timings(tmp_path).stages["eval"].runs] == [2.0]
