@@ -263,3 +263,25 @@ def test_the_api_reference_gives_each_error_its_bases() -> None:
     assert {e.__name__: sorted(b.__name__ for b in e.__bases__) for e in errors} == {
         e.__name__: sorted(re.findall(r"`(\w+)`", rows[e.__name__])) for e in errors
     }
+
+
+def test_the_readme_s_distributed_launch_counts_a_seed_once_as_its_slowest_rank(
+    tmp_path: Path,
+) -> None:
+    # The block as torchrun runs it: one process per rank, RANK and WORLD_SIZE set.
+    [code] = [code for line, language, code, _ in fenced_blocks("README.md")
+              if language == "python" and 'os.environ.get("RANK"' in code]
+    (tmp_path / "block.py").write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STAGETIMER_")}
+    for rank in range(2):
+        launched = {**env, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2"}
+        subprocess.run([sys.executable, "block.py"], cwd=tmp_path, env=launched, check=True,
+                       timeout=120)
+
+    report = subprocess.run([sys.executable, "-m", "stagetimer", "report", "runs"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+                            timeout=120).stdout
+
+    table = report.splitlines()[2].split()
+    assert table[:2] == ["train", "1"], report  # one seed, not one run per rank
+    assert "ranks: train 1 seed × 2 ranks" in report, report
