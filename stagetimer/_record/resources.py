@@ -15,7 +15,9 @@ normally; ``finish`` gives the run's ``resources``. A stage that raised calls
   file costs ~20 µs, so it is read once and, where ``getrusage``'s ``ru_maxrss`` mirrors
   it, ``ru_maxrss`` is read instead (~1 µs). The kernel computes ``ru_maxrss`` as the
   larger of the mark and the peak inherited across ``exec`` (``kernel/sys.c``
-  ``getrusage``): once the mark reaches the inherited value the two are the same number.
+  ``getrusage``): once the mark reaches the inherited value the two are the same
+  quantity (read a moment apart they may differ by what the process touched in between
+  and by the kernel's per-CPU batching of the count: up to about 100 KiB on Linux 6.18).
   A lifetime peak is never taken for a stage's; nothing that resets for every reader
   is written.
 - ``gpu_energy_joules``: NVML's total-energy counter of the visible GPUs (millijoules).
