@@ -284,4 +284,4 @@ def test_the_readme_s_distributed_launch_counts_a_seed_once_as_its_slowest_rank(
 
     table = report.splitlines()[2].split()
     assert table[:2] == ["train", "1"], report  # one seed, not one run per rank
-    assert "ranks: train 1 seed × 2 ranks" in report, report
+    assert "ranks: train 1 seed \N{MULTIPLICATION SIGN} 2 ranks" in report, report
