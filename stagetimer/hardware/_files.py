@@ -94,15 +94,6 @@ def kernel_lines(text: str) -> list[str]:
     return lines
 
 
-def _cpu_number(text: str) -> int:
-    """A CPU number of a cpulist: ASCII digits only (the kernel's ``bitmap_parselist``
-    reads no sign), where ``int`` also takes ``+1``, ``1_0`` and other scripts' digits."""
-    text = text.strip()
-    if not (text.isascii() and text.isdecimal()):
-        raise ValueError(text)
-    return int(text)
-
-
 def parse_cpu_list(text: str) -> tuple[int, ...] | None:
     """Parse a kernel CPU list (``0-3,8,10-11``) into sorted CPU numbers; None if malformed.
 
@@ -113,17 +104,22 @@ def parse_cpu_list(text: str) -> tuple[int, ...] | None:
     text = text.strip()
     if not text:
         return ()
+    # The kernel's bitmap_parselist reads ASCII digits, no sign: int() also takes "+1",
+    # "1_0" and other scripts' digits. Two scans in C leave int() only ASCII digits and
+    # blanks ("-" is the range's, split off below; a second one leaves a negative end).
+    if not text.isascii() or "+" in text or "_" in text:
+        return None
     for part in text.split(","):
         part = part.strip()
         lo, sep, hi = part.partition("-")
         try:
             if sep:
-                first, last = _cpu_number(lo), _cpu_number(hi)
+                first, last = int(lo), int(hi)
                 if last < first:
                     return None
                 cpus.update(range(first, last + 1))
             else:
-                cpus.add(_cpu_number(lo))
+                cpus.add(int(lo))
         except ValueError:
             return None
     return tuple(sorted(cpus))

@@ -35,11 +35,12 @@ def _binary(value: float, unit: str) -> str:
     value; the unit is chosen by those digits, not by the value before rounding:
     1023.7 B rounds to 1024 and is ``1 KiB``, not ``1024 B``.
     """
+    if not math.isfinite(value):
+        return f"{significant(value)} {unit}"
     for prefix in _BINARY[:-1]:
-        if abs(value) < 1024:
-            text = significant(value)
-            if abs(float(text)) < 1024:
-                return f"{text} {prefix}{unit}"
+        # From 1023.5 on (half-even: 1023.5 itself too) the digits are 1024: the next unit.
+        if abs(value) < 1023.5:
+            return f"{significant(value)} {prefix}{unit}"
         value /= 1024
     return f"{significant(value)} {_BINARY[-1]}{unit}"
 

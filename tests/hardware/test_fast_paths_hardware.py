@@ -19,7 +19,10 @@ boundaries and at random (fixed seeds, derandomized hypothesis):
 - ``parse_cpu_list`` against the kernel's cpulist grammar (ASCII digits, ranges);
 - ``expand_cpus_per_node``/``cpus_on_node`` against a plain expansion of Slurm's
   ``2(x3),1``; ``select_visible`` against the ``CUDA_VISIBLE_DEVICES`` rule read entry
-  by entry; ``smallest`` against ``min``;
+  by entry; ``json_text`` (one ``encode`` decides text without surrogates) against the
+  bytes it stands for read with ``backslashreplace``; ``smallest`` against ``min``;
+- the cgroup walk (``_ancestors``, ``_shown_at``: string prefixes and ``..`` counts)
+  against the components of each ancestor and of each mount's ROOT;
 - ``physical_cores`` (which skips CPUs a sibling list counted) and the clock range
   (``cpufreq_range``, ``cppc_max_mhz``) against every affine CPU read one by one.
 """
@@ -27,6 +30,7 @@ boundaries and at random (fixed seeds, derandomized hypothesis):
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -42,7 +46,7 @@ from helpers.fake_hardware import FakeRoot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stagetimer.hardware._cgroup import parse_cgroup_file, smallest
+from stagetimer.hardware._cgroup import Cgroups, Located, parse_cgroup_file, smallest
 from stagetimer.hardware._clock import cppc_max_mhz, cpufreq_range
 from stagetimer.hardware._content_id import content_id
 from stagetimer.hardware._cpu import cpuinfo_blocks, model_name, physical_cores
@@ -52,6 +56,7 @@ from stagetimer.hardware._gpu import select_visible
 from stagetimer.hardware._memory import node_total_bytes
 from stagetimer.hardware._mounts import Mount, parse_mountinfo
 from stagetimer.hardware._scheduler import cpus_on_node, expand_cpus_per_node
+from stagetimer.hardware._text import json_text
 from stagetimer.hardware._units import format_bytes, format_energy, format_rate, significant
 
 # ---------------------------------------------------------------------------
@@ -63,7 +68,7 @@ _EXACT = Context(prec=2000)
 def _ref_significant(exact: Decimal, as_float: float) -> str:
     """``significant``'s promise on the exact value: three significant digits half-even,
     the whole number up to 99,999, e-notation (as ``{:.3g}``) from 99,999.5 on."""
-    if exact == 0:
+    if not exact.is_finite() or exact == 0:
         return f"{as_float:g}"
     sign = "-" if exact < 0 else ""
     size = abs(exact)
@@ -116,7 +121,7 @@ def _boundaries() -> list[float]:
     out: list[float] = []
     for mark in marks:
         out += [mark, math.nextafter(mark, math.inf), math.nextafter(mark, -math.inf), -mark]
-    return out
+    return [*out, math.inf, -math.inf, math.nan]
 
 
 _VALUES = _boundaries()
@@ -500,6 +505,10 @@ def test_parse_cpu_list_against_the_cpulist_grammar() -> None:
         "8-8",
         "0-3:2",
         "63",
+        "3--1",
+        "0--1",
+        "1\x1c",
+        "4 5",
     ]
     for _ in range(4000):
         text = ",".join(rng.choice(tokens) for _ in range(rng.randint(1, 4)))
@@ -542,6 +551,24 @@ def test_slurm_cpus_per_node_against_a_plain_expansion() -> None:
         assert cpus_on_node(environ)[0] == expected, environ
     assert expand_cpus_per_node("2(x3),1") == (2, 2, 2, 1)
     assert cpus_on_node({"SLURM_CPUS_ON_NODE": "6", "SLURM_JOB_CPUS_PER_NODE": "x"})[0] == 6
+
+
+@settings(derandomize=True, max_examples=400, deadline=None)
+@given(
+    st.binary(max_size=12)
+    | st.lists(
+        st.sampled_from(
+            [b"a", b"\xc3\xa9", b"\xc3", b"\xa9", b"\xe2\x80", b"\xed\xb3\x80", b"\xff", b"\\x"]
+        ),
+        max_size=6,
+    ).map(b"".join)
+)
+def test_json_text_against_the_bytes_it_stands_for(raw: bytes) -> None:
+    # An environment variable as Python decodes it (PEP 383) against the bytes read with
+    # backslashreplace; text without a lone surrogate takes the one-test path unchanged.
+    text = raw.decode("utf-8", "surrogateescape")
+    assert json_text(text) == raw.decode("utf-8", "backslashreplace")
+    json_text(text).encode("utf-8")  # writable
 
 
 _UUIDS = [
@@ -626,6 +653,68 @@ def test_smallest_is_the_first_minimum(candidates: list[tuple[Any, str]]) -> Non
     known = [(v, w) for v, w in candidates if v is not None]
     expected = min(known, key=lambda c: c[0]) if known else (None, "")
     assert smallest(candidates) == expected
+
+
+def _parts(path: str) -> list[str]:
+    return [p for p in path.split("/") if p]
+
+
+def _ref_walk(path: str, mounts: list[Mount]) -> list[str]:
+    """Each group from ``path`` up (past its own leading ``..``, up to the deepest ``..`` of
+    a mount's ROOT), read through the first mount, /sys/fs/cgroup ones first, whose ROOT's
+    components begin the group's and leave no ``..`` in the rest."""
+    names = _parts(path)
+    ups = len(names) - len(list(itertools.dropwhile(lambda p: p == "..", names)))
+    top = max(len(list(itertools.takewhile(lambda p: p == "..", _parts(m.root)))) for m in mounts)
+    groups = [names[:keep] for keep in range(len(names), ups - 1, -1)]
+    groups += [[".."] * more for more in range(ups + 1, top + 1)]
+    ordered = sorted(mounts, key=lambda m: not (m.mount_point + "/").startswith("/sys/fs/cgroup/"))
+    dirs = []
+    for group in groups:
+        for mount in ordered:
+            root = _parts(mount.root)
+            rest = group[len(root) :]
+            if group[: len(root)] == root and ".." not in rest:
+                dirs.append("/".join([mount.mount_point.rstrip("/"), *rest]) or "/")
+                break
+    return dirs
+
+
+def _leading_ups(path: str) -> str:
+    """``path`` with its ``..`` in front, as the kernel writes a path relative to a namespace."""
+    return "/" + "/".join(sorted(_parts(path), key=lambda p: p != ".."))
+
+
+def test_cgroup_walk_against_the_components_of_each_ancestor() -> None:
+    rng = random.Random(29)
+    pieces = ["a", "b", "..", "job_1", "step_0"]
+    points = ["/sys/fs/cgroup/memory", "/sys/fs/cgroup", "/host/sys/fs/cgroup", "/sys/fs/cgroupX"]
+    for _ in range(3000):
+        path = "/" + "/".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+        if rng.random() < 0.5:
+            path = _leading_ups(path)
+        mounts = [
+            Mount(
+                mount_point=rng.choice(points),
+                root=_leading_ups(
+                    "/" + "/".join(rng.choice(pieces) for _ in range(rng.randint(0, 2)))
+                ),
+                fs_type="cgroup",
+                source="cgroup",
+                mount_options=("rw",),
+                super_options=("rw", "memory"),
+            )
+            for _ in range(rng.randint(1, 3))
+        ]
+        located = Cgroups("/nonexistent", (("4", ("memory",), path),), tuple(mounts)).locate(
+            "memory"
+        )
+        assert isinstance(located, Located)
+        expected = _ref_walk(path, mounts)
+        if expected:
+            assert list(located.dirs) == expected, (path, mounts)
+        else:  # no mount shows any group: the mount point alone, with a note why
+            assert len(located.dirs) == 1 and located.note, (path, mounts)
 
 
 # ---------------------------------------------------------------------------
