@@ -37,7 +37,7 @@ from typing import TypeVar
 
 import attrs
 
-from stagetimer.hardware._files import read_or_reason, read_text
+from stagetimer.hardware._files import kernel_lines, read_or_reason, read_text
 from stagetimer.hardware._mounts import Mount, parse_mountinfo
 
 __all__ = [
@@ -108,7 +108,7 @@ def parse_cgroup_file(text: str) -> list[tuple[str, tuple[str, ...], str]]:
     The v2 line has hierarchy ``0`` and no controllers; a `` (deleted)`` suffix is dropped.
     """
     entries: list[tuple[str, tuple[str, ...], str]] = []
-    for line in text.splitlines():
+    for line in kernel_lines(text):  # a cgroup name may hold "\r" or U+2028
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue

@@ -8,6 +8,7 @@ from stagetimer.hardware._cgroup import Cgroups, locate, smallest
 from stagetimer.hardware._files import (
     find_field,
     host_path,
+    kernel_lines,
     parse_cpu_list,
     read_int,
     read_int_or_reason,
@@ -163,7 +164,7 @@ def cpuinfo_blocks(root: str) -> list[dict[str, str]] | str:
         return why
     blocks: list[dict[str, str]] = []
     current: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in kernel_lines(text):
         if not line.strip():
             if current:
                 blocks.append(current)

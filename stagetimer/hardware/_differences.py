@@ -93,18 +93,18 @@ def _number(value: Any) -> float | None:
 
 def _clock_differs(base: Any, new: Any) -> bool:
     low, high = _number(base), _number(new)
-    if low is None or high is None:
-        return bool(base != new)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return bool(base != new)
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return not _same(base, new)
     scale = max(abs(low), abs(high))
     return scale > 0 and abs(low - high) > CLOCK_TOLERANCE * scale
 
 
 def _same(base: Any, new: Any) -> bool:
-    # 8 and 8.0 are one value (a quota written by another version may be a float).
-    if _number(base) is not None and _number(new) is not None:
-        return bool(float(base) == float(new))
+    # 8 and 8.0 are one value (a quota written by another version may be a float); Python
+    # compares an int with a float exactly, where float() of both would round: 2**53 + 1
+    # bytes and 2**53 bytes are two limits. A bool is not a count: True is not 1.
+    if isinstance(base, bool) != isinstance(new, bool):
+        return False
     return bool(base == new)
 
 

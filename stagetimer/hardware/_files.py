@@ -13,6 +13,7 @@ import os
 __all__ = [
     "find_field",
     "host_path",
+    "kernel_lines",
     "parse_cpu_list",
     "read_int",
     "read_int_or_reason",
@@ -32,7 +33,10 @@ def read_or_reason(root: str, path: str) -> tuple[str | None, str]:
     The reason is ``<path> does not exist`` or ``<path> is unreadable (<strerror>)``.
     """
     try:
-        with open(host_path(root, path), encoding="utf-8", errors="replace") as f:
+        # newline="": the text as the kernel wrote it. Universal newlines would turn a
+        # carriage return in a mount point (mountinfo escapes only space, tab, newline
+        # and backslash) into a line break.
+        with open(host_path(root, path), encoding="utf-8", errors="replace", newline="") as f:
             return f.read(), ""
     except (FileNotFoundError, NotADirectoryError, ValueError):
         # ValueError: a NUL in the path, which names no file either.
@@ -66,12 +70,28 @@ def find_field(text: str, key: str, sep: str) -> str | None:
     """The value, stripped, of the first ``key<sep>value`` line of ``text``; None if none.
 
     ``/proc/self/status`` and ``/proc/meminfo`` separate with ``:``, ``memory.stat`` with a space.
+    Lines end at ``\n`` only (see ``kernel_lines``).
     """
-    for line in text.splitlines():
+    for line in kernel_lines(text):
         name, _, value = line.partition(sep)
         if name == key:
             return value.strip()
     return None
+
+
+def kernel_lines(text: str) -> list[str]:
+    """The lines of a kernel file: split at ``\n`` alone.
+
+    ``str.splitlines`` also splits at ``\r``, ``\x0b``, ``\x0c``, ``\x1c``-``\x1e``,
+    ``\x85``, U+2028 and U+2029, which the kernel writes unescaped inside a line (a mount
+    point, a cgroup name, a process name): such a line would be cut in two. A last line
+    without its ``\n`` counts; the empty string after a final ``\n`` is dropped, as
+    ``splitlines`` drops it.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...] | None:
@@ -84,20 +104,22 @@ def parse_cpu_list(text: str) -> tuple[int, ...] | None:
     text = text.strip()
     if not text:
         return ()
+    # The kernel's bitmap_parselist reads ASCII digits, no sign: int() also takes "+1",
+    # "1_0" and other scripts' digits. Two scans in C leave int() only ASCII digits and
+    # blanks ("-" is the range's, split off below; a second one leaves a negative end).
+    if not text.isascii() or "+" in text or "_" in text:
+        return None
     for part in text.split(","):
         part = part.strip()
         lo, sep, hi = part.partition("-")
         try:
             if sep:
                 first, last = int(lo), int(hi)
-                if first < 0 or last < first:
+                if last < first:
                     return None
                 cpus.update(range(first, last + 1))
             else:
-                number = int(lo)
-                if number < 0:
-                    return None
-                cpus.add(number)
+                cpus.add(int(lo))
         except ValueError:
             return None
     return tuple(sorted(cpus))

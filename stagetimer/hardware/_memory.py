@@ -147,7 +147,7 @@ def node_total_bytes(root: str) -> tuple[int | None, str]:
     text, reason = read_or_reason(root, "/proc/meminfo")
     if text is not None:
         fields = (find_field(text, "MemTotal", ":") or "").split()
-        if fields and fields[0].isdigit():
+        if fields and fields[0].isdecimal():  # not isdigit: int() refuses "²"
             unit = 1024 if len(fields) > 1 and fields[1] == "kB" else 1
             return int(fields[0]) * unit, "/proc/meminfo MemTotal"
         return None, "/proc/meminfo has no MemTotal line"

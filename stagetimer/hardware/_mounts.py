@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 import attrs
 
+from stagetimer.hardware._files import kernel_lines
+
 __all__ = [
     "Mount",
     "find_mount",
@@ -77,7 +79,7 @@ class Mount:
 def parse_mountinfo(text: str) -> list[Mount]:
     """Every well-formed line of a mountinfo text, in order (later lines mount on top)."""
     mounts = []
-    for line in text.splitlines():
+    for line in kernel_lines(text):  # a line ends at "\n" only: see kernel_lines
         fields = line.split(" ")
         try:
             sep = fields.index("-", 6)
@@ -219,7 +221,9 @@ def is_local(directory: str) -> bool:
     known = _local_by_device.get(device)
     if known is None:
         try:
-            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            with open(
+                "/proc/self/mountinfo", encoding="utf-8", errors="replace", newline=""
+            ) as f:
                 mount = mount_of(directory, f.read())
         except OSError:
             mount = None
@@ -292,7 +296,7 @@ def parse_etab(text: str) -> list[str]:
     to several clients has a line per client and is listed once here.
     """
     paths: dict[str, None] = {}
-    for line in text.splitlines():
+    for line in kernel_lines(text):
         field = line.split("\t", 1)[0].split(" ", 1)[0]
         if field.startswith("/"):
             paths[_unescape(field)] = None
