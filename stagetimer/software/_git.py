@@ -56,11 +56,19 @@ def _environment() -> dict[str, str]:
 
 def _which(name: str) -> str | None:
     """``name``'s executable on ``PATH``, as ``shutil.which`` finds it on POSIX (shutil's
-    import, with its compression modules, costs 2 ms of the first save)."""
-    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(directory or ".", name)
+    import, with its compression modules, costs 2 ms of the first save), made absolute.
+
+    Absolute: git starts in the work tree (``cwd``), where a relative path (from an empty
+    or ``.`` entry of ``PATH``) would name another file, the repository's own ``git``
+    if it has one. An empty ``PATH`` finds nothing, as in ``shutil.which`` (bpo-35755).
+    """
+    search = os.environ.get("PATH", os.defpath)
+    if not search:
+        return None
+    for directory in search.split(os.pathsep):
+        path = os.path.join(directory, name)
         if os.access(path, os.X_OK) and not os.path.isdir(path):
-            return path
+            return os.path.abspath(path)
     return None
 
 

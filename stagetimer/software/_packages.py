@@ -106,11 +106,14 @@ def _name_and_version(directory: str) -> tuple[str, str] | None:
                 for line in f:
                     if not line.strip():
                         break  # the headers end; the description follows
+                    # Field names are case-insensitive, as in email headers
+                    # (importlib.metadata reads "name: x" as the Name).
                     key, sep, value = line.partition(":")
-                    if sep and key in ("Name", "Version") and key not in found:
+                    key = key.lower()
+                    if sep and key in ("name", "version") and key not in found:
                         found[key] = value.strip()
                         if len(found) == 2:
-                            return found["Name"], found["Version"]
+                            return found["name"], found["version"]
         except OSError:
             continue
     return None
@@ -121,6 +124,10 @@ def _metadata_directories() -> list[str]:
     found: list[str] = []
     seen: set[str] = set()
     for entry in list(sys.path):
+        if not isinstance(entry, str):
+            # Bytes, a Path or None put there by hand: the import system passes over
+            # every entry that is not a str (importlib's PathFinder), and so does this.
+            continue
         where = os.path.abspath(entry or ".")
         if where in seen:
             continue

@@ -7,8 +7,10 @@ written here:
 
 - packages: the scan of ``.dist-info`` / ``.egg-info`` directories (``top_level.txt``,
   else ``RECORD``; the first install of a distribution wins, its name compared as PEP 503
-  compares names) against ``importlib.metadata`` in a child with random site directories;
-  ``record_top_level``'s one split per line against a CSV reader;
+  compares names, header names in any case, odd ``sys.path`` entries) against
+  ``importlib.metadata`` in a child with random site directories; ``record_top_level``'s
+  one split per line against a CSV reader;
+- ``_which`` against ``shutil.which`` (empty entries, an empty ``PATH``, no ``PATH``);
 - git: the commit, dirty state and diff hash against ``git rev-parse`` and ``git diff
   HEAD`` run here (random edits, a detached HEAD, a submodule, a path with spaces, a user
   configuration that changes porcelain output);
@@ -29,6 +31,7 @@ import io
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import unicodedata
@@ -48,6 +51,7 @@ from stagetimer.software import (
     software_id,
 )
 from stagetimer.software._accelerators import _DRIVER, _version_text
+from stagetimer.software._git import _which
 from stagetimer.software._packages import normalized_name, record_top_level
 
 # -- packages: against importlib.metadata reading the same directories ------------------
@@ -61,7 +65,10 @@ for name in spec["imports"]:
 for name in spec["empty"]:  # a module replaced by an empty mapping (false as a bool)
     sys.modules[name] = type("Settings", (dict,), {})()
 from stagetimer.software._packages import imported_packages
+# entries the import system passes over (it reads str entries only): never an error
+sys.path.extend([b"/usr", None, 5])
 ours = imported_packages()[0]
+del sys.path[-3:]
 import importlib.metadata as metadata
 providers = metadata.packages_distributions()
 imported = {name.partition(".")[0] for name, module in sys.modules.items() if module is not None}
@@ -94,7 +101,9 @@ def _install(rng: random.Random, site: Path, name: str, version: str, module: st
     egg = rng.random() < 0.2
     meta = site / (f"{escaped}-{version}-py3.egg-info" if egg else f"{escaped}-{version}.dist-info")
     meta.mkdir()
-    headers = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: x\n\nName: no\n"
+    # Field names are case-insensitive (email headers): "name: x" is the Name.
+    key, value = rng.choice([("Name", "Version"), ("name", "version"), ("NAME", "Version")])
+    headers = f"Metadata-Version: 2.1\n{key}: {name}\n{value}: {version}\nSummary: x\n\nName: no\n"
     (meta / ("PKG-INFO" if egg else "METADATA")).write_text(headers)
     layout = rng.choice(["top_level", "blank_top_level", "record"])
     if egg or layout == "top_level":
@@ -177,6 +186,35 @@ def test_record_top_level_is_a_csv_reading() -> None:
         out = io.StringIO()
         csv.writer(out, lineterminator=rng.choice(["\n", "\r\n"])).writerows(rows)
         assert _record_reference(out.getvalue()) == record_top_level(out.getvalue()), rows
+
+
+def test_git_is_found_on_the_path_as_shutil_which_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bins = [tmp_path / name for name in ("bin a", "bin b", "empty")]
+    for where in bins[:2]:
+        where.mkdir()
+    (bins[0] / "tool").write_text("#!/bin/sh\n")  # not executable
+    (bins[1] / "tool").write_text("#!/bin/sh\n")
+    (bins[1] / "tool").chmod(0o755)
+    (bins[0] / "dir").mkdir()
+    (tmp_path / "tool").write_text("#!/bin/sh\n")
+    (tmp_path / "tool").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random(37)
+    entries = [*map(str, bins), "", ".", "bin b", "/nonexistent", str(tmp_path)]
+    values = ["", ":", "::", None] + [
+        ":".join(rng.choice(entries) for _ in range(rng.randrange(1, 5))) for _ in range(200)
+    ]
+    for value in values:
+        if value is None:
+            monkeypatch.delenv("PATH")
+        else:
+            monkeypatch.setenv("PATH", value)
+        for name in ("tool", "dir", "missing"):
+            found = shutil.which(name)
+            # absolute: git runs in the work tree, where a relative path names another file
+            assert (os.path.abspath(found) if found else None) == _which(name), (value, name)
 
 
 # -- git: against plain git commands -------------------------------------------------------
