@@ -245,7 +245,8 @@ def _captured(repo: Path) -> tuple[str, bool, str | None]:
 def _random_edit(rng: random.Random, repo: Path, names: list[str]) -> None:
     name = rng.choice(names)
     path = repo / name
-    action = rng.choice(["append", "touch", "rewrite_same", "delete", "stage", "chmod", "crlf"])
+    action = rng.choice(["append", "touch", "rewrite_same", "delete", "stage", "chmod", "crlf",
+                         "binary", "intent_to_add", "symlink", "assume_unchanged"])
     if action == "append":
         path.write_text(path.read_text() + f"line {rng.random()}\n")
     elif action == "touch":
@@ -263,6 +264,20 @@ def _random_edit(rng: random.Random, repo: Path, names: list[str]) -> None:
             path.write_bytes(before)
     elif action == "chmod":
         path.chmod(0o755)
+    elif action == "binary":
+        path.write_bytes(bytes(rng.randrange(256) for _ in range(300)))
+        names.remove(name)  # no more text edits
+    elif action == "intent_to_add":
+        new = repo / f"new {rng.randrange(1000)}.py"
+        new.write_text("x = 1\n")
+        git(repo, "add", "-N", new.name)
+    elif action == "symlink":
+        path.unlink()
+        path.symlink_to("elsewhere")
+        names.remove(name)
+    elif action == "assume_unchanged":
+        git(repo, "update-index", "--assume-unchanged", name)
+        path.write_text(path.read_text() + "hidden\n")
     else:
         path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
 
@@ -275,7 +290,7 @@ def _start_files(rng: random.Random) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_the_code_is_what_plain_git_says(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     files = _start_files(rng)
@@ -285,7 +300,7 @@ def test_the_code_is_what_plain_git_says(tmp_path: Path, seed: int) -> None:
         if step == 3 and seed % 2:  # a detached HEAD
             git(repo, "commit", "-q", "-am", "more", "--allow-empty")
             git(repo, "checkout", "-q", "--detach", "HEAD~1")
-        for _ in range(rng.randrange(0, 3)):
+        for _ in range(rng.randrange(0, 4)):
             if names:
                 _random_edit(rng, repo, names)
         ours = _captured(repo)
