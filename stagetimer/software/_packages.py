@@ -78,7 +78,9 @@ def record_top_level(record: str) -> set[str]:
             separator = ","
         if separator in first:  # no "/": a file at the top, "six.py,sha256=...,123"
             path = first.partition(separator)[0]
-            if path.endswith((".py", ".so", ".pyd")):
+            if path.endswith(".py"):  # "a.b.py" is no module "a": its name "a.b" matches none
+                names.add(path[:-3])
+            elif path.endswith((".so", ".pyd")):  # name.<ABI tag>.so
                 names.add(path.partition(".")[0])
         elif first and not first.startswith(".") and first != "__pycache__":
             names.add(first)
