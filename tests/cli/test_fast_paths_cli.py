@@ -105,7 +105,7 @@ def test_a_percentage_is_taken_as_python_reads_it_or_refused(option: str) -> Non
             _one_usage_error(result, stderr, "compare")
             assert repr(text)[:40] in stderr, text
             continue
-        assert isinstance(result, object) and not isinstance(result, int), (text, stderr)
+        assert not isinstance(result, int), (text, stderr)  # parsed, not an exit status
         value = getattr(result, attribute)
         assert (expected, 1.0) == (value, math.copysign(1.0, value)), text
 
