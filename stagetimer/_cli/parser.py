@@ -96,9 +96,9 @@ def _table(commands: _Commands) -> None:
     )
     command.add_argument("--median", action="store_true",
                          help="the median and the quartiles instead of mean and sd")
-    command.add_argument("--levels", type=_names, metavar="NAME,NAME,...",
+    command.add_argument("--levels", type=_level_names, metavar="NAME,NAME,...",
                          help="name the levels of the directories' paths below what they "
-                         "share, one name per level, e.g. env,scenario,algo (default: "
+                         "share, one name per level, each once, e.g. env,scenario,algo (default: "
                          "'level N' for each level that varies)")
     command.add_argument("--stages", type=_names, metavar="STAGE,STAGE,...",
                          help="only these stage columns, in this order")
@@ -113,6 +113,18 @@ def _names(text: str) -> list[str]:
     names = text.split(",")
     if not all(names):
         raise argparse.ArgumentTypeError(f"expected names separated by commas, not {text!r}")
+    return names
+
+
+def _level_names(text: str) -> list[str]:
+    """``--levels``: names as ``_names``, each once (two levels of one name would be two
+    columns no reader tells apart: a CSV header ``env,env``)."""
+    names = _names(text)
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:
+        raise argparse.ArgumentTypeError(
+            f"expected a name of its own for each level, not {text!r} ({twice!r} twice)"
+        )
     return names
 
 
@@ -195,7 +207,7 @@ def _percent(text: str) -> float:
         raise argparse.ArgumentTypeError(message) from None
     if not 0.0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a finite percentage >= 0, not {text!r}")
-    return value
+    return value + 0.0  # -0 is 0: not "-0 %" in a message, nor -0.0 in --json
 
 
 def _recover(commands: _Commands) -> None:

@@ -26,11 +26,16 @@ __all__ = ["GIT_TIMEOUT", "GitProbe", "start_git"]
 GIT_TIMEOUT = 2.0
 
 # The diff's text must not depend on the user's configuration (prefixes, renames,
-# algorithm, external tools, colour), or one set of edits would hash two ways.
+# algorithm, external tools, colour), or one set of edits would hash two ways. Plumbing
+# still reads core.quotePath (non-ASCII names raw or quoted), diff.indentHeuristic
+# (where a hunk starts) and the user's attributes file (core.attributesFile, by default
+# ~/.config/git/attributes: "*.py diff=python" changes each hunk header's function
+# line): git-config(1), gitattributes(5).
 _DIFF = (
+    "-c", "core.quotePath=true", "-c", f"core.attributesFile={os.devnull}",
     "diff-index", "-p", "HEAD", "--no-ext-diff", "--no-textconv", "--no-color", "--binary",
     "--full-index", "--no-renames", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/",
-    "--unified=3", "--diff-algorithm=myers", "--",
+    "--unified=3", "--diff-algorithm=myers", "--indent-heuristic", "--submodule=short", "--",
 )
 _HEAD = ("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 # Set by a caller of ours (a git hook, a test harness) they would point git elsewhere.
@@ -51,11 +56,19 @@ def _environment() -> dict[str, str]:
 
 def _which(name: str) -> str | None:
     """``name``'s executable on ``PATH``, as ``shutil.which`` finds it on POSIX (shutil's
-    import, with its compression modules, costs 2 ms of the first save)."""
-    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(directory or ".", name)
+    import, with its compression modules, costs 2 ms of the first save), made absolute.
+
+    Absolute: git starts in the work tree (``cwd``), where a relative path (from an empty
+    or ``.`` entry of ``PATH``) would name another file, the repository's own ``git``
+    if it has one. An empty ``PATH`` finds nothing, as in ``shutil.which`` (bpo-35755).
+    """
+    search = os.environ.get("PATH", os.defpath)
+    if not search:
+        return None
+    for directory in search.split(os.pathsep):
+        path = os.path.join(directory, name)
         if os.access(path, os.X_OK) and not os.path.isdir(path):
-            return path
+            return os.path.abspath(path)
     return None
 
 

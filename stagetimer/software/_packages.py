@@ -18,12 +18,15 @@ name; the ``METADATA`` headers only of the distributions that provide one.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from stagetimer.hardware import _nvml as nvml
 from stagetimer.hardware._files import read_text
 
-__all__ = ["imported_packages", "imported_top_level", "provides", "record_top_level"]
+__all__ = [
+    "imported_packages", "imported_top_level", "normalized_name", "provides", "record_top_level",
+]
 
 # The standard library and the interpreter's built-in modules are no distribution's.
 _NOT_DISTRIBUTED = frozenset(sys.stdlib_module_names) | frozenset(sys.builtin_module_names)
@@ -32,12 +35,25 @@ _SOURCE = (
     "in sys.modules (top_level.txt, else RECORD; standard library excluded)"
 )
 _SUFFIXES = (".dist-info", ".egg-info")
+# PEP 503: runs of "-", "_" and "." are one "-", case aside ("Foo_Bar" is "foo-bar").
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def normalized_name(name: str) -> str:
+    """A distribution's name as PEP 503 compares names: ``Foo_Bar`` and ``foo.bar`` are one."""
+    return _SEPARATORS.sub("-", name).lower()
 
 
 def imported_top_level() -> set[str]:
     """The top-level names of the modules imported so far, the standard library left out."""
-    # list(): one C-level copy, safe while another thread imports.
-    names = {name.partition(".")[0] for name, module in list(sys.modules.items()) if module}
+    # list(): one C-level copy, safe while another thread imports. None marks an import
+    # that failed or was blocked; any other value is imported, even one false as a bool
+    # (a module that replaced itself with an empty mapping).
+    names = {
+        name.partition(".")[0]
+        for name, module in list(sys.modules.items())
+        if module is not None
+    }
     names.discard("__main__")
     names.discard("__mp_main__")
     if not nvml.program_loaded():
@@ -62,7 +78,9 @@ def record_top_level(record: str) -> set[str]:
             separator = ","
         if separator in first:  # no "/": a file at the top, "six.py,sha256=...,123"
             path = first.partition(separator)[0]
-            if path.endswith((".py", ".so", ".pyd")):
+            if path.endswith(".py"):  # "a.b.py" is no module "a": its name "a.b" matches none
+                names.add(path[:-3])
+            elif path.endswith((".so", ".pyd")):  # name.<ABI tag>.so
                 names.add(path.partition(".")[0])
         elif first and not first.startswith(".") and first != "__pycache__":
             names.add(first)
@@ -90,11 +108,14 @@ def _name_and_version(directory: str) -> tuple[str, str] | None:
                 for line in f:
                     if not line.strip():
                         break  # the headers end; the description follows
+                    # Field names are case-insensitive, as in email headers
+                    # (importlib.metadata reads "name: x" as the Name).
                     key, sep, value = line.partition(":")
-                    if sep and key in ("Name", "Version") and key not in found:
+                    key = key.lower()
+                    if sep and key in ("name", "version") and key not in found:
                         found[key] = value.strip()
                         if len(found) == 2:
-                            return found["Name"], found["Version"]
+                            return found["name"], found["version"]
         except OSError:
             continue
     return None
@@ -105,6 +126,10 @@ def _metadata_directories() -> list[str]:
     found: list[str] = []
     seen: set[str] = set()
     for entry in list(sys.path):
+        if not isinstance(entry, str):
+            # Bytes, a Path or None put there by hand: the import system passes over
+            # every entry that is not a str (importlib's PathFinder), and so does this.
+            continue
         where = os.path.abspath(entry or ".")
         if where in seen:
             continue
@@ -123,10 +148,12 @@ def imported_packages() -> tuple[dict[str, str], str]:
 
     A module that no distribution installs (the program's own, a path added by hand)
     is not a package. Where two installs of one distribution are on the path, the
-    first one (the one Python imports from) wins.
+    first one (the one Python imports from) wins, whatever the spelling of its name
+    (``Foo_Bar`` and ``foo-bar`` are one distribution, PEP 503).
     """
     imported = imported_top_level()
     packages: dict[str, str] = {}
+    seen: set[str] = set()  # the names found so far, normalized
     for directory in _metadata_directories():
         top_level = read_text("/", os.path.join(directory, "top_level.txt"))
         if top_level is None or not top_level.strip():
@@ -137,6 +164,7 @@ def imported_packages() -> tuple[dict[str, str], str]:
             record = None
         if provides(top_level, record, imported):
             found = _name_and_version(directory)
-            if found is not None and found[0] not in packages:
+            if found is not None and normalized_name(found[0]) not in seen:
+                seen.add(normalized_name(found[0]))
                 packages[found[0]] = found[1]
     return dict(sorted(packages.items())), _SOURCE
