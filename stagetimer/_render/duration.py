@@ -69,40 +69,47 @@ def three_digits(value: float) -> str:
 # ``124 ms``; 0.9994999999999999 s read ``1000 ms``.
 
 
+def _in_unit(seconds: float, shift: int, bounds: tuple[float, float, float, float, float]) -> str:
+    """``seconds`` (>= 0, finite) as a number of the unit ``10**-shift`` s (3: ms, 6: µs).
+
+    ``bounds``: where that number's digits reach 100, 10, 1 and 0.1, and where they reach
+    1000 (the next unit). From 0.1 to below 999.5 units (the usual values, a standard
+    deviation too) the digits come from one ``format`` of the seconds with ``shift`` to
+    ``shift + 3`` decimals, read at their place; the rest in ``_scaled``.
+    """
+    hundred, ten, one, tenth, next_unit = bounds
+    specs = _SPECS[shift]
+    if seconds >= hundred:
+        if seconds < next_unit:
+            return format(seconds, specs[0])[shift - 1 :]  # ms: "0.123" -> "123"
+        return _scaled(seconds, shift)
+    if seconds >= ten:
+        text = format(seconds, specs[1])  # ms: "0.0123" -> "12.3"
+        return f"{text[shift : shift + 2]}.{text[shift + 2]}"
+    if seconds >= one:
+        text = format(seconds, specs[2])  # ms: "0.00123" -> "1.23"
+        return f"{text[shift + 1]}.{text[shift + 2 :]}"
+    if seconds >= tenth:
+        return "0." + format(seconds, specs[3])[shift + 2 :]  # ms: "0.000523" -> "0.523"
+    return _scaled(seconds, shift)
+
+
+#: the formats of ``_in_unit``: ``shift`` to ``shift + 3`` decimals
+_SPECS = {shift: tuple(f".{shift + extra}f" for extra in range(4)) for shift in (3, 6)}
+
+
+_MS_BOUNDS = (_MS_100, _MS_10, _MS_1, _US_100, _S_1)
+_US_BOUNDS = (_US_100, _US_10, _US_1, _NS_100, _MS_1)
+
+
 def _in_ms(seconds: float) -> str:
-    """``seconds`` (>= 0, finite) as a number of ms; from 1 ms to below 999.5 ms (the usual
-    values) by the shortest path."""
-    if seconds >= _MS_100:
-        if seconds < _S_1:
-            return f"{seconds:.3f}"[2:]  # "0.123"
-        return _scaled(seconds, 3)
-    if seconds >= _MS_10:
-        text = f"{seconds:.4f}"  # "0.0123"
-        return f"{text[3:5]}.{text[5]}"
-    if seconds >= _MS_1:
-        text = f"{seconds:.5f}"  # "0.00123"
-        return f"{text[4]}.{text[5:]}"
-    if seconds >= _US_100:  # a tenth of a unit and up, a standard deviation: "0.523"
-        return "0." + f"{seconds:.6f}"[5:]
-    return _scaled(seconds, 3)
+    """``seconds`` (>= 0, finite) as a number of ms (``_in_unit``)."""
+    return _in_unit(seconds, 3, _MS_BOUNDS)
 
 
 def _in_us(seconds: float) -> str:
-    """``seconds`` (>= 0, finite) as a number of µs; from 1 µs to below 999.5 µs (the
-    usual values) by the shortest path."""
-    if seconds >= _US_100:
-        if seconds < _MS_1:
-            return f"{seconds:.6f}"[5:]  # "0.000123"
-        return _scaled(seconds, 6)
-    if seconds >= _US_10:
-        text = f"{seconds:.7f}"  # "0.0000123"
-        return f"{text[6:8]}.{text[8]}"
-    if seconds >= _US_1:
-        text = f"{seconds:.8f}"  # "0.00000123"
-        return f"{text[7]}.{text[8:]}"
-    if seconds >= _NS_100:
-        return "0." + f"{seconds:.9f}"[8:]
-    return _scaled(seconds, 6)
+    """``seconds`` (>= 0, finite) as a number of µs (``_in_unit``)."""
+    return _in_unit(seconds, 6, _US_BOUNDS)
 
 
 def _scaled(seconds: float, shift: int) -> str:
