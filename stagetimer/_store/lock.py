@@ -33,6 +33,8 @@ from stagetimer._errors import InvalidSettingError, short_repr
 from stagetimer._store import claim_policy, claims
 from stagetimer._store.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
+__all__ = ["acquire", "check_lock_timeout", "release", "release_mine", "reset_after_fork"]
+
 _FLOAT_MAX = sys.float_info.max
 
 
@@ -53,7 +55,6 @@ def check_lock_timeout(value: object) -> float:
         )
     return float(value)
 
-__all__ = ["acquire", "check_lock_timeout", "release", "release_mine", "reset_after_fork"]
 
 # O_NONBLOCK: a FIFO planted as a lock file must not block the open.
 _OPEN_RW = os.O_RDWR | os.O_CREAT | NOFOLLOW | CLOEXEC | NONBLOCK

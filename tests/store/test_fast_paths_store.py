@@ -29,6 +29,7 @@ import sys
 import threading
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,9 @@ def _random_json(rng: random.Random, depth: int) -> Any:
     return {_random_string(rng): _random_json(rng, depth - 1) for _ in range(rng.randrange(4))}
 
 
-def _reference_brackets(text: str) -> bytes:
-    """The brackets outside strings of a JSON text, braces as brackets: a tokenizer's view."""
-    out = []
+def _outside_strings(text: str) -> Iterator[str]:
+    """The characters of ``text`` outside JSON strings, quotes left out: a tokenizer's view
+    (a backslash escapes the next character inside a string only)."""
     in_string = escaped = False
     for ch in text:
         if in_string:
@@ -83,11 +84,14 @@ def _reference_brackets(text: str) -> bytes:
                 in_string = False
         elif ch == '"':
             in_string = True
-        elif ch in "[{":
-            out.append("[")
-        elif ch in "]}":
-            out.append("]")
-    return "".join(out).encode()
+        else:
+            yield ch
+
+
+def _reference_brackets(text: str) -> bytes:
+    """The brackets outside strings of a JSON text, braces as brackets."""
+    brackets = {"[": "[", "{": "[", "]": "]", "}": "]"}
+    return "".join(brackets[ch] for ch in _outside_strings(text) if ch in brackets).encode()
 
 
 def _depth(brackets: bytes) -> int:
@@ -143,20 +147,10 @@ def _parser_reach(raw: bytes) -> int:
     """How deep a JSON parser can get in ``raw`` before its first error at the latest:
     it stops at a closer of nothing and at a backslash outside a string."""
     depth = deepest = 0
-    in_string = escaped = False
-    for ch in raw.decode("latin-1"):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "\\":
+    for ch in _outside_strings(raw.decode("latin-1")):
+        if ch == "\\":
             break
-        elif ch in "[{":
+        if ch in "[{":
             depth += 1
             deepest = max(deepest, depth)
         elif ch in "]}":
