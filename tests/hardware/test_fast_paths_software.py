@@ -427,7 +427,7 @@ def test_the_differences_are_a_field_by_field_comparison() -> None:
         assert [] == software_differences(base, json.loads(json.dumps(base)))
 
 
-def test_the_software_id_depends_on_the_content_only() -> None:
+def test_the_software_id_depends_on_the_content_only(tmp_path: Path) -> None:
     rng = random.Random(17)
     seen: dict[str, str] = {}
     for _ in range(1000):
@@ -439,12 +439,16 @@ def test_the_software_id_depends_on_the_content_only() -> None:
         assert 1 == len(ids), description
         identifier = ids.pop()
         assert seen.setdefault(identifier, canonical) == canonical  # no two contents, one id
-    live = capture_software()
-    copy = Software(**json.loads(json.dumps(software_description(live))))
-    assert software_id(live) == software_id(software_description(live)) == software_id(
-        json.loads(json.dumps(software_description(live)))
-    )
-    assert copy.code == live.code or software_id(copy) != software_id(live)
+    # A capture with code (a repository of its own: the test's own checkout may have none,
+    # or hold the environment), as an object, its description, that read back from JSON,
+    # and an object whose parts are those plain mappings: one content, one id.
+    live = capture_software(entry=str(make_repo(tmp_path / "repo", {"main.py": "x = 1\n"})))
+    assert live.code is not None
+    stored = json.loads(json.dumps(software_description(live)))
+    copy = Software(**stored)
+    assert copy.code == stored["code"] != live.code  # a mapping, not the CodeInfo
+    assert len({software_id(live), software_id(software_description(live)),
+                software_id(stored), software_id(copy)}) == 1
 
 
 # -- escape_text: against a character-by-character reference ---------------------------------
