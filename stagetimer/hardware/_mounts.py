@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import attrs
 
-from stagetimer.hardware._files import kernel_lines
+from stagetimer.hardware._files import kernel_lines, read_text
 
 __all__ = [
     "Mount",
@@ -220,13 +220,8 @@ def is_local(directory: str) -> bool:
         return False
     known = _local_by_device.get(device)
     if known is None:
-        try:
-            with open(
-                "/proc/self/mountinfo", encoding="utf-8", errors="replace", newline=""
-            ) as f:
-                mount = mount_of(directory, f.read())
-        except OSError:
-            mount = None
+        text = read_text("/", "/proc/self/mountinfo")
+        mount = None if text is None else mount_of(directory, text)
         known = _local_by_device[device] = mount is not None and mount.fs_type in _LOCAL
     return known
 
