@@ -50,16 +50,11 @@ def start_range(starts: list[str]) -> tuple[str | None, str | None]:
     """
     if not starts:
         return None, None
-    low, high = min(starts), max(starts)
-    if low and len(set(map(len, starts))) == 1 and set(map(_LAST, starts)) == _JUST_Z:
-        return low, high
-    read = [(moment, text) for text in starts if (moment := _timestamp(text)) is not None]
-    if not read:
-        return low, high
-    return min(read)[1], max(read)[1]
-
-
-_LAST, _JUST_Z = operator.itemgetter(-1), {"Z"}  # each string's last character, in C
+    if not _one_form(starts):
+        read = [(moment, text) for text in starts if (moment := _timestamp(text)) is not None]
+        if read:
+            return min(read)[1], max(read)[1]
+    return min(starts), max(starts)
 
 
 def _stage_span(report: ArtifactReport, name: str) -> tuple[float, float] | None:
@@ -77,13 +72,20 @@ def _stage_span(report: ArtifactReport, name: str) -> tuple[float, float] | None
     return min(start for start, _ in starts), max(start + seconds for start, seconds in starts)
 
 
+_LAST, _JUST_Z = operator.itemgetter(-1), {"Z"}  # each string's last character, in C
+
+
 def _one_form(texts: list[str]) -> bool:
-    """The writer's one form (``...Z``, one length): then the strings sort as the times do."""
-    return bool(texts) and all(_same_form(texts[0], t) for t in texts)
+    """The writer's one form (``...Z``, one length): then the strings sort as the times do.
+    Two passes in C (one suite: 10,000 stages' starts)."""
+    return (
+        bool(texts) and len(set(map(len, texts))) == 1 and texts[0] != ""
+        and set(map(_LAST, texts)) == _JUST_Z
+    )
 
 
 def _same_form(first: str, other: str) -> bool:
-    """Whether two ``started_at`` are both in the writer's form, of one length."""
+    """``_one_form([first, other])`` without building the list (once per stage)."""
     return len(first) == len(other) and first.endswith("Z") and other.endswith("Z")
 
 
