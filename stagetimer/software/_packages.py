@@ -164,7 +164,7 @@ def imported_packages() -> tuple[dict[str, str], str]:
             record = None
         if provides(top_level, record, imported):
             found = _name_and_version(directory)
-            if found is not None and normalized_name(found[0]) not in seen:
-                seen.add(normalized_name(found[0]))
+            if found is not None and (name := normalized_name(found[0])) not in seen:
+                seen.add(name)
                 packages[found[0]] = found[1]
     return dict(sorted(packages.items())), _SOURCE
