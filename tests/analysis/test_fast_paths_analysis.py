@@ -728,15 +728,21 @@ def _parts(relpath: str) -> tuple[str, ...]:
     return () if relpath == "." else tuple(relpath.split("/"))
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_the_walk_finds_what_os_walk_finds(tmp_path: Path, seed: int) -> None:
-    rng = random.Random(seed)
+def _walked(tmp_path: Path, seed: int, links: bool) -> tuple[Path, Any, Any, list[str]]:
+    """A random tree under ``tmp_path/root`` (links into ``tmp_path/outside`` if ``links``)
+    and what ``find_artifact_dirs`` finds in it: root, found, problems, rescued."""
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
-    _random_tree(rng, root, outside, links=False)
+    _random_tree(random.Random(seed), root, outside, links=links)
     rescued: list[str] = []
     found, problems = find_artifact_dirs([root], rescued)
+    return root, found, problems, rescued
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_walk_finds_what_os_walk_finds(tmp_path: Path, seed: int) -> None:
+    root, found, problems, rescued = _walked(tmp_path, seed, links=False)
     expected = sorted(
         _parts(os.path.relpath(directory, root).replace(os.sep, "/"))
         for directory, _, files in os.walk(root) if "timings.json" in files
@@ -756,13 +762,7 @@ def test_the_walk_finds_what_os_walk_finds(tmp_path: Path, seed: int) -> None:
 def test_the_walk_through_links_finds_each_reachable_directory_once(
     tmp_path: Path, seed: int
 ) -> None:
-    rng = random.Random(seed)
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    root.mkdir()
-    outside.mkdir()
-    _random_tree(rng, root, outside, links=True)
-    rescued: list[str] = []
-    found, problems = find_artifact_dirs([root], rescued)
+    root, found, problems, rescued = _walked(tmp_path, seed, links=True)
     keys = [_key(path) for path, _, _ in found]
     expected, expected_rescued = _reachable(root)
     assert len(keys) == len(set(keys))
