@@ -831,10 +831,7 @@ def _write_suite(rng: random.Random, root: Path) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("seed", range(25))
 def test_records_are_each_stored_run_as_it_is(tmp_path: Path, seed: int) -> None:
-    rng = random.Random(seed)
-    written = _write_suite(rng, tmp_path)
-    artifacts = [Artifact(path, path, ".", _read_hardware(path), data)
-                 for path, data in written.items()]
+    written, artifacts = _suite_artifacts(random.Random(seed), tmp_path)
     rows = records_from(artifacts)
     expected = []
     meta: dict[str, None] = {}
@@ -870,6 +867,16 @@ def _read_hardware(path: str) -> HardwareSidecar:
     return HardwareCache().read(path)
 
 
+def _suite_artifacts(
+    rng: random.Random, tmp_path: Path
+) -> tuple[dict[str, dict[str, Any]], list[Artifact]]:
+    """A random suite written under ``tmp_path``: each directory's parsed timings, and the
+    directories as the readers' artifacts (hardware read back from the files)."""
+    written = _write_suite(rng, tmp_path)
+    return written, [Artifact(path, path, ".", _read_hardware(path), data)
+                     for path, data in written.items()]
+
+
 # --- compute.statement_from: every run of a tree per machine and stage family ----------------
 
 
@@ -877,10 +884,7 @@ def _read_hardware(path: str) -> HardwareSidecar:
 def test_the_compute_statement_sums_every_run(tmp_path: Path, seed: int) -> None:
     from stagetimer._analysis.compute import family, statement_from
 
-    rng = random.Random(seed)
-    written = _write_suite(rng, tmp_path)
-    artifacts = [Artifact(path, path, ".", _read_hardware(path), data)
-                 for path, data in written.items()]
+    written, artifacts = _suite_artifacts(random.Random(seed), tmp_path)
     statement = statement_from(artifacts)
     sums: dict[str, dict[str, list[float]]] = {}
     invalid = undescribed = 0
