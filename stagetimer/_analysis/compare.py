@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import attrs
 
@@ -53,7 +53,7 @@ from stagetimer._analysis.comparison import (
 from stagetimer._analysis.compute import side_by_side
 from stagetimer._analysis.id_pairs import distinct_ids
 from stagetimer._analysis.metadata_pairs import metadata_differences
-from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.raw import HardwareCache, raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.significance import benjamini_hochberg
 from stagetimer._analysis.software_pairs import SoftwareDifferences
@@ -63,11 +63,14 @@ from stagetimer._analysis.stage_verdict import (
     measure,
     measure_paired,
 )
-from stagetimer._analysis.tree import Artifact, load_tree
+from stagetimer._analysis.tree import Artifact, Found, find_tree, read_found
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations
 
 __all__ = ["compare", "compare_trees"]
+
+#: a side's directories: walked (``Found``, read by ``_compared``) or already read
+_Dir = TypeVar("_Dir", Found, Artifact)
 
 # --- pairing directories ----------------------------------------------------------------
 
@@ -225,7 +228,10 @@ def compare(
     [('ippo_train', 'faster'), ('save', 'no significant difference')]
     """
     threshold = _check_threshold(threshold)
-    return compare_trees(load_tree(base), load_tree(new), threshold, paired=paired)
+    base_dirs, new_dirs = find_tree(base), find_tree(new)
+    hardware = HardwareCache()
+    return _compared(base_dirs, new_dirs, lambda found: read_found(found, hardware),
+                     threshold, paired)
 
 
 def compare_trees(
@@ -235,28 +241,49 @@ def compare_trees(
     *,
     paired: bool = False,
 ) -> Comparison:
-    """``compare`` of two sides already read (``load_tree``)."""
+    """``compare`` of two sides already read (``load_tree``, or built in memory)."""
+    return _compared(base_artifacts, new_artifacts, lambda artifact: artifact, threshold, paired)
+
+
+def _compared(
+    base_dirs: Sequence[_Dir],
+    new_dirs: Sequence[_Dir],
+    read: Callable[[_Dir], Artifact],
+    threshold: float,
+    paired: bool,
+) -> Comparison:
+    """The comparison of two walked sides, read one pair at a time.
+
+    Each pair is read, measured and let go before the next is read: two trees of
+    thousands of directories are never held in memory whole, and each pair is measured
+    while its data is still in the processor's caches (``benchmarks/bench_compare.py``
+    shows the figure). A directory without a partner is read too, so that an unreadable
+    one raises as ``load_tree`` would, and is listed as unpaired.
+    """
     cache = _caches()
     measured: list[tuple[Pair, list[Measured]]] = []
     unpaired = Unpaired()
-    if _single(base_artifacts) and _single(new_artifacts):
-        measured.append(_measure_pair(base_artifacts[0], new_artifacts[0], cache, None, paired))
+    if _single(base_dirs) and _single(new_dirs):
+        measured.append(_measure_pair(read(base_dirs[0]), read(new_dirs[0]), cache, None, paired))
     else:
-        by_relpath = {artifact.relpath: artifact for artifact in new_artifacts}
+        by_relpath = {found.relpath: found for found in new_dirs}
         unpaired_base = []
-        for artifact in base_artifacts:
-            partner = by_relpath.pop(artifact.relpath, None)
+        for found in base_dirs:
+            partner = by_relpath.pop(found.relpath, None)
             if partner is None:
-                unpaired_base.append(artifact.path)
+                read(found)
+                unpaired_base.append(found.path)
             else:
                 measured.append(
-                    _measure_pair(artifact, partner, cache, artifact.relpath, paired)
+                    _measure_pair(read(found), read(partner), cache, found.relpath, paired)
                 )
-        unpaired = Unpaired(tuple(unpaired_base), tuple(a.path for a in by_relpath.values()))
+        for found in by_relpath.values():
+            read(found)
+        unpaired = Unpaired(tuple(unpaired_base), tuple(f.path for f in by_relpath.values()))
     pairs, count = _judge(measured, threshold)
     return Comparison(tuple(pairs), unpaired, threshold, count, paired)
 
 
-def _single(artifacts: Sequence[Artifact]) -> bool:
+def _single(directories: Sequence[_Dir]) -> bool:
     """One artifact directory, given as itself (not a tree with one directory in it)."""
-    return len(artifacts) == 1 and artifacts[0].relpath == "."
+    return len(directories) == 1 and directories[0].relpath == "."

@@ -18,7 +18,7 @@ import contextlib
 import errno
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -31,9 +31,12 @@ from stagetimer._store.records import HardwareSidecar, Timings
 
 __all__ = [
     "Artifact",
+    "Found",
     "Problem",
     "find_artifact_dirs",
+    "find_tree",
     "load_tree",
+    "read_found",
     "read_problem",
     "relative_paths",
     "scan_tree",
@@ -81,6 +84,18 @@ class Problem:
     def line(self) -> str:
         """The problem on one line, for standard error, control characters escaped."""
         return escape_text(" ".join(f"{self.path}: {self.message}".split("\n")))
+
+
+class Found(NamedTuple):
+    """An artifact directory the walk found, not read yet (``Artifact`` names the same
+    three first)."""
+
+    #: the artifact directory
+    path: str
+    #: the given path it was found under
+    root: str
+    #: ``path`` relative to ``root``, ``"."`` for the root itself, ``/``-separated
+    relpath: str
 
 
 _Key = tuple[int, int]  # (st_dev, st_ino): a directory however it is reached
@@ -166,7 +181,7 @@ class _Found:
     and rescue directories met on the way."""
 
     def __init__(self) -> None:
-        self.dirs: list[tuple[str, str, str]] = []
+        self.dirs: list[Found] = []
         self.seen: set[_Key] = set()
         self.problems: list[Problem] = []
         self.rescue_dirs: list[str] = []
@@ -181,13 +196,13 @@ class _Found:
         key = (st.st_dev, st.st_ino)
         if key not in self.seen:
             self.seen.add(key)
-            self.dirs.append((directory, root, "/".join(parts) or "."))
+            self.dirs.append(Found(directory, root, "/".join(parts) or "."))
 
 
 def find_artifact_dirs(
     paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
-) -> tuple[list[tuple[str, str, str]], list[Problem]]:
-    """``(path, root, relpath)`` of every artifact directory at or under ``paths``, in the
+) -> tuple[list[Found], list[Problem]]:
+    """Every artifact directory at or under ``paths``, in the
     report's order, each directory once; and what could not be walked.
 
     A path may be an artifact directory, any folder above some, or a ``timings.json``.
@@ -281,30 +296,32 @@ def scan_tree(
     hides the others. Directories holding rescue files are appended to ``rescued``.
     """
     directories, problems = find_artifact_dirs(paths, rescued)
-    artifacts: list[Artifact] = []
     hardware_cache = HardwareCache()
-    _read_all(directories, artifacts, problems, hardware_cache)
-    return artifacts, problems
+    artifacts = [_read(found, hardware_cache, problems) for found in directories]
+    return [a for a in artifacts if a is not None], problems
 
 
-def _read_all(
-    directories: list[tuple[str, str, str]],
-    artifacts: list[Artifact],
-    problems: list[Problem],
-    hardware_cache: HardwareCache,
-) -> None:
-    for directory, root, relpath in directories:
-        try:
-            data = read_data(directory)
-        except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
-            problems.append(read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
-            continue
-        try:
-            hardware = hardware_cache.read(directory)
-        except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
-            problems.append(read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
-            hardware = HardwareSidecar()
-        artifacts.append(Artifact(directory, root, relpath, hardware, data))
+def _read(found: Found, hardware_cache: HardwareCache, problems: list[Problem]) -> Artifact | None:
+    """``found`` read (None when its ``timings.json`` cannot be), each problem appended."""
+    directory = found.path
+    try:
+        data = read_data(directory)
+    except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
+        problems.append(read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
+        return None
+    try:
+        hardware = hardware_cache.read(directory)
+    except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
+        problems.append(read_problem(exc, os.path.join(directory, HARDWARE_FILE)))
+        hardware = HardwareSidecar()
+    return Artifact(directory, found.root, found.relpath, hardware, data)
+
+
+def _raise_first(problems: list[Problem]) -> None:
+    """Raise the first of ``problems`` as ``load_tree`` does, if there is one."""
+    if problems:
+        first = problems[0]
+        raise first.error if first.error is not None else OSError(first.line())
 
 
 def relative_paths(paths: Sequence[str]) -> list[str]:
@@ -329,7 +346,27 @@ def load_tree(*paths: str | os.PathLike[str]) -> list[Artifact]:
     if not paths:
         raise InvalidTypeError("load_tree() needs at least one path", paths)
     artifacts, problems = scan_tree(paths)
-    if problems:
-        first = problems[0]
-        raise first.error if first.error is not None else OSError(first.line())
+    _raise_first(problems)
     return artifacts
+
+
+def find_tree(path: str | os.PathLike[str]) -> list[Found]:
+    """The artifact directories ``load_tree(path)`` would read, none read yet; raises what
+    it raises for the walk (``read_found`` raises the rest, directory by directory).
+
+    A reader that needs one directory (or one pair) at a time reads each with
+    ``read_found`` and lets it go: a suite is never held in memory whole.
+    """
+    directories, problems = find_artifact_dirs([path])
+    _raise_first(problems)
+    return directories
+
+
+def read_found(found: Found, hardware_cache: HardwareCache) -> Artifact:
+    """``found`` read, raising what ``load_tree`` raises for it (``hardware_cache``: the
+    hardware sidecars read so far, shared by the directories of one call)."""
+    problems: list[Problem] = []
+    artifact = _read(found, hardware_cache, problems)
+    _raise_first(problems)
+    assert artifact is not None  # no problem: read
+    return artifact

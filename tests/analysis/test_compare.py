@@ -18,7 +18,7 @@ import attrs
 import pytest
 from helpers.compare_trees import FIRST_EDITION, GIB, MACHINE, lognormal, write_artifact
 
-from stagetimer import compare
+from stagetimer import SidecarCorruptError, compare
 from stagetimer._analysis.comparison import (
     FASTER,
     NO_DIFFERENCE,
@@ -282,6 +282,45 @@ def test_a_missing_path_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as raised:
         compare(tmp_path / "base", tmp_path / "missing")
     assert str(tmp_path / "missing") == raised.value.filename
+
+
+def test_an_unreadable_directory_without_a_partner_is_refused_naming_it(
+    tmp_path: Path,
+) -> None:
+    for side in ("main", "feature"):
+        write_artifact(tmp_path / side / "pursuit" / "ippo", {"train": [1.0, 1.1]})
+    broken = write_artifact(tmp_path / "feature" / "spread" / "ippo", {"train": [1.0, 1.1]})
+    (broken / "timings.json").write_text('{"train": {"runs": [], "runs": []}}')
+
+    with pytest.raises(SidecarCorruptError) as raised:
+        compare(tmp_path / "main", tmp_path / "feature")
+    assert str(broken / "timings.json") == raised.value.path
+
+
+def test_compare_holds_one_pair_of_directories_at_a_time(tmp_path: Path) -> None:
+    """Two trees are read pair by pair: the memory compare needs at its peak stays well
+    below what holding both trees takes (it held them both before)."""
+    import tracemalloc
+
+    from stagetimer import load_tree
+
+    runs = {f"stage{s}": lognormal(s, 1.0 + s, 0.05, 20) for s in range(10)}
+    for side in ("main", "feature"):
+        for d in range(60):
+            write_artifact(tmp_path / side / f"algo{d:02d}", runs)
+    peaks = []
+    for read in (
+        lambda: (load_tree(tmp_path / "main"), load_tree(tmp_path / "feature")),
+        lambda: compare(tmp_path / "main", tmp_path / "feature"),
+    ):
+        tracemalloc.start()
+        try:
+            read()
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    held, compared = peaks
+    assert compared < held / 3, f"compare peaked at {compared} bytes, both trees take {held}"
 
 
 def test_tree_pairs_know_their_relative_path(tmp_path: Path) -> None:
