@@ -23,8 +23,12 @@ _ON = frozenset({"1", "true", "yes", "on"})
 
 def recording_disabled() -> bool:
     """``STAGETIMER_DISABLE=1`` (or true/yes/on) turns recording off."""
-    value = os.environ.get(_DISABLE)
-    return value is not None and (value == "1" or value.strip().lower() in _ON)
+    try:
+        # Item access, not ``get``: one Python call less on a disabled stage's path.
+        value = os.environ[_DISABLE]
+    except KeyError:
+        return False
+    return value == "1" or value.strip().lower() in _ON
 
 
 # The recorders entered with ``with rec:`` in this context, innermost last.

@@ -11,6 +11,7 @@ import pytest
 
 from stagetimer import (
     InvalidRecordError,
+    NoActiveRecorderError,
     Recorder,
     load_timings,
     record_timing,
@@ -293,3 +294,30 @@ def test_run_idx_from_a_parameter_is_checked_before_the_call(
 def test_recorder_argument_must_be_a_recorder(art: Path) -> None:
     with pytest.raises(InvalidRecordError, match="recorder"):
         record_timing("ippo_train", 1.0, recorder=str(art))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "disabled"),
+    [("1", True), ("true", True), (" Yes ", True), ("ON", True),
+     ("0", False), ("", False), ("off", False), ("no", False), (None, False)],
+)
+def test_the_switch_is_read_at_each_stage(
+    value: str | None, disabled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """STAGETIMER_DISABLE, set or changed at run time, takes effect at the next stage:
+    disabled, a stage needs no recorder; otherwise it looks for one."""
+    monkeypatch.delenv("STAGETIMER_DIR", raising=False)
+    monkeypatch.setenv("STAGETIMER_DISABLE", "1")
+    with stage("ippo_train"):
+        pass
+    if value is None:
+        monkeypatch.delenv("STAGETIMER_DISABLE")
+    else:
+        monkeypatch.setenv("STAGETIMER_DISABLE", value)
+    if disabled:
+        with stage("ippo_train") as timing:
+            pass
+        assert timing.seconds is not None
+    else:
+        with pytest.raises(NoActiveRecorderError), stage("ippo_train"):
+            pass
