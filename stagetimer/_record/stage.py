@@ -91,7 +91,8 @@ class Stage:
     def __enter__(self) -> Stage:
         name, run_idx = self.name, self.run_idx
         # Fast path for a name already checked and a plain run index; anything else gets
-        # the full checks. A disabled stage must cost no more than a bare timer.
+        # the full checks. A disabled stage must cost no more than a bare
+        # timer and one read of the switch (benchmarks/run.py).
         # A stage made by ``checked_stage`` had its label and metadata checked once.
         if (
             type(name) is not str
