@@ -202,8 +202,8 @@ class _Found:
 def find_artifact_dirs(
     paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
 ) -> tuple[list[Found], list[Problem]]:
-    """Every artifact directory at or under ``paths``, in the
-    report's order, each directory once; and what could not be walked.
+    """Every artifact directory at or under ``paths``, in the report's order, each
+    directory once; and what could not be walked.
 
     A path may be an artifact directory, any folder above some, or a ``timings.json``.
     The directories holding rescue files are appended to ``rescued`` (each once): a
