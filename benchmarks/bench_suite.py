@@ -70,7 +70,8 @@ def make_suite(root: str, directories: int = DIRECTORIES) -> None:
 
 
 def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """One JSON object, refused when it holds a key twice (the format's rule)."""
+    """One JSON object, refused when it holds a key twice (the format's rule). Written
+    here rather than imported from the parser: a floor must not move with the library."""
     mapping = dict(pairs)
     if len(mapping) != len(pairs):
         raise ValueError("a key twice in one object")

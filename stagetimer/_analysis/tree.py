@@ -176,7 +176,7 @@ def _os_problem(exc: OSError, fallback: str) -> Problem:
     return Problem(path, exc.strerror or str(exc), exc)
 
 
-class _Found:
+class _Walked:
     """The artifact directories found so far, each real directory once, and the problems
     and rescue directories met on the way."""
 
@@ -209,7 +209,7 @@ def find_artifact_dirs(
     The directories holding rescue files are appended to ``rescued`` (each once): a
     directory whose first save failed may hold nothing else.
     """
-    found = _Found()
+    found = _Walked()
     for given in paths:
         path = os.path.normpath(os.fspath(given))
         try:
@@ -233,7 +233,7 @@ def find_artifact_dirs(
     return found.dirs, found.problems
 
 
-def _find_in_file(path: str, found: _Found) -> None:
+def _find_in_file(path: str, found: _Walked) -> None:
     """A given file: a ``timings.json`` names its directory; any other file is a problem."""
     if os.path.basename(path) == TIMINGS_FILE:
         directory = os.path.dirname(path) or "."
@@ -247,7 +247,7 @@ def _find_in_file(path: str, found: _Found) -> None:
         found.problems.append(Problem(path, message, not_dir))
 
 
-def _find_under(path: str, found: _Found) -> None:
+def _find_under(path: str, found: _Walked) -> None:
     """A given directory: every artifact directory under it; a problem when the walk met
     neither one nor a problem nor a rescue file."""
     before, rescues_before = len(found.problems), len(found.rescue_dirs)
@@ -363,10 +363,7 @@ def find_tree(path: str | os.PathLike[str]) -> list[Found]:
 
 
 def read_found(found: Found, hardware_cache: HardwareCache) -> Artifact:
-    """``found`` read, raising what ``load_tree`` raises for it (``hardware_cache``: the
-    hardware sidecars read so far, shared by the directories of one call)."""
-    problems: list[Problem] = []
-    artifact = _read(found, hardware_cache, problems)
-    _raise_first(problems)
-    assert artifact is not None  # no problem: read
-    return artifact
+    """``found`` read, raising what ``load_tree`` raises for it: the reader's own error
+    (``hardware_cache``: the hardware sidecars read so far, shared by one call)."""
+    data = read_data(found.path)
+    return Artifact(found.path, found.root, found.relpath, hardware_cache.read(found.path), data)
