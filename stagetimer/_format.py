@@ -7,10 +7,16 @@ names from here and nowhere else, so a change to the format is a change to this 
 from __future__ import annotations
 
 __all__ = [
+    "ATTEMPTS_DIR",
+    "ATTEMPT_OUTCOMES",
     "AUTO_RESUME_SUFFIX",
     "CONTINUED_STAGES",
     "HARDWARE_FILE",
     "LEGACY_KEYS",
+    "MARKER_FIELDS",
+    "MARKER_FORMAT",
+    "MARKER_MAX_BYTES",
+    "MARKER_SUFFIX",
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_FILE_DEPTH",
@@ -48,6 +54,26 @@ RESCUE_FORMAT = 2
 def is_rescue_name(name: str) -> bool:
     """Whether a file name is a recorder's rescue file's (``RESCUE_PREFIX``...``RESCUE_SUFFIX``)."""
     return name.startswith(RESCUE_PREFIX) and name.endswith(RESCUE_SUFFIX)
+
+
+#: Started markers: one file per attempt (one entry into a recorded stage) in this
+#: directory beside the sidecars, named ``<attempt_id>.json`` (32 hex digits).
+ATTEMPTS_DIR = "timings.attempts"
+MARKER_SUFFIX = ".json"
+#: Version of a marker's content. 1 (0.4): the keys of ``MARKER_FIELDS``.
+MARKER_FORMAT = 1
+#: The keys of a marker, in the order they are written. ``writer`` is the process
+#: identity rescue files record as ``owner``; ``heartbeat`` the seconds between beats
+#: (null: no beats). A failed attempt's marker adds ``ended_at``, ``seconds``,
+#: ``outcome`` (one of ``ATTEMPT_OUTCOMES``) and ``exception`` (the type name).
+MARKER_FIELDS: tuple[str, ...] = (
+    "format", "attempt_id", "stage", "run_idx", "label", "rank", "world_size", "started_at",
+    "writer", "job", "software_id", "hardware_id", "heartbeat",
+    "ended_at", "seconds", "outcome", "exception",
+)
+ATTEMPT_OUTCOMES = ("raised", "interrupted")
+#: A marker larger than this is not one of ours: readers name it and pass over it.
+MARKER_MAX_BYTES = 64 * 1024
 
 
 #: Version of ``timings_hardware.json``.
