@@ -46,6 +46,7 @@ __all__ = [
     "Problem",
     "StageStats",
     "build_report",
+    "expected_runs",
     "report_from",
     "wall_span",
 ]
@@ -55,7 +56,8 @@ _get: Callable[[dict[str, Any], str], Any] = dict.get
 _RUN_IDX, _HARDWARE_ID, _STARTED_AT = repeat("run_idx"), repeat("hardware_id"), repeat("started_at")
 
 
-def _expected_runs(stage: dict[str, Any]) -> int | None:
+def expected_runs(stage: dict[str, Any]) -> int | None:
+    """The stage's ``expected_runs`` where it is one a recorder can write; else None."""
     value = stage.get("expected_runs")
     if type(value) is int and 0 < value <= MAX_RUN_IDX:  # what a recorder can write
         return value
@@ -94,7 +96,7 @@ def _stage_stats(
     first, last = start_range(starts)
     stats = StageStats(
         name, len(runs), total, mean, median, stdev, low, high, distinct_ids(runs, "hardware_id"),
-        tuple(seconds), ids.count(None), flagged, _expected_runs(stage),
+        tuple(seconds), ids.count(None), flagged, expected_runs(stage),
         first, last,
         software_ids=distinct_ids(runs, "software_id"),
     )

@@ -17,7 +17,7 @@ from stagetimer._analysis.raw import raw_seconds
 from stagetimer._analysis.report_model import ArtifactReport, StageStats
 from stagetimer._store.rules import is_valid_seconds
 
-__all__ = ["start_range", "wall_span"]
+__all__ = ["moment", "start_range", "wall_span"]
 
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _STARTED_AT): each run's started_at, gathered in C (repeat() is endless)
@@ -26,18 +26,22 @@ _STARTED_AT = repeat("started_at")
 _Stage = tuple[ArtifactReport, StageStats]
 
 
-def _timestamp(text: Any) -> float | None:
-    """``started_at`` (ISO 8601, UTC, ``...Z``) as POSIX seconds; None when unreadable."""
+def moment(text: Any) -> datetime | None:
+    """``started_at`` (ISO 8601, UTC, ``...Z``) as an aware datetime; None when unreadable."""
     if type(text) is not str:
         return None
     try:
         # Python 3.10's fromisoformat does not read "Z"
-        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
+
+
+def _timestamp(text: Any) -> float | None:
+    """``started_at`` as POSIX seconds; None when unreadable."""
+    when = moment(text)
+    return None if when is None else when.timestamp()
 
 
 def start_range(starts: list[str]) -> tuple[str | None, str | None]:

@@ -1,0 +1,249 @@
+"""A suite being watched: one :class:`Snapshot` per refresh, re-reading only what changed.
+
+A directory's files are read again only when the ``(inode, size, mtime)`` of its
+``timings.json`` or of its ``timings.attempts/`` folder changed since the last refresh,
+or when some attempt of it was running or unknown (whether its writer still runs is
+decided again each time). Nothing is written and no lock is taken: sidecars are replaced
+whole by rename, and markers are created and replaced the same way, so a read sees one
+version or the other. A file that vanishes or changes mid-read, a directory removed
+while watched and a Slurm that cannot be asked give a problem line in the snapshot, and
+the refresh goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.eta import Eta, StageProgress, stage_progress, suite_eta
+from stagetimer._analysis.raw import raw_stages, read_data
+from stagetimer._analysis.report import expected_runs
+from stagetimer._analysis.slurm_array import ArrayUnreadable, ArrayView, array_view
+from stagetimer._analysis.tree import find_artifact_dirs
+from stagetimer._format import ATTEMPTS_DIR, TIMINGS_FILE
+
+__all__ = ["AttemptsReader", "DirectoryProgress", "Snapshot", "Watcher", "directory_progress"]
+
+#: the attempts of one directory at an instant (``stagetimer.attempts``' reader)
+AttemptsReader = Callable[[str, datetime.datetime], list[Attempt]]
+ArrayReader = Callable[[str], ArrayView]
+
+
+@attrs.frozen
+class DirectoryProgress:
+    path: str
+    stages: tuple[StageProgress, ...]
+
+
+@attrs.frozen
+class Snapshot:
+    """The suite at one refresh."""
+
+    time: datetime.datetime
+    directories: tuple[DirectoryProgress, ...]
+    #: the whole suite's time to go; None while nothing allows an estimate
+    eta: Eta | None
+    #: what could not be read this time, one line each
+    problems: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        """Every directory has stages and nothing left in any."""
+        return bool(self.directories) and all(
+            d.stages and all(s.complete for s in d.stages) for d in self.directories
+        )
+
+
+def _signature(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+@attrs.define
+class _Read:
+    """One directory as last read."""
+
+    signature: tuple[object, ...]
+    attempts: list[Attempt]
+    expected: dict[str, int]
+
+    @property
+    def live(self) -> bool:
+        return any(a.state in ("running", "unknown") for a in self.attempts)
+
+
+def _array_id(attempts: Iterable[Attempt]) -> str | None:
+    for attempt in attempts:
+        job = attempt.job or {}
+        if job.get("scheduler") == "slurm" and isinstance(job.get("array_job_id"), str):
+            return str(job["array_job_id"])
+    return None
+
+
+def _task_ids(attempts: Iterable[Attempt], array_id: str) -> set[int]:
+    ids = set()
+    for attempt in attempts:
+        job = attempt.job or {}
+        task = job.get("array_task_id")
+        if job.get("array_job_id") == array_id and isinstance(task, str) and task.isdigit():
+            ids.add(int(task))
+    return ids
+
+
+def directory_progress(
+    path: str,
+    attempts: Sequence[Attempt],
+    now: datetime.datetime,
+    *,
+    expected: dict[str, int] | None = None,
+    expect: int | None = None,
+    array: ArrayView | None = None,
+) -> DirectoryProgress:
+    """Each stage's progress in one directory: runs expected from ``expect`` (``--expect``),
+    else the stage's ``expected_runs``, else the array's tasks (those Slurm knows and those
+    the attempts name); slots from the array's throttle, else the concurrency observed."""
+    by_stage: dict[str, list[Attempt]] = {}
+    for attempt in attempts:
+        by_stage.setdefault(attempt.stage, []).append(attempt)
+    for name in expected or {}:
+        by_stage.setdefault(name, [])
+    stages = []
+    for name, tries in by_stage.items():
+        count = expect if expect is not None else (expected or {}).get(name)
+        if count is None and array is not None:
+            count = len(array.task_ids | _task_ids(tries, array.array_job_id)) or None
+        slots = array.throttle if array is not None else None
+        stages.append(stage_progress(name, tries, now, expected=count, slots=slots))
+    return DirectoryProgress(path, tuple(stages))
+
+
+def _finished_runs(directory: str, data: dict[str, Any]) -> list[Attempt]:
+    """The runs of ``timings.json`` as finished attempts (what a reader of markers adds
+    to them is the attempts still running, failed or killed)."""
+    from stagetimer._analysis.wall_span import moment
+
+    found = []
+    for name, stage in raw_stages(data):
+        for run in stage["runs"]:
+            started = moment(run.get("started_at"))
+            if started is None:
+                continue
+            found.append(Attempt(
+                attempt_id=run.get("attempt_id"), directory=directory, stage=name,
+                run_idx=run.get("run_idx"), label=run.get("label"), rank=run.get("rank"),
+                started_at=started, state="finished", cause=None, exception=None,
+                seconds=float(run["seconds"]), ended_between=None, evidence="timings.json",
+                hardware_id=run.get("hardware_id"), job=run.get("job"),
+            ))
+    return found
+
+
+class Watcher:
+    """Refreshes of the suite under ``paths``; each keeps what did not change."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        expect: int | None = None,
+        read_attempts: AttemptsReader | None = None,
+        read_array: ArrayReader = array_view,
+    ) -> None:
+        self.paths = list(paths)
+        self.expect = expect
+        self._read_attempts = read_attempts
+        self._read_array = read_array
+        self._known: dict[str, _Read] = {}
+        #: directories read (not reused) by the last refresh
+        self.reread = 0
+
+    def _directories(self, problems: list[str]) -> list[str]:
+        found, walk_problems = find_artifact_dirs(self.paths)
+        problems += [p.line() for p in walk_problems if not self._has_markers(p.path)]
+        directories = [f.path for f in found]
+        # a directory whose first stage still runs holds markers and no timings.json yet
+        for given in self.paths:
+            if self._has_markers(given) and given not in directories:
+                directories.append(os.path.normpath(given))
+        return directories
+
+    @staticmethod
+    def _has_markers(path: str) -> bool:
+        return os.path.isdir(os.path.join(path, ATTEMPTS_DIR))
+
+    def _read(self, directory: str, now: datetime.datetime, problems: list[str]) -> _Read:
+        signature = (
+            _signature(os.path.join(directory, TIMINGS_FILE)),
+            _signature(os.path.join(directory, ATTEMPTS_DIR)),
+        )
+        known = self._known.get(directory)
+        if known is not None and known.signature == signature and not known.live:
+            return known
+        self.reread += 1
+        try:
+            data = read_data(directory)
+        except (OSError, ValueError) as exc:
+            problems.append(f"{directory}: {exc}")
+            if known is not None:
+                return known
+            data = {}
+        expected = {
+            name: count for name, stage in raw_stages(data)
+            if (count := expected_runs(stage)) is not None
+        }
+        if self._read_attempts is not None:
+            try:
+                attempts = self._read_attempts(directory, now)
+            except (OSError, ValueError) as exc:
+                problems.append(f"{directory}: {exc}")
+                attempts = _finished_runs(directory, data)
+        else:
+            attempts = _finished_runs(directory, data)
+        read = _Read(signature, attempts, expected)
+        self._known[directory] = read
+        return read
+
+    def refresh(self, now: datetime.datetime | None = None) -> Snapshot:
+        """The suite now: every directory under the paths, its stages and the time to go."""
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        problems: list[str] = []
+        self.reread = 0
+        directories = self._directories(problems)
+        arrays: dict[str, ArrayView | None] = {}
+        shown = []
+        for directory in directories:
+            if not os.path.isdir(directory):
+                problems.append(f"{directory}: no such directory (removed while watched)")
+                self._known.pop(directory, None)
+                continue
+            read = self._read(directory, now, problems)
+            array = None
+            array_id = _array_id(read.attempts)
+            if array_id is not None:
+                if array_id not in arrays:
+                    arrays[array_id] = self._array(array_id, problems)
+                array = arrays[array_id]
+            shown.append(directory_progress(
+                directory, read.attempts, now, expected=read.expected, expect=self.expect,
+                array=array,
+            ))
+        for gone in sorted(set(self._known) - set(directories)):
+            problems.append(f"{gone}: no longer there (removed while watched)")
+            del self._known[gone]
+        stages = [s for d in shown for s in d.stages]
+        return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems))
+
+    def _array(self, array_id: str, problems: list[str]) -> ArrayView | None:
+        try:
+            return self._read_array(array_id)
+        except ArrayUnreadable as exc:
+            problems.append(f"slurm array {array_id}: {exc}")
+            return None
