@@ -220,6 +220,9 @@ def time_to_go(
     Each simulation draws from the Kaplan-Meier estimate of a bootstrap resample of
     ``observations`` (``(seconds, ended)``), so that the bound holds the doubt about the
     durations as well as the luck of the draws to come."""
+    # in one order whatever order the files were read in: the same answer for the same files
+    observations = sorted(observations)
+    running = sorted(running)
     whole = kaplan_meier(observations)
     if whole is None:
         return None
