@@ -85,7 +85,10 @@ def _end(attempt: Attempt) -> datetime.datetime | None:
     """When the attempt ended (a killed one: the lower end of its interval); None while
     running or unknown, or where nothing bounds it."""
     if attempt.seconds is not None:
-        return attempt.started_at + datetime.timedelta(seconds=attempt.seconds)
+        try:
+            return attempt.started_at + datetime.timedelta(seconds=attempt.seconds)
+        except OverflowError:  # past the year 9999: no end that a clock can show
+            return None
     if attempt.ended_between is not None:
         return attempt.ended_between[0]
     return None
@@ -260,13 +263,17 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
 
 
 def suite_eta(stages: Iterable[StageProgress]) -> Eta | None:
-    """The suite's time to go: its slowest stage's (stages are estimated apart); None
-    when a stage with runs left has no estimate yet, or there is no stage."""
-    etas = []
+    """The time to go of several stages: the sum of theirs (a seed runs its stages one
+    after another; where they run side by side this is an upper bound). Zero when none
+    has work left; None when one with work left has no estimate yet, or there is none."""
+    p50 = p90 = 0.0
+    count = 0
     for stage in stages:
+        count += 1
+        if stage.complete:
+            continue
         if stage.eta is None:
             return None
-        etas.append(stage.eta)
-    if not etas:
-        return None
-    return Eta(max(e.p50 for e in etas), max(e.p90 for e in etas))
+        p50 += stage.eta.p50
+        p90 += stage.eta.p90
+    return Eta(p50, p90) if count else None

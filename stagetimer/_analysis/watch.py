@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import attrs
 
@@ -23,6 +22,7 @@ from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.eta import Eta, StageProgress, stage_progress, suite_eta
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.report import expected_runs
+from stagetimer._analysis.run_attempts import finished_attempts
 from stagetimer._analysis.slurm_array import ArrayUnreadable, ArrayView, array_view
 from stagetimer._analysis.tree import find_artifact_dirs
 from stagetimer._format import ATTEMPTS_DIR, TIMINGS_FILE
@@ -125,27 +125,6 @@ def directory_progress(
     return DirectoryProgress(path, tuple(stages))
 
 
-def _finished_runs(directory: str, data: dict[str, Any]) -> list[Attempt]:
-    """The runs of ``timings.json`` as finished attempts (what a reader of markers adds
-    to them is the attempts still running, failed or killed)."""
-    from stagetimer._analysis.wall_span import moment
-
-    found = []
-    for name, stage in raw_stages(data):
-        for run in stage["runs"]:
-            started = moment(run.get("started_at"))
-            if started is None:
-                continue
-            found.append(Attempt(
-                attempt_id=run.get("attempt_id"), directory=directory, stage=name,
-                run_idx=run.get("run_idx"), label=run.get("label"), rank=run.get("rank"),
-                started_at=started, state="finished", cause=None, exception=None,
-                seconds=float(run["seconds"]), ended_between=None, evidence="timings.json",
-                hardware_id=run.get("hardware_id"), job=run.get("job"),
-            ))
-    return found
-
-
 class Watcher:
     """Refreshes of the suite under ``paths``; each keeps what did not change."""
 
@@ -204,9 +183,9 @@ class Watcher:
                 attempts = self._read_attempts(directory, now)
             except (OSError, ValueError) as exc:
                 problems.append(f"{directory}: {exc}")
-                attempts = _finished_runs(directory, data)
+                attempts = finished_attempts(directory, data, now)
         else:
-            attempts = _finished_runs(directory, data)
+            attempts = finished_attempts(directory, data, now)
         read = _Read(signature, attempts, expected)
         self._known[directory] = read
         return read

@@ -15,6 +15,7 @@ import pytest
 from helpers.cli import Ran, run_cli
 
 from stagetimer import Recorder, record_timing
+from stagetimer._render.duration import format_duration
 from stagetimer._render.report_text import progress_line
 
 
@@ -179,25 +180,34 @@ def test_one_progress_line_per_directory_over_its_stages(tmp_path: Path) -> None
     lines = [line for line in run("report", str(tmp_path)).stdout.splitlines()
              if line.startswith("  progress")]
 
-    # (2 x 100 s) + (1 x 1 s) + (2 x 10 s) = 221 s to go
+    # The runs were recorded at one instant, so two of each ran side by side: the seeds
+    # left run two at a time (three for checkpoint_save), and each stage's durations are
+    # all alike: 100 s + 1 s + 10 s = 111 s to go (one after another: 221 s).
     assert [
         "  progress: 3 stages, 2 of 4 seeds (ippo_train 2, checkpoint_save 3, nashconv 2), "
-        "about 3 min 41 s to go at the medians so far"
+        "about 1 min 51 s to go (90 %: 1 min 51 s)"
     ] == lines
 
 
 
-def test_progress_says_seeds_done_and_time_to_go_at_the_median(tmp_path: Path) -> None:
+def test_progress_says_seeds_done_and_time_to_go_as_watch_does(tmp_path: Path) -> None:
+    """The report's progress line and its suite line give the estimate and the counts
+    ``stagetimer watch`` gives for the same files."""
     record(tmp_path, "ippo_train", [3000.0, 2600.0, 2700.0])
     edit(tmp_path, lambda d: d["ippo_train"].update(expected_runs=10))
 
     lines = run("report", str(tmp_path)).stdout.splitlines()
+    [watched] = [json.loads(line) for line in run(
+        "watch", "--once", "--json", str(tmp_path)).stdout.splitlines()]
 
-    # 7 seeds left at the median of 2700 s: 18900 s = 5 h 15 min
-    assert "  progress: ippo_train 3 of 10 seeds, about 5 h 15 min to go at the median so far" in (
-        lines
-    )
-    assert lines[-1].endswith("; 1 stage in progress, about 5 h 15 min to go at their medians")
+    [stage] = watched["directories"][0]["stages"]
+    assert (stage["done"], stage["pending"]) == (3, 7)
+    to_go = (f"about {format_duration(stage['eta_seconds']['p50'])} to go "
+             f"(90 %: {format_duration(stage['eta_seconds']['p90'])})")
+    assert f"  progress: ippo_train 3 of 10 seeds, {to_go}" in lines
+    assert lines[-1].endswith(f"; 1 stage in progress, {to_go}")
+    # 7 seeds left, three at a time (as the three ran): three rounds of about 2700 s
+    assert 2.5 * 2600 <= stage["eta_seconds"]["p50"] <= 3 * 3000
 
 
 def test_a_finished_stage_says_done(tmp_path: Path) -> None:
@@ -228,7 +238,7 @@ def test_expected_runs_from_the_recorder_drive_the_progress_line(tmp_path: Path)
     rec = Recorder(tmp_path, expected_runs=4)
     record_timing("ippo_train", 10.0, run_idx=0, recorder=rec)
 
-    assert "  progress: ippo_train 1 of 4 seeds, about 30.0 s to go at the median so far" in (
+    assert "  progress: ippo_train 1 of 4 seeds, about 30.0 s to go (90 %: 30.0 s)" in (
         run("report", str(tmp_path)).stdout.splitlines()
     )
 
