@@ -202,14 +202,16 @@ def _killed(marker: Marker, clues: list[_Clue]) -> Verdict:
             lower = clue.lower
         if clue.upper is not None and (upper is None or clue.upper < upper):
             upper = clue.upper
+    line = clues[0].line
     if upper is not None and upper < lower:
-        # The evidence disagrees (clocks of two machines): the strongest bounds it alone.
+        # The evidence disagrees (the clocks of two machines, or ``now`` before the
+        # start): the strongest clue bounds the end alone, and never before the start.
         lower = max(marker.started_at, clues[0].lower or marker.started_at)
         upper = clues[0].upper
         if upper is not None and upper < lower:
-            lower = marker.started_at
+            upper = None
+            line += " (but that is before it started: clocks disagree, no upper end)"
     cause = next((c.cause for c in clues if c.cause is not None), "killed")
-    line = clues[0].line
     others = [c.line for c in clues[1:] if c.cause is not None or c.upper is not None]
     if others:
         line += "; " + "; ".join(others[:2])
