@@ -246,18 +246,31 @@ class Recorder:
         label: str | None,
         started_at: float | None,
         metadata: dict[str, Any] | None,
+    ) -> None:
+        """``record`` for arguments its caller checked (``record_timing``)."""
+        self._save_handed(self._hand_over(name, seconds, run_idx, label, started_at, metadata))
+
+    def _hand_over(
+        self,
+        name: str,
+        seconds: float,
+        run_idx: int | None,
+        label: str | None,
+        started_at: float | None,
+        metadata: dict[str, Any] | None,
         resources: dict[str, Any] | None = None,
         attempt: Started | None = None,
-    ) -> None:
-        """``record`` for arguments its caller checked (``stage``, ``record_timing``);
-        ``resources``: what a ``stage`` used (``resources.py``); ``attempt``: its started
-        marker (``attempt.py``), removed once the run is saved."""
+    ) -> Pending:
+        """Register a checked record as pending (then ``_save_handed``): from its
+        ``append`` on, no interrupt loses it. ``resources``: what a ``stage`` used
+        (``resources.py``); ``attempt``: its started marker (``attempt.py``), removed
+        once the run is saved."""
         p = _pending_module
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else p.utc_iso(started_at)
         attempt_id = None if attempt is None else attempt.id
-        pending = p.Pending(
+        pending: Pending = p.Pending(
             p.Finished(name, seconds, run_idx, label, iso, metadata, resources, attempt_id),
             with_software=self.software,
             attempt=attempt,
@@ -266,6 +279,11 @@ class Recorder:
         # lose it; it is saved by this call, by another thread's save, or at exit.
         self._saver.pending.append(pending)
         with_pending.add(self)
+        return pending
+
+    def _save_handed(self, pending: Pending) -> None:
+        """Save a record ``_hand_over`` registered (queued when this thread is already
+        saving: a signal handler inside a save)."""
         try:
             if reentered():
                 defer(self)
@@ -275,6 +293,10 @@ class Recorder:
             if not isinstance(exc, Exception):
                 self._make_safe()
             raise
+
+    def _holds(self, started: Started) -> bool:
+        """Whether the run of attempt ``started`` was handed over (pending or saved)."""
+        return started.stored or any(p.attempt is started for p in self._saver.pending)
 
     def _begin(
         self, name: str, run_idx: int | None, label: str | None, started_at: float
@@ -315,9 +337,7 @@ class Recorder:
         """A stage whose block raised, was interrupted, or whose record was never handed
         over: its marker says so, unless its run is pending or saved (then it finished).
         Never raises an error of its own: the caller's exception propagates."""
-        if started.stored or started.pid != os.getpid():
-            return
-        if any(p.attempt is started for p in self._saver.pending):
+        if started.pid != os.getpid() or self._holds(started):
             return
         try:
             _attempt_module.fail(started, exc_type, tb, seconds, time.time())
