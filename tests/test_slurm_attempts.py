@@ -194,7 +194,10 @@ def test_a_requeued_task_has_two_attempts_and_one_run(
     job_id, art = submit(cluster, tmp_path, "requeue", "--requeue")
     wait_inside(cluster, art)
     assert 0 == cluster.command("scontrol", "requeue", job_id).returncode
-    # A requeued job waits 120 s before it may start again (its BeginTime): start it now.
+    # Once requeued (its processes gone, pending again), a job waits 120 s before it may
+    # start again (its BeginTime): let it start now.
+    cluster.wait_for("the job to be requeued",
+                     lambda: cluster.job_fields(job_id).get("JobState") == "PENDING")
     cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now")
     cluster.wait_for("the job to run again", lambda: (art / "in-0-1").exists(), timeout=120)
     cluster.wait(job_id, timeout=60)
