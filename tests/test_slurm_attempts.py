@@ -36,6 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
 REPO = Path(__file__).resolve().parent.parent
+SECOND = datetime.timedelta(seconds=1)
 
 #: The job: a finished ``prepare``, then ``train`` run ``run_idx`` (the array task),
 #: which says it is inside (``in-<restart>``) and then does what ``mode`` says.
@@ -225,5 +226,6 @@ def test_a_task_over_its_memory_limit_is_killed_by_out_of_memory(
 
     assert ("killed", "out_of_memory") == (killed.state, killed.cause)
     assert killed.ended_between is not None
-    assert end_of(cluster_with_cgroups, job_id) == killed.ended_between[1]
+    # Slurm prints whole seconds: the end lies before the next one.
+    assert end_of(cluster_with_cgroups, job_id) + SECOND == killed.ended_between[1]
     assert f"Slurm job {job_id} is OUT_OF_MEMORY" in killed.evidence

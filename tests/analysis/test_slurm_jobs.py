@@ -64,7 +64,8 @@ def test_an_ended_job_gives_the_cause_and_when_its_processes_ended(
     if signalled:
         assert (end, None) == view.killed_between()  # KillWait not known: no upper end
     else:
-        assert (None, end) == view.killed_between()
+        # Whole seconds, truncated: it ended before the next second.
+        assert (None, end + datetime.timedelta(seconds=1)) == view.killed_between()
 
 
 def test_a_signalled_job_ended_by_kill_wait_after_its_end() -> None:
@@ -76,7 +77,7 @@ def test_a_signalled_job_ended_by_kill_wait_after_its_end() -> None:
 
     waited = attrs.evolve(view, kill_wait=30.0)
 
-    assert (utc(2026, 12, 4, 5), utc(2026, 12, 4, 5, 0, 30)) == waited.killed_between()
+    assert (utc(2026, 12, 4, 5), utc(2026, 12, 4, 5, 0, 31)) == waited.killed_between()
 
 
 @pytest.mark.parametrize("text", [
