@@ -10,6 +10,7 @@ from stagetimer._cli import (
     compute,
     doctor,
     hardware,
+    lost,
     migrate,
     plan,
     recover,
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
     for add in (
-        _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute,
+        _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute, _lost,
         _watch, _plan,
     ):
         add(commands)
@@ -336,3 +337,20 @@ def _plan(commands: _Commands) -> None:
                          help="the fraction of runs that must fit (default 0.95)")
     command.add_argument("--json", action="store_true", help="print JSON instead of text")
     command.set_defaults(run=plan.run, parser=command)
+
+
+def _lost(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "lost",
+        help="the time failed and killed attempts lost, and the effective-time ratio",
+        description="Every attempt (entry into a recorded stage) at or under PATH: per "
+        "hardware description and stage, the productive time (finished attempts), the "
+        "time lost by failed and killed ones by cause (killed ones counted at the lower "
+        "end of when they ended, the upper end beside it), the effective-time ratio "
+        "productive / (productive + lost), and GPU-hours where the hardware has GPUs. "
+        "Then each attempt lost or not decided, with its evidence. Reads only (asks "
+        "Slurm about the jobs of unfinished attempts).",
+    )
+    _paths(command)
+    _formats(command, markdown="GitHub Markdown", json="JSON")
+    command.set_defaults(run=lost.run, parser=command, format="text")
