@@ -47,6 +47,7 @@ SIMULATIONS = 400
 #: the failure rate used is never above this (a stage that only fails has no end)
 _MAX_FAILURE_RATE = 0.9
 _SEED = 20260412
+_NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 
 
 @attrs.frozen
@@ -84,6 +85,8 @@ class StageProgress:
 def _end(attempt: Attempt) -> datetime.datetime | None:
     """When the attempt ended (a killed one: the lower end of its interval); None while
     running or unknown, or where nothing bounds it."""
+    if attempt.started_at is None:
+        return None
     if attempt.seconds is not None:
         try:
             return attempt.started_at + datetime.timedelta(seconds=attempt.seconds)
@@ -95,6 +98,8 @@ def _end(attempt: Attempt) -> datetime.datetime | None:
 
 
 def _age(attempt: Attempt, now: datetime.datetime) -> float:
+    if attempt.started_at is None:
+        return 0.0
     return max(0.0, (now - attempt.started_at).total_seconds())
 
 
@@ -105,8 +110,10 @@ def _observation(attempt: Attempt, now: datetime.datetime) -> tuple[float, bool]
         return attempt.seconds, True
     if attempt.state == "running":
         return _age(attempt, now), False
+    if attempt.state == "failed" and attempt.seconds is not None:
+        return attempt.seconds, False
     end = _end(attempt)
-    if attempt.state in ("failed", "killed") and end is not None:
+    if attempt.state == "killed" and end is not None and attempt.started_at is not None:
         return max(0.0, (end - attempt.started_at).total_seconds()), False
     return None
 
@@ -115,10 +122,11 @@ def observed_concurrency(attempts: Iterable[Attempt], now: datetime.datetime) ->
     """The most attempts that ran at one instant (running ones up to now)."""
     edges: list[tuple[datetime.datetime, int]] = []
     for attempt in attempts:
+        start = attempt.started_at
         end = now if attempt.state == "running" else _end(attempt)
-        if end is None or end < attempt.started_at:
+        if start is None or end is None or end < start:
             continue
-        edges += [(attempt.started_at, 1), (end, -1)]
+        edges += [(start, 1), (end, -1)]
     edges.sort(key=lambda edge: (edge[0], edge[1]))  # an end before a start at one instant
     most = current = 0
     for _, step in edges:
@@ -162,7 +170,7 @@ def stage_progress(
         elif "running" in states:
             running += 1
             running_ages += [_age(a, now) for a in tries if a.state == "running"][:1]
-        elif max(tries, key=lambda a: a.started_at).state == "unknown":
+        elif max(tries, key=_start).state == "unknown":
             unknown += 1
     total = len(runs) if expected is None else max(expected, 0)
     pending = max(total - done - running - unknown, 0)
@@ -185,10 +193,15 @@ def stage_progress(
     )
 
 
+def _start(attempt: Attempt) -> datetime.datetime:
+    return attempt.started_at or _NEVER
+
+
 def _elapsed(attempts: Sequence[Attempt], now: datetime.datetime, complete: bool) -> float:
-    if not attempts:
+    starts = [a.started_at for a in attempts if a.started_at is not None]
+    if not starts:
         return 0.0
-    first = min(a.started_at for a in attempts)
+    first = min(starts)
     last = now
     if complete:
         ends = [end for a in attempts if (end := _end(a)) is not None]

@@ -147,7 +147,9 @@ def _censored(attempt: Attempt) -> float | None:
     if attempt.state != "killed" or attempt.cause != "timeout" or not attempt.ended_between:
         return None
     low = attempt.ended_between[0]
-    return None if low is None else max(0.0, (low - attempt.started_at).total_seconds())
+    if low is None or attempt.started_at is None:
+        return None
+    return max(0.0, (low - attempt.started_at).total_seconds())
 
 
 def plan_from(

@@ -34,7 +34,6 @@ from stagetimer._analysis.report_warnings import (
     software_warning,
     value_flags,
 )
-from stagetimer._analysis.run_attempts import finished_attempts
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
@@ -131,9 +130,13 @@ def _progress(
                if s.expected_runs is not None and continued_stage(s.name) is None}
     if not tracked:
         return {}
+    from stagetimer._analysis.attempts import scan_attempts
+
     by_stage: dict[str, list[Attempt]] = {name: [] for name in tracked}
-    for attempt in finished_attempts(artifact.path, artifact.data, now):
-        if attempt.stage in by_stage:
+    real = os.path.realpath(artifact.path)
+    found, _ = scan_attempts([artifact.path], now)  # what it could not read: said by lost
+    for attempt in found:
+        if attempt.stage in by_stage and os.path.realpath(attempt.directory) == real:
             by_stage[attempt.stage].append(attempt)
     return {
         name: stage_progress(name, by_stage[name], now, expected=tracked[name])

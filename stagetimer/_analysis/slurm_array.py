@@ -8,7 +8,10 @@ record of the array raise :class:`ArrayUnreadable` with the reason, never more.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
 
 import attrs
@@ -75,15 +78,23 @@ def array_view(array_job_id: str, timeout: float = _TIMEOUT) -> ArrayView:
         raise ArrayUnreadable(f"array job id {array_job_id!r} is not a number")
     command = ["scontrol", "show", "job", "--oneliner", array_job_id]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, check=False)
+        # its own session: on a timeout the whole group goes, a wrapper's children too
+        # (one left holding the pipe would keep the read waiting)
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, text=True, errors="replace",
+                                 start_new_session=True)
     except FileNotFoundError:
         raise ArrayUnreadable("scontrol is not installed here") from None
-    except subprocess.TimeoutExpired:
-        raise ArrayUnreadable(f"scontrol gave no answer within {timeout:g} s") from None
     except OSError as exc:
         raise ArrayUnreadable(f"scontrol could not be run: {exc.strerror or exc}") from None
-    if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or ["no reason given"])[-1][:200]
-        raise ArrayUnreadable(f"scontrol refused (exit {done.returncode}): {said}")
-    return parse_array(array_job_id, done.stdout)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise ArrayUnreadable(f"scontrol gave no answer within {timeout:g} s") from None
+    if child.returncode != 0:
+        said = (err.strip().splitlines() or ["no reason given"])[-1][:200]
+        raise ArrayUnreadable(f"scontrol refused (exit {child.returncode}): {said}")
+    return parse_array(array_job_id, out)

@@ -18,19 +18,17 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attempts import Attempt, scan_attempts
 from stagetimer._analysis.eta import Eta, StageProgress, stage_progress, suite_eta
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.report import expected_runs
-from stagetimer._analysis.run_attempts import finished_attempts
 from stagetimer._analysis.slurm_array import ArrayUnreadable, ArrayView, array_view
+from stagetimer._analysis.slurm_jobs import SlurmLookup
 from stagetimer._analysis.tree import find_artifact_dirs
 from stagetimer._format import ATTEMPTS_DIR, TIMINGS_FILE
 
-__all__ = ["AttemptsReader", "DirectoryProgress", "Snapshot", "Watcher", "directory_progress"]
+__all__ = ["DirectoryProgress", "Snapshot", "Watcher", "directory_progress"]
 
-#: the attempts of one directory at an instant (``stagetimer.attempts``' reader)
-AttemptsReader = Callable[[str, datetime.datetime], list[Attempt]]
 ArrayReader = Callable[[str], ArrayView]
 
 
@@ -133,32 +131,27 @@ class Watcher:
         paths: Sequence[str],
         *,
         expect: int | None = None,
-        read_attempts: AttemptsReader | None = None,
         read_array: ArrayReader = array_view,
     ) -> None:
         self.paths = list(paths)
         self.expect = expect
-        self._read_attempts = read_attempts
         self._read_array = read_array
         self._known: dict[str, _Read] = {}
         #: directories read (not reused) by the last refresh
         self.reread = 0
 
     def _directories(self, problems: list[str]) -> list[str]:
-        found, walk_problems = find_artifact_dirs(self.paths)
-        problems += [p.line() for p in walk_problems if not self._has_markers(p.path)]
+        attempted: list[str] = []
+        found, walk_problems = find_artifact_dirs(self.paths, attempted=attempted)
         directories = [f.path for f in found]
-        # a directory whose first stage still runs holds markers and no timings.json yet
-        for given in self.paths:
-            if self._has_markers(given) and given not in directories:
-                directories.append(os.path.normpath(given))
+        known = {os.path.realpath(d) for d in directories}
+        directories += [d for d in attempted if os.path.realpath(d) not in known]
+        if directories:  # "nothing here yet" is no problem while the suite starts
+            problems += [p.line() for p in walk_problems]
         return directories
 
-    @staticmethod
-    def _has_markers(path: str) -> bool:
-        return os.path.isdir(os.path.join(path, ATTEMPTS_DIR))
-
-    def _read(self, directory: str, now: datetime.datetime, problems: list[str]) -> _Read:
+    def _read(self, directory: str, now: datetime.datetime, problems: list[str],
+              slurm: SlurmLookup) -> _Read:
         signature = (
             _signature(os.path.join(directory, TIMINGS_FILE)),
             _signature(os.path.join(directory, ATTEMPTS_DIR)),
@@ -178,14 +171,10 @@ class Watcher:
             name: count for name, stage in raw_stages(data)
             if (count := expected_runs(stage)) is not None
         }
-        if self._read_attempts is not None:
-            try:
-                attempts = self._read_attempts(directory, now)
-            except (OSError, ValueError) as exc:
-                problems.append(f"{directory}: {exc}")
-                attempts = finished_attempts(directory, data, now)
-        else:
-            attempts = finished_attempts(directory, data, now)
+        found, trouble = scan_attempts([directory], now, slurm)
+        problems += [p.line() for p in trouble]
+        real = os.path.realpath(directory)
+        attempts = [a for a in found if os.path.realpath(a.directory) == real]
         read = _Read(signature, attempts, expected)
         self._known[directory] = read
         return read
@@ -197,13 +186,12 @@ class Watcher:
         self.reread = 0
         directories = self._directories(problems)
         arrays: dict[str, ArrayView | None] = {}
+        slurm = SlurmLookup()  # Slurm asked afresh each refresh, each job once
         shown = []
         for directory in directories:
             if not os.path.isdir(directory):
-                problems.append(f"{directory}: no such directory (removed while watched)")
-                self._known.pop(directory, None)
-                continue
-            read = self._read(directory, now, problems)
+                continue  # removed since the walk: said below
+            read = self._read(directory, now, problems, slurm)
             array = None
             array_id = _array_id(read.attempts)
             if array_id is not None:
@@ -214,7 +202,7 @@ class Watcher:
                 directory, read.attempts, now, expected=read.expected, expect=self.expect,
                 array=array,
             ))
-        for gone in sorted(set(self._known) - set(directories)):
+        for gone in sorted(set(self._known) - {d.path for d in shown}):
             problems.append(f"{gone}: no longer there (removed while watched)")
             del self._known[gone]
         stages = [s for d in shown for s in d.stages]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from stagetimer._cli.stderr import error
 
 if TYPE_CHECKING:
-    from stagetimer._analysis.watch import AttemptsReader, Snapshot
+    from stagetimer._analysis.watch import Snapshot
 
 __all__ = ["run"]
 
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             unreadable = True
     if unreadable:
         return 1
-    watcher = Watcher(args.paths, expect=args.expect, read_attempts=_attempts_reader())
+    watcher = Watcher(args.paths, expect=args.expect)
     show = _shower(args)
     while True:
         snapshot = watcher.refresh()
@@ -46,10 +46,6 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.once or snapshot.complete:
             return 0
         time.sleep(args.interval)
-
-
-def _attempts_reader() -> AttemptsReader | None:
-    return None
 
 
 def _shower(args: argparse.Namespace) -> Callable[[Snapshot], None]:
