@@ -72,6 +72,8 @@ class _Read:
     signature: tuple[object, ...]
     attempts: list[Attempt]
     expected: dict[str, int]
+    #: the progress drawn from them once everything was done (it no longer changes)
+    complete: DirectoryProgress | None = None
 
     @property
     def live(self) -> bool:
@@ -144,8 +146,9 @@ class Watcher:
         attempted: list[str] = []
         found, walk_problems = find_artifact_dirs(self.paths, attempted=attempted)
         directories = [f.path for f in found]
-        known = {os.path.realpath(d) for d in directories}
-        directories += [d for d in attempted if os.path.realpath(d) not in known]
+        if attempted:
+            known = {os.path.realpath(d) for d in directories}
+            directories += [d for d in attempted if os.path.realpath(d) not in known]
         if directories:  # "nothing here yet" is no problem while the suite starts
             problems += [p.line() for p in walk_problems]
         return directories
@@ -192,16 +195,22 @@ class Watcher:
             if not os.path.isdir(directory):
                 continue  # removed since the walk: said below
             read = self._read(directory, now, problems, slurm)
+            if read.complete is not None:
+                shown.append(read.complete)
+                continue
             array = None
             array_id = _array_id(read.attempts)
             if array_id is not None:
                 if array_id not in arrays:
                     arrays[array_id] = self._array(array_id, problems)
                 array = arrays[array_id]
-            shown.append(directory_progress(
+            progress = directory_progress(
                 directory, read.attempts, now, expected=read.expected, expect=self.expect,
                 array=array,
-            ))
+            )
+            if progress.stages and all(s.complete for s in progress.stages):
+                read.complete = progress
+            shown.append(progress)
         for gone in sorted(set(self._known) - {d.path for d in shown}):
             problems.append(f"{gone}: no longer there (removed while watched)")
             del self._known[gone]
