@@ -12,7 +12,6 @@ floor is ``stagetimer report`` on the same tree in the same run (it reads every 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
