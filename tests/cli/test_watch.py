@@ -250,3 +250,36 @@ def test_the_array_size_and_throttle_from_scontrol_lines() -> None:
     assert view.throttle == 2 and view.task_ids == frozenset(range(2, 12))
     assert parse_array("77", "JobId=77 ArrayJobId=77 ArrayTaskId=1,3,5-9:2 "
                        "ArrayTaskThrottle=0").task_ids == {1, 3, 5, 7, 9}
+
+
+def test_rich_stays_out_of_import_stagetimer_and_the_parser() -> None:
+    code = ("import sys, stagetimer; from stagetimer._cli.parser import build_parser; "
+            "build_parser(); print('rich' in sys.modules)")
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=ENV, timeout=60, check=True)
+    assert ran.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_on_a_terminal_the_screen_is_redrawn_and_ctrl_c_exits_130(tmp_path: Path) -> None:
+    import pty
+
+    pytest.importorskip("rich")
+    rec = Recorder(tmp_path, expected_runs=5)
+    record_timing("train", 1.0, run_idx=0, recorder=rec)
+    leader, follower = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "stagetimer", "watch", "--interval", "0.2", str(tmp_path)],
+        stdin=follower, stdout=follower, stderr=subprocess.PIPE, env=ENV,
+    )
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 30
+    while seen.count(b"stagetimer watch") < 3 and time.monotonic() < deadline:
+        seen += os.read(leader, 65536)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    os.close(leader)
+    assert seen.count(b"stagetimer watch") >= 3  # redrawn, refresh after refresh
+    assert b"\x1b[" in seen  # by rich's cursor moves, not printed below each other
+    assert child.returncode == 130 and b"Traceback" not in err
