@@ -44,6 +44,9 @@ __all__ = [
 
 #: simulations per estimate (the 90 % bound's draws)
 SIMULATIONS = 400
+#: at most this many draws per estimate (simulations x runs), never under the minimum
+_WORK = 400_000
+_MIN_SIMULATIONS = 40
 #: the failure rate used is never above this (a stage that only fails has no end)
 _MAX_FAILURE_RATE = 0.9
 _SEED = 20260412
@@ -186,7 +189,10 @@ def stage_progress(
         ended = [o for a in attempts if (o := _observation(a, now)) is not None]
         ends = done + failed + killed
         rate = min((failed + killed) / ends, _MAX_FAILURE_RATE) if ends else 0.0
-        eta = time_to_go(ended, running_ages, pending, slots, rate, simulations=simulations)
+        # fewer simulations where each is long (thousands of runs): a refresh stays short
+        work = len(ended) + len(running_ages) + pending
+        runs = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
+        eta = time_to_go(ended, running_ages, pending, slots, rate, simulations=runs)
     return StageProgress(
         name, done, running, failed, killed, unknown, pending,
         _elapsed(attempts, now, complete), eta, slots,

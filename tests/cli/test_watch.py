@@ -283,3 +283,23 @@ def test_on_a_terminal_the_screen_is_redrawn_and_ctrl_c_exits_130(tmp_path: Path
     assert seen.count(b"stagetimer watch") >= 3  # redrawn, refresh after refresh
     assert b"\x1b[" in seen  # by rich's cursor moves, not printed below each other
     assert child.returncode == 130 and b"Traceback" not in err
+
+
+@pytest.mark.slow
+def test_ten_thousand_markers_in_one_directory(tmp_path: Path) -> None:
+    """10,000 started markers (written by the recorder's own marker writer, this process
+    their writer: running), 10 finished runs: one refresh counts them all and estimates."""
+    from stagetimer._record import attempt as marker_writer
+
+    rec = Recorder(tmp_path, expected_runs=10_020)
+    for i in range(10):
+        record_timing("train", 60.0, run_idx=i, recorder=rec)
+    for i in range(10_000):
+        started = marker_writer.prepare(str(tmp_path), "train", 100 + i, None, time.time(), None)
+        marker_writer.write(started)
+    watcher = Watcher([str(tmp_path)])
+    [stage] = watcher.refresh().directories[0].stages
+    assert (stage.done, stage.running, stage.pending) == (10, 10_000, 10)
+    assert stage.eta is not None and stage.eta.p50 > 0
+    again = watcher.refresh()  # running attempts: read again, the same counts
+    assert watcher.reread == 1 and again.directories[0].stages[0].running == 10_000
