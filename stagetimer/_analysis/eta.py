@@ -191,8 +191,8 @@ def stage_progress(
         rate = min((failed + killed) / ends, _MAX_FAILURE_RATE) if ends else 0.0
         # fewer simulations where each is long (thousands of runs): a refresh stays short
         work = len(ended) + len(running_ages) + pending
-        runs = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
-        eta = time_to_go(ended, running_ages, pending, slots, rate, simulations=runs)
+        draws = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
+        eta = time_to_go(ended, running_ages, pending, slots, rate, simulations=draws)
     return StageProgress(
         name, done, running, failed, killed, unknown, pending,
         _elapsed(attempts, now, complete), eta, slots,
