@@ -13,6 +13,7 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print a suggestion per (hardware, stage) under ``args.paths``; 1 if one is unreadable."""
+    from stagetimer._analysis.attempts import scan_attempts
     from stagetimer._analysis.plan import plan_from
     from stagetimer._analysis.tree import scan_tree
     from stagetimer._render.plan import plan_json, plan_text
@@ -20,7 +21,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     artifacts, problems = scan_tree(args.paths)
     for problem in problems:
         error("plan", problem.line())
-    suggestions = plan_from(artifacts, (), args.quantile)
+    # the attempts killed by their time limit: durations of at least the time they ran
+    found, _ = scan_attempts(args.paths)  # what they could not read: said by lost
+    suggestions = plan_from(artifacts, found, args.quantile)
     if args.json:
         sys.stdout.write(json.dumps(plan_json(suggestions), indent=2) + "\n")
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import random
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +85,35 @@ def test_slurm_forms() -> None:
 def test_a_quantile_outside_zero_one_is_refused() -> None:
     with pytest.raises(ValueError, match=r"quantile 1\.5"):
         suggest("train", None, [(1.0, True)], [], 1.5)
+
+
+def test_plan_command_counts_time_outs_from_markers_as_at_least_their_time(
+    tmp_path: Path,
+) -> None:
+    """Real runs in timings.json, and attempts the reader calls killed by the time limit
+    (stood in for by a reader told so): the command's suggestion rises past them."""
+    import json
+    import subprocess
+    import sys
+
+    from stagetimer import Recorder, record_timing
+
+    rec = Recorder(tmp_path)
+    for i in range(20):
+        record_timing("train", 100.0 + i, run_idx=i, recorder=rec)
+    root = Path(__file__).resolve().parents[2]
+    ran = subprocess.run([sys.executable, "-m", "stagetimer", "plan", "--json", str(tmp_path)],
+                         capture_output=True, text=True, timeout=60, check=True,
+                         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    [plain] = json.loads(ran.stdout)["suggestions"]
+    assert plain["censored"] == 0 and 119.0 <= plain["time_seconds"] <= 1.5 * 119.0
+    # the same runs with five time-outs at 300 s, as plan_from is given them
+    from stagetimer._analysis.tree import load_tree
+
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    end = start + datetime.timedelta(seconds=300)
+    killed = [Attempt(f"{i:032x}", str(tmp_path), "train", 20 + i, None, None, start,
+                      "killed", "timeout", None, None, (end, end), "slurm: TIMEOUT",
+                      hardware_id=plain["hardware_id"]) for i in range(5)]
+    [censored] = plan_from(load_tree(tmp_path), killed, 0.95)
+    assert censored.censored == 5 and censored.time_seconds >= 300.0
