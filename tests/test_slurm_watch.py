@@ -31,7 +31,7 @@ JOB = """
 import os, sys, time
 from stagetimer import Recorder, stage
 task = int(os.environ["SLURM_ARRAY_TASK_ID"])
-with stage("train", run_idx=task, recorder=Recorder(sys.argv[1])):
+with stage("train", run_idx=task, recorder=Recorder(sys.argv[1], policy="upsert")):
     time.sleep(2.0 + task % 3)
 """
 
@@ -88,3 +88,42 @@ def test_watch_follows_a_throttled_array_to_its_end(cluster: SlurmCluster,
     last = stages[-1]
     assert (last["done"], last["running"], last["pending"]) == (12, 0, 0)
     assert snapshots[-1]["eta_seconds"] == {"p50": 0.0, "p90": 0.0}
+
+
+PLAN_JOB = """
+import os, sys, time
+from stagetimer import Recorder, stage
+task = int(os.environ["SLURM_ARRAY_TASK_ID"])
+with stage("train", run_idx=task, recorder=Recorder(sys.argv[1], policy="upsert")):
+    time.sleep(0.5 if task < 3 else 600)
+"""
+
+
+def test_plan_counts_a_timed_out_task_as_at_least_its_limit(cluster: SlurmCluster,
+                                                           tmp_path: Path) -> None:
+    """Three tasks finish in half a second, two run into a 20 s time limit: the
+    suggestion is above the limit (their partial time taken as durations, or left out,
+    would put it near a second)."""
+    art = tmp_path / "art"
+    art.mkdir()
+    job = tmp_path / "job.py"
+    job.write_text(PLAN_JOB)
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/bash\nexec {sys.executable} {job} {art}\n")
+    script.chmod(0o755)
+    env = {"PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
+    array = cluster.submit(script, "--array=0-4", "--time=0:20", "--mem=100M",
+                           f"--output={tmp_path}/out-%A_%a", cwd=tmp_path, env=env)
+    cluster.wait(array, timeout=240)
+
+    ran = subprocess.run([sys.executable, "-m", "stagetimer", "plan", "--json", str(art)],
+                         env={**os.environ, **cluster.env, **env}, capture_output=True,
+                         text=True, timeout=120)
+
+    assert ran.returncode == 0, ran.stderr
+    from stagetimer import attempts
+
+    seen = [(a.run_idx, a.state, a.cause, a.hardware_id, a.seconds) for a in attempts(art)]
+    [suggestion] = json.loads(ran.stdout)["suggestions"]
+    assert (suggestion["ended"], suggestion["censored"]) == (3, 2), "; ".join(map(str, seen))
+    assert suggestion["time_seconds"] >= 20.0

@@ -1,19 +1,21 @@
 """What to ask the scheduler for: a stage's ``--time`` and ``--mem`` so that a fraction Q
 of its runs fit, from the runs recorded on one hardware description.
 
-The time is a Kaplan-Meier quantile: an attempt killed by the time limit (or still
-running) counts as *at least* the time it ran, never as its partial time, so a history
-of time-outs asks for more than the old limit instead of less. A quantile taken from n
-runs is itself uncertain, so the suggestion is the quantile at the level Q raised by
-1.28 standard errors of a proportion (``Q + 1.28 sqrt(Q (1 - Q) / n)``, one-sided 90 %):
-with Q = 0.95 a new run exceeds it less often than 1 in 20. That raise is the margin
-said beside the suggestion. Where the runs do not reach that level (too few, or too many
-censored), the suggestion is the longest seen plus half of it, and says so.
+The time is a Kaplan-Meier quantile: an attempt killed (by the time limit, or where
+the cause is not known) counts as *at least* the time it ran, never as its partial
+time, so a history of time-outs asks for more than the old limit instead of less. A
+quantile taken from n runs is itself uncertain, so the suggestion is the quantile at
+the level Q raised by 1.28 standard errors of a proportion
+(``Q + 1.28 sqrt(Q (1 - Q) / n)``, one-sided 90 %): with Q = 0.95 a new run exceeds it
+less often than 1 in 20. That raise is the margin said beside the suggestion. Where the
+runs do not reach that level (too few, or too many censored), the suggestion is the
+longest seen plus half of it, and says so.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -142,9 +144,10 @@ _Key = tuple[str | None, str]
 
 
 def _censored(attempt: Attempt) -> float | None:
-    """The seconds an attempt that did not finish counts as at least: the time limit's
-    kill at its interval's lower end, a running one at... nothing (not ended yet: None)."""
-    if attempt.state != "killed" or attempt.cause != "timeout" or not attempt.ended_between:
+    """The seconds a killed attempt counts as at least: from its start to the lower end
+    of when it ended (a time limit's kill: at least the limit; where the reader could not
+    tell the cause, the same: it ran at least that long). None for the others."""
+    if attempt.state != "killed" or not attempt.ended_between:
         return None
     low = attempt.ended_between[0]
     if low is None or attempt.started_at is None:
@@ -159,7 +162,8 @@ def plan_from(
     ``attempts`` killed by the time limit counted as at least the time they ran."""
     durations: dict[_Key, list[tuple[float, bool]]] = {}
     memory: dict[_Key, list[int]] = {}
-    for artifact in artifacts:
+    artifacts_read = list(artifacts)
+    for artifact in artifacts_read:
         for name, stage in raw_stages(artifact.data):
             for run in stage["runs"]:
                 key = (run.get("hardware_id"), name)
@@ -167,12 +171,24 @@ def plan_from(
                 peak = (run.get("resources") or {}).get("memory_peak_bytes")
                 if type(peak) is int and peak > 0:
                     memory.setdefault(key, []).append(peak)
+    # a marker written before the hardware was known: the hardware of the stage's runs
+    # in the same directory, where they all ran on one
+    machines: dict[tuple[str, str], set[str | None]] = {}
+    for artifact in artifacts_read:
+        real = os.path.realpath(artifact.path)
+        for name, stage in raw_stages(artifact.data):
+            machines.setdefault((real, name), set()).update(
+                run.get("hardware_id") for run in stage["runs"]
+            )
     for attempt in attempts:
         seconds = _censored(attempt)
-        if seconds is not None:
-            durations.setdefault((attempt.hardware_id, attempt.stage), []).append(
-                (seconds, False)
-            )
+        if seconds is None:
+            continue
+        hardware_id = attempt.hardware_id
+        if hardware_id is None:
+            ids = machines.get((os.path.realpath(attempt.directory), attempt.stage), set())
+            hardware_id = next(iter(ids)) if len(ids) == 1 else None
+        durations.setdefault((hardware_id, attempt.stage), []).append((seconds, False))
     found = []
     for key in sorted(durations, key=lambda k: (k[0] or "", k[1])):
         suggestion = suggest(key[1], key[0], durations[key], memory.get(key, []), quantile)
