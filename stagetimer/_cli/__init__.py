@@ -10,7 +10,11 @@
 - ``recover DIR…``: fold rescue files back into ``timings.json`` (``recover``);
 - ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``);
 - ``doctor DIR…``: what a directory's file system gives saves, and what would stop them
-  (``doctor``).
+  (``doctor``);
+- ``watch PATH…``: a running suite refreshed until everything expected is done, with
+  the time to go (``watch``; 0 once done, 130 on Ctrl-C);
+- ``plan PATH…``: the ``--time`` and ``--mem`` under which a fraction of runs fit
+  (``plan``).
 
 The arguments are built in ``parser``, one function per command.
 
