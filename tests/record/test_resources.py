@@ -219,6 +219,7 @@ def test_resources_are_measured_in_the_fork_child_afresh(tmp_path: Path) -> None
 
 
 
+@pytest.mark.slow
 def test_a_child_forked_inside_a_stage_counts_its_own_cpu_from_the_fork(tmp_path: Path) -> None:
     # The parent burns 1 s before the stage; the child, forked inside it, burns 0.5 s
     # and leaves the stage. Its getrusage starts at 0 at the fork (getrusage(2)): its
