@@ -255,3 +255,12 @@ def test_a_killed_attempt_started_after_now_is_still_bounded_by_its_start(
     low, high = found.ended_between
     assert low is not None and found.started_at <= low
     assert high is None and "clocks disagree" in found.evidence
+
+
+def test_a_writer_of_another_pid_namespace_is_not_looked_up_here(tmp_path: Path) -> None:
+    # Same host and boot, another container's pids: our pid of that number says nothing.
+    plant(tmp_path, marker(writer={"pidns": 1}))
+
+    (found,) = attempts(tmp_path, now=NOW)
+
+    assert ("unknown", None) == (found.state, found.cause)
