@@ -21,8 +21,10 @@ warnings) and ``warning.py`` (how a warning reaches the user).
 from __future__ import annotations
 
 import functools
+import os
+import time
 from collections.abc import Callable, Mapping
-from types import ModuleType
+from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -44,6 +46,7 @@ from stagetimer._record.settings import (
     check_directory,
     check_expected_runs,
     check_flag,
+    check_heartbeat,
     check_policy,
     check_timeout,
 )
@@ -51,6 +54,7 @@ from stagetimer._record.warning import warn_user
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
 
 if TYPE_CHECKING:
+    from stagetimer._record.attempt import Started
     from stagetimer._record.likely_mistakes import LikelyMistakes
     from stagetimer._record.pending import Pending
     from stagetimer._record.saver import Outcome, Saver
@@ -71,14 +75,28 @@ __all__ = ["Recorder", "record_run", "resolve_recorder"]
 _pending_module: ModuleType
 _saver_module: ModuleType
 _reporting_module: ModuleType
+_attempt_module: ModuleType
+_store_markers: ModuleType
+_heartbeat_module: ModuleType
+#: ``STAGETIMER_HEARTBEAT=S``: beats where the recorder does not say (``heartbeat.py``).
+_HEARTBEAT_ENV = "STAGETIMER_HEARTBEAT"
+#: settings from the environment already warned about (each once per process)
+_warned_settings: set[str] = set()
+#: ``STAGETIMER_ATTEMPTS=0`` turns started markers off (read at each stage's entry).
+_ATTEMPTS_ENV = "STAGETIMER_ATTEMPTS"
 
 
 def _bind_save_path() -> None:
-    global _pending_module, _saver_module, _reporting_module
-    if "_reporting_module" not in globals():
-        from stagetimer._record import pending, reporting, saver
+    global _pending_module, _saver_module, _reporting_module, _attempt_module, _store_markers
+    global _heartbeat_module
+    if "_attempt_module" not in globals():
+        from stagetimer._record import attempt, heartbeat, pending, reporting, saver
+        from stagetimer._store import markers
 
         _pending_module, _saver_module, _reporting_module = pending, saver, reporting
+        _attempt_module = attempt
+        _store_markers = markers
+        _heartbeat_module = heartbeat
 
 
 def _restore(settings: dict[str, Any]) -> Recorder:
@@ -125,6 +143,17 @@ class Recorder:
         captured once at the first save. ``False``, or ``STAGETIMER_SOFTWARE=0`` in
         the environment: not captured, and runs have no ``software_id``.
 
+    attempts
+        ``True`` (default): entering a recorded stage writes its started marker,
+        ``timings.attempts/<attempt_id>.json``, removed once the run is saved and kept,
+        saying how the block ended, when it raised or was interrupted
+        (docs/attempts.md). ``False``, or ``STAGETIMER_ATTEMPTS=0``: no markers.
+    heartbeat
+        ``None`` (default: no beats, unless ``STAGETIMER_HEARTBEAT=S`` says so) or S,
+        a number of seconds > 0: while a stage runs, a daemon thread sets its marker's
+        modification time to now every S seconds, so that readers can tell a writer
+        that was killed from one that runs. The marker records S.
+
     A recorder can be pickled (its settings; a spawn worker gets a fresh one for the
     same directory). After ``fork()`` the child's recorders start without the parent's
     pending records.
@@ -142,8 +171,13 @@ class Recorder:
         default=None, kw_only=True, validator=check_expected_runs
     )
     software: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
+    attempts: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
+    heartbeat: float | None = attrs.field(
+        default=None, kw_only=True, validator=check_heartbeat
+    )
     _saver: Saver = attrs.field(init=False, repr=False)
     _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)
+    _marker_warned: bool = attrs.field(default=False, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
@@ -228,22 +262,47 @@ class Recorder:
         label: str | None,
         started_at: float | None,
         metadata: dict[str, Any] | None,
-        resources: dict[str, Any] | None = None,
     ) -> None:
-        """``record`` for arguments its caller checked (``stage``, ``record_timing``);
-        ``resources``: what a ``stage`` used (``resources.py``)."""
+        """``record`` for arguments its caller checked (``record_timing``)."""
+        self._save_handed(self._hand_over(name, seconds, run_idx, label, started_at, metadata))
+
+    def _hand_over(
+        self,
+        name: str,
+        seconds: float,
+        run_idx: int | None,
+        label: str | None,
+        started_at: float | None,
+        metadata: dict[str, Any] | None,
+        resources: dict[str, Any] | None = None,
+        attempt: Started | None = None,
+    ) -> Pending:
+        """Register a checked record as pending (then ``_save_handed``): from its
+        ``append`` on, no interrupt loses it. ``resources``: what a ``stage`` used
+        (``resources.py``); ``attempt``: its started marker (``attempt.py``), removed
+        once the run is saved."""
         p = _pending_module
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else p.utc_iso(started_at)
-        pending = p.Pending(
-            p.Finished(name, seconds, run_idx, label, iso, metadata, resources),
+        attempt_id = None
+        if attempt is not None:
+            attempt_id = attempt.id
+            _heartbeat_module.stop(attempt_id)
+        pending: Pending = p.Pending(
+            p.Finished(name, seconds, run_idx, label, iso, metadata, resources, attempt_id),
             with_software=self.software,
+            attempt=attempt,
         )
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
         self._saver.pending.append(pending)
         with_pending.add(self)
+        return pending
+
+    def _save_handed(self, pending: Pending) -> None:
+        """Save a record ``_hand_over`` registered (queued when this thread is already
+        saving: a signal handler inside a save)."""
         try:
             if reentered():
                 defer(self)
@@ -253,6 +312,75 @@ class Recorder:
             if not isinstance(exc, Exception):
                 self._make_safe()
             raise
+
+    def _holds(self, started: Started) -> bool:
+        """Whether the run of attempt ``started`` was handed over (pending or saved)."""
+        return started.stored or any(p.attempt is started for p in self._saver.pending)
+
+    def _begin(
+        self, name: str, run_idx: int | None, label: str | None, started_at: float
+    ) -> Started | None:
+        """A stage's new attempt (its marker not yet written: ``_mark``); None when
+        markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``)."""
+        if not self.attempts or os.environ.get(_ATTEMPTS_ENV, "").strip() == "0":
+            return None
+        interval = self.heartbeat
+        if interval is None and _HEARTBEAT_ENV in os.environ:
+            try:
+                interval = _heartbeat_module.from_environment()
+            except InvalidSettingError as exc:
+                if str(exc) not in _warned_settings:  # once per process and value
+                    _warned_settings.add(str(exc))
+                    self._warn(f"{exc}; stages run without heartbeats")
+        return _attempt_module.prepare(  # type: ignore[no-any-return]
+            self.directory, name, run_idx, label, started_at, interval
+        )
+
+    def _mark(self, started: Started) -> bool:
+        """Write ``started``'s marker and start its heartbeats (when asked); False when
+        it could not be written (one warning per recorder; the stage still runs and is
+        recorded)."""
+        try:
+            _attempt_module.write(started)
+        except Exception as exc:  # OSError, or a label JSON will not take: no marker
+            self._warn_marker(exc)
+            return False
+        interval = started.marker["heartbeat"]
+        if interval is not None:
+            _heartbeat_module.start(started.id, started.directory, interval)
+        return True
+
+    def _abandon(self, started: Started | None) -> None:
+        """An entry interrupted before its block ran: its marker goes (never raises)."""
+        if started is not None:
+            _heartbeat_module.stop(started.id)
+            try:
+                _store_markers.remove(started.directory, [started.id])
+            except Exception as exc:
+                self._warn_marker(exc)
+
+    def _failed(
+        self,
+        started: Started,
+        exc_type: type[BaseException],
+        tb: TracebackType | None,
+        seconds: float,
+    ) -> None:
+        """A stage whose block raised, was interrupted, or whose record was never handed
+        over: its marker says so, unless its run is pending or saved (then it finished).
+        Never raises an error of its own: the caller's exception propagates."""
+        _heartbeat_module.stop(started.id)
+        if started.pid != os.getpid() or self._holds(started):
+            return
+        try:
+            _attempt_module.fail(started, exc_type, tb, seconds, time.time())
+        except Exception as exc:
+            self._warn_marker(exc)
+
+    def _warn_marker(self, exc: Exception) -> None:
+        if not self._marker_warned:
+            self._marker_warned = True
+            self._warn(f"started markers cannot be written ({exc}); stages are still recorded")
 
     def close(self) -> None:
         """Save pending records; what still fails stays in the rescue file, for ``recover``."""
@@ -287,6 +415,8 @@ class Recorder:
         saver = self._saver
         with saver.lock:
             if not saver.pending:
+                saver.remove_markers()  # those an interrupt left noted
+                self._track()
                 return
             outcome = saver.save()
             if isinstance(outcome, _saver_module.KeptPending):
@@ -306,8 +436,9 @@ class Recorder:
         _reporting_module.report(outcome, self._mistakes, self._warn)
 
     def _track(self) -> None:
-        """Kept alive for the save at exit exactly while records are pending."""
-        if self._saver.pending:
+        """Kept alive for the save at exit exactly while records are pending (or the
+        markers of saved ones are still to be removed)."""
+        if self._saver.pending or self._saver.unmark:
             with_pending.add(self)
         else:
             with_pending.discard(self)
