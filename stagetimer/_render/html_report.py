@@ -168,7 +168,9 @@ def render_html(
     body.append(_runs_charts(reports))
     body.append("<h2>Timeline</h2>")
     if attempts:
-        svg, sentence = timeline(attempts)
+        hosts = {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
+                 if hw is not None and hw.host}
+        svg, sentence = timeline(attempts, hosts)
         body.append(f"<p>{html_text(sentence)} Each attempt a bar on its node and rank: "
                     "finished in blue, failed in red, killed in purple (its faint end: the "
                     "interval the evidence leaves), running or unknown in grey.</p>")

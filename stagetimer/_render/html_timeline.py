@@ -10,7 +10,7 @@ are drawn instead (the attempts that did not finish are still drawn one by one).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._render.duration import format_duration
@@ -27,25 +27,34 @@ _TOP = 8
 _AXIS = 34
 
 
-def _node(attempt: Attempt) -> str:
+def _node(attempt: Attempt, hosts: Mapping[str, str]) -> str:
     if attempt.host is not None:
         return attempt.host
-    return attempt.hardware_id or "unknown node"
+    hardware = attempt.hardware_id
+    if hardware is None:
+        return "unknown node"
+    return hosts.get(hardware, hardware)
 
 
-def lane_name(attempt: Attempt) -> str:
-    """``node-7 rank 3``: the host (else the hardware id) and the rank where there is one."""
-    node = _node(attempt)
+def lane_name(attempt: Attempt, hosts: Mapping[str, str]) -> str:
+    """``node-7 rank 3``: the host (the attempt's, else its hardware description's, else
+    the hardware id) and the rank where there is one."""
+    node = _node(attempt, hosts)
     return node if attempt.rank is None else f"{node} rank {attempt.rank}"
 
 
-def _lane_key(attempt: Attempt) -> tuple[str, int, int]:
+def _lane_key(attempt: Attempt, hosts: Mapping[str, str]) -> tuple[str, int, int]:
     rank = attempt.rank
-    return _node(attempt), rank is not None, rank or 0
+    return _node(attempt, hosts), rank is not None, rank or 0
 
 
-def _stamp(moment: datetime.datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+def _stamp(moment: datetime.datetime | None) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _start(attempt: Attempt) -> float:
+    assert attempt.started_at is not None  # drawable() kept only attempts with a start
+    return attempt.started_at.timestamp()
 
 
 def _end(attempt: Attempt, start: float) -> tuple[float, float | None]:
@@ -77,7 +86,9 @@ def _tooltip(attempt: Attempt) -> str:
     cause = f" ({attempt.cause})" if attempt.cause else ""
     took = f", {format_duration(attempt.seconds)}" if attempt.seconds is not None else ""
     exception = f", {attempt.exception}" if attempt.exception else ""
-    return f"{head}{took}, {attempt.state}{cause}{exception}; {attempt.evidence}"
+    low = attempt.ended_between[0] if attempt.ended_between is not None else None
+    after = f", ended after {_stamp(low)}" if low is not None else ""
+    return f"{head}{took}, {attempt.state}{cause}{exception}{after}; {attempt.evidence}"
 
 
 def _busy(spans: list[tuple[float, float]]) -> list[tuple[float, float, int]]:
@@ -92,19 +103,27 @@ def _busy(spans: list[tuple[float, float]]) -> list[tuple[float, float, int]]:
     return merged
 
 
-def timeline(attempts: Sequence[Attempt]) -> tuple[str, str]:
-    """The SVG and one sentence under it (what it shows, and what was aggregated)."""
+def timeline(attempts: Sequence[Attempt], hosts: Mapping[str, str]) -> tuple[str, str]:
+    """The SVG and one sentence under it (what it shows, and what was aggregated), for
+    ``attempts`` that have a start (``timeline.drawable``); ``hosts``: hardware id -> the
+    host its description names (runs record no host of their own)."""
     placed = []
     for a in attempts:
-        start = a.started_at.timestamp()
+        start = _start(a)
         end, tail = _end(a, start)
         placed.append((a, start, end, tail))
     t0 = min(start for _, start, _, _ in placed)
-    t1 = max(max(end, tail or end) for _, _, end, tail in placed)
+    # The page's horizon is the latest end the files give: the upper end of a killed
+    # attempt's interval may be the moment of reading (its process gone, no beat), which
+    # would make the page change with the clock; its tail is drawn up to the horizon.
+    t1 = max(end for _, _, end, _ in placed)
     for i, (a, start, end, tail) in enumerate(placed):
         if a.state in ("running", "unknown"):
-            placed[i] = (a, start, max(end, t1), tail)
-    lanes = sorted({_lane_key(a): lane_name(a) for a in attempts}.items())
+            end = max(end, t1)
+        if tail is not None:
+            tail = min(tail, t1) if min(tail, t1) > end else None
+        placed[i] = (a, start, end, tail)
+    lanes = sorted({_lane_key(a, hosts): lane_name(a, hosts) for a in attempts}.items())
     row = {key: i for i, (key, _) in enumerate(lanes)}
     scale = Scale(0.0, max(t1 - t0, 1e-9), False, _LEFT, WIDTH - 40)
     height = _TOP + len(lanes) * _LANE + _AXIS
@@ -126,7 +145,7 @@ def timeline(attempts: Sequence[Attempt]) -> tuple[str, str]:
     if aggregated:
         spans: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
         for a, start, end, _ in finished:
-            spans.setdefault(_lane_key(a), []).append((start, end))
+            spans.setdefault(_lane_key(a, hosts), []).append((start, end))
         for key, lane in sorted(spans.items()):
             y = _TOP + row[key] * _LANE + 4
             for start, end, count in _busy(lane):
@@ -137,7 +156,7 @@ def timeline(attempts: Sequence[Attempt]) -> tuple[str, str]:
     else:
         others = placed
     for a, start, end, tail in sorted(others[: 2 * BARS], key=lambda p: (p[1], p[2])):
-        y = _TOP + row[_lane_key(a)] * _LANE + 4
+        y = _TOP + row[_lane_key(a, hosts)] * _LANE + 4
         kind = "ok" if a.state == "finished" else a.state
         text = _tooltip(a)
         parts.append(_bar(kind, scale, start - t0, end - t0, y, text))
