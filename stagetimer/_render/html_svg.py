@@ -105,6 +105,8 @@ def ticks(scale: Scale, count: int = 6) -> list[float]:
     if not span > 0 or not math.isfinite(span):
         return [scale.low]
     raw = span / count
+    if raw < 1e-300:  # a span of a few subnormals: no round steps to be had
+        return [scale.low, scale.high]
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     start = math.ceil(scale.low / step)
