@@ -58,7 +58,8 @@ svg .cpu{fill:var(--mark)}svg .energy{fill:#e08214}
 .js-only{display:none}.js .js-only{display:block}
 @media print{body{max-width:none;margin:0;font-size:9pt;color:#000}
 thead th{position:static}table{width:100%;page-break-inside:auto}tr{page-break-inside:avoid}
-th,td{padding:.05rem .25rem;overflow-wrap:anywhere;white-space:normal!important}
+table{font-size:8pt}th,td{padding:.05rem .2rem}thead th{white-space:normal}
+th[scope=row],th[scope=rowgroup],td.t{overflow-wrap:anywhere}
 .filter,.js-only{display:none!important}
 svg text{fill:#000}h2{page-break-after:avoid}}
 @page{size:A4;margin:12mm}
@@ -71,9 +72,9 @@ var f=document.querySelectorAll('input[data-filter]');
 Array.prototype.forEach.call(f,function(box){box.addEventListener('input',function(){
 var t=document.getElementById(box.getAttribute('data-filter')),w=box.value.toLowerCase();
 Array.prototype.forEach.call(t.tBodies,function(b){
-var r=b.rows,hit=!w||(r.length&&r[0].textContent.toLowerCase().indexOf(w)>=0);
-Array.prototype.forEach.call(r,function(row,i){row.hidden=!(hit||i>0&&
-row.textContent.toLowerCase().indexOf(w)>=0);});});});});})();
+var r=b.rows,hit=!w||r[0].textContent.toLowerCase().indexOf(w)>=0,any=false;
+for(var i=1;i<r.length;i++){var on=hit||r[i].textContent.toLowerCase().indexOf(w)>=0;
+r[i].hidden=!on;any=any||on;}r[0].hidden=!(hit||any);});});});})();
 """
 
 
