@@ -61,7 +61,7 @@ def _page(reports: list[ArtifactReport], args: argparse.Namespace) -> bool:
 
     try:
         write_page(args.html, render_html(reports, args.paths,
-                                          suite_attempts(args.paths)))
+                                          suite_attempts(reports)))
     except OSError as exc:
         error("report", f"--html {args.html}: {exc.strerror or exc}")
         return False

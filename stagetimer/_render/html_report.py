@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Sequence
+from typing import Any
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.report import ArtifactReport, StageStats
@@ -62,7 +63,7 @@ def stage_table(reports: Sequence[ArtifactReport]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _mark(stage: str, run: dict[str, object], seconds: float) -> Mark:
+def _mark(stage: str, run: dict[str, Any], seconds: float) -> Mark:
     words = [stage]
     if (idx := run.get("run_idx")) is not None:
         words.append(f"run {idx}")
@@ -73,8 +74,14 @@ def _mark(stage: str, run: dict[str, object], seconds: float) -> Mark:
     return Mark(seconds, f"{', '.join(map(str, words))}: {format_duration(seconds)}")
 
 
-def _row(name: str, marks: list[Mark]) -> Row:
-    values = [m.value for m in marks]
+def _row(name: str, runs: list[tuple[float, dict[str, Any]]]) -> Row:
+    """The row of a stage's runs (seconds, the run as stored): each run a mark with its
+    tooltip, or (past ``MARKS_PER_ROW``, drawn as a histogram) its value alone."""
+    values = [seconds for seconds, _ in runs]
+    if len(runs) > MARKS_PER_ROW:
+        marks = [Mark(seconds, "") for seconds in values]
+    else:
+        marks = [_mark(name, run, seconds) for seconds, run in runs]
     if not values:
         return Row(name, (), summary=f"{name}: no valid run")
     median = statistics.median(values)
@@ -84,27 +91,28 @@ def _row(name: str, marks: list[Mark]) -> Row:
     return Row(name, tuple(marks), median, (low, high), summary)
 
 
-def _stage_marks(report: ArtifactReport, name: str) -> list[Mark]:
-    marks = []
+def _stage_runs(report: ArtifactReport, name: str) -> list[tuple[float, dict[str, Any]]]:
+    """The stage's runs with a valid duration: (seconds, the run as stored)."""
+    runs = []
     for run in report.stored_runs(name):
         seconds = run.get("seconds")
         if type(seconds) in (int, float) and is_valid_seconds(float(seconds)):
-            marks.append(_mark(name, run, float(seconds)))
-    return marks
+            runs.append((float(seconds), run))
+    return runs
 
 
 def _runs_charts(reports: Sequence[ArtifactReport]) -> str:
     groups: list[tuple[str, list[Row]]] = []
     if len(reports) <= PER_DIRECTORY:
         for r in reports:
-            groups.append((r.path, [_row(s.name, _stage_marks(r, s.name)) for s in r.stages]))
+            groups.append((r.path, [_row(s.name, _stage_runs(r, s.name)) for s in r.stages]))
         intro = "Each stage's runs per directory"
     else:
-        pooled: dict[str, list[Mark]] = {}
+        pooled: dict[str, list[tuple[float, dict[str, Any]]]] = {}
         for r in reports:
             for s in r.stages:
-                pooled.setdefault(s.name, []).extend(_stage_marks(r, s.name))
-        groups.append(("", [_row(name, marks) for name, marks in pooled.items()]))
+                pooled.setdefault(s.name, []).extend(_stage_runs(r, s.name))
+        groups.append(("", [_row(name, runs) for name, runs in pooled.items()]))
         intro = (f"Each stage's runs, the {len(reports)} directories' runs of a stage name "
                  "pooled in one row")
     parts = [f"<h2>Runs</h2>\n<p>{intro}: every run a dot, the median a black tick, the "
