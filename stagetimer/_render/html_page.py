@@ -59,7 +59,8 @@ svg .cpu{fill:var(--mark)}svg .energy{fill:#e08214}
 @media print{body{max-width:none;margin:0;font-size:9pt;color:#000}
 thead th{position:static}table{width:100%;page-break-inside:auto}tr{page-break-inside:avoid}
 table{font-size:8pt}th,td{padding:.05rem .2rem}thead th{white-space:normal}
-th[scope=row],th[scope=rowgroup],td.t{overflow-wrap:anywhere}
+th[scope=rowgroup],td.t{overflow-wrap:anywhere}
+th[scope=row]{overflow-wrap:anywhere;min-width:9em}
 .filter,.js-only{display:none!important}
 svg text{fill:#000}h2{page-break-after:avoid}}
 @page{size:A4;margin:12mm}
