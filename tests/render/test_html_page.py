@@ -277,3 +277,13 @@ def test_every_chart_is_an_image_with_a_text_alternative(tmp_path: Path) -> None
     assert re.findall(r"<th(?=[\s>])(?! scope=)", raw) == []  # every header cell says what it heads
     assert json.dumps(sorted(set(re.findall(r'<th scope="(\w+)"', raw)))) == \
         '["col", "row", "rowgroup"]'
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_every_mark_has_a_tooltip(hostile: Path, tmp_path: Path, command: str) -> None:
+    args = [hostile] if command == "report" else [hostile, hostile_suite(tmp_path / "o", 2.0)]
+    run_cli(command, *args, "--html", tmp_path / "p.html")
+    raw = (tmp_path / "p.html").read_text(encoding="utf-8")
+
+    marks = re.findall(r"<(circle|rect)[^>]*>(<title>)?", raw)
+    assert marks and all(title for _, title in marks)
