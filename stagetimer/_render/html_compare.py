@@ -137,7 +137,7 @@ def _row(name: str, s: StageComparison, resources: bool) -> str:
     verdict = times(s.ratio) if s.verdict in _ORDER and s.ratio is not None else s.verdict
     kind = {SLOWER: ' class="slower"', FASTER: ' class="faster"'}.get(s.verdict, "")
     used = "" if not resources else \
-        f'<td class="t">{html_text(used_side_by_side(s.resources or {}))}</td>'
+        f'<td class="u">{html_text(used_side_by_side(s.resources or {}))}</td>'
     return (f'<tr><th scope="row">{html_text(name)}</th>'
             + "".join(f"<td>{html_text(c)}</td>" for c in cells)
             + f'<td class="t"><span{kind}>{html_text(verdict)}</span></td>{used}</tr>')

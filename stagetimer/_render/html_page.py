@@ -38,8 +38,10 @@ overflow-wrap:anywhere}
 table{border-collapse:collapse;margin:.4rem 0 1rem;font-variant-numeric:tabular-nums}
 th,td{padding:.15rem .55rem;border-bottom:1px solid #e4e4e4;text-align:right;
 vertical-align:top}
-td{white-space:nowrap}td.t{white-space:normal}
-th[scope=row],td.t,th.t{text-align:left;overflow-wrap:break-word}
+td{white-space:nowrap}td.t{white-space:normal}td.u{white-space:normal;text-align:left;
+min-width:11em}
+th[scope=row],td.t,th.t{text-align:left;overflow-wrap:anywhere}th[scope=row]{min-width:9em}
+th[scope=rowgroup]{overflow-wrap:anywhere}
 thead th{border-bottom:2px solid #999;position:sticky;top:0;background:#fff}
 tbody th[scope=rowgroup]{text-align:left;background:#f3f3f3;font-weight:600}
 .slower{color:var(--slow);font-weight:600}.faster{color:var(--fast);font-weight:600}
@@ -59,8 +61,7 @@ svg .cpu{fill:var(--mark)}svg .energy{fill:#e08214}
 @media print{body{max-width:none;margin:0;font-size:9pt;color:#000}
 thead th{position:static}table{width:100%;page-break-inside:auto}tr{page-break-inside:avoid}
 table{font-size:8pt}th,td{padding:.05rem .2rem}thead th{white-space:normal}
-th[scope=rowgroup],td.t{overflow-wrap:anywhere}
-th[scope=row]{overflow-wrap:anywhere;min-width:9em}
+td.u{min-width:8em}
 .filter,.js-only{display:none!important}
 svg text{fill:#000}h2{page-break-after:avoid}}
 @page{size:A4;margin:12mm}

@@ -49,10 +49,12 @@ _MAX = 1.7976931348623157e308
 
 
 def label(text: str, limit: int = LABEL_CHARS) -> str:
-    """``text`` as a row label: escaped, cut to ``limit`` visible characters (with ``…``)."""
+    """``text`` as a row label: escaped, cut to ``limit`` visible characters by an ``…`` in
+    its middle (a directory's start and a stage's name both stay)."""
     shown = escape_text(text)
     if len(shown) > limit:
-        shown = shown[: limit - 1] + "\N{HORIZONTAL ELLIPSIS}"
+        head = (limit - 1) // 3
+        shown = shown[:head] + "\N{HORIZONTAL ELLIPSIS}" + shown[len(shown) - (limit - 1 - head):]
     return html_text(shown)
 
 
@@ -98,7 +100,12 @@ def ticks(scale: Scale, count: int = 6) -> list[float]:
     """Round values along ``scale``: decades on a log axis (every k-th where there are
     many), 1-2-5 steps on a linear one."""
     if scale.log:
-        first, last = round(math.log10(scale.low)), round(math.log10(scale.high))
+        low, high = math.log10(scale.low), math.log10(scale.high)
+        first, last = math.floor(low), math.ceil(high)
+        if high - low <= 2:  # a decade or two: 1, 2 and 5 of each
+            steps = [m * 10.0 ** k for k in range(first, last + 1) for m in (1, 2, 5)]
+            return [v for v in steps if scale.low <= v <= scale.high]
+        first, last = round(low), round(high)
         step = max(1, math.ceil((last - first) / count))
         return [10.0 ** k for k in range(first, last + 1, step)]
     span = scale.high - scale.low
