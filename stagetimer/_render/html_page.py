@@ -40,7 +40,8 @@ th,td{padding:.15rem .55rem;border-bottom:1px solid #e4e4e4;text-align:right;
 vertical-align:top}
 td{white-space:nowrap}td.t{white-space:normal}td.u{white-space:normal;text-align:left;
 min-width:11em}
-th[scope=row],td.t,th.t{text-align:left;overflow-wrap:anywhere}th[scope=row]{min-width:9em}
+th[scope=row],td.t,th.t{text-align:left;overflow-wrap:break-word}
+th[scope=row]{overflow-wrap:anywhere;min-width:9em}
 th[scope=rowgroup]{overflow-wrap:anywhere}
 thead th{border-bottom:2px solid #999;position:sticky;top:0;background:#fff}
 tbody th[scope=rowgroup]{text-align:left;background:#f3f3f3;font-weight:600}
