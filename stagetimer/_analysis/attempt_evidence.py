@@ -118,7 +118,8 @@ def _slurm(view: JobView, job: dict[str, Any], marker: Marker) -> _Clue | None:
     except (TypeError, ValueError):
         recorded = 0
     if view.restarts is not None and view.restarts > recorded:
-        upper = view.start if view.start is not None and view.start > marker.started_at else None
+        later = view.started_by
+        upper = later if later is not None and later > marker.started_at else None
         cause = view.requeue_cause or "killed"
         return _Clue("killed", f"Slurm requeued job {view.job_id} since (restart "
                      f"{recorded} -> {view.restarts})", upper=upper, cause=cause)
@@ -167,6 +168,8 @@ def judge(
             "nothing it says is trusted"))
     clues: list[_Clue] = []
     same = _same_machine(marker, writer, now)
+    if same is not None and same.state == "running":
+        return Verdict("running", None, None, same.line)  # nothing else to ask
     if same is not None:
         clues.append(same)
     job = data.get("job")

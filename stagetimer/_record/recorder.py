@@ -147,7 +147,7 @@ class Recorder:
         ``True`` (default): entering a recorded stage writes its started marker,
         ``timings.attempts/<attempt_id>.json``, removed once the run is saved and kept,
         saying how the block ended, when it raised or was interrupted
-        (docs/attempts.md). ``False``, or ``STAGETIMER_ATTEMPTS=0``: no markers.
+        (docs/format.md). ``False``, or ``STAGETIMER_ATTEMPTS=0``: no markers.
     heartbeat
         ``None`` (default: no beats, unless ``STAGETIMER_HEARTBEAT=S`` says so) or S,
         a number of seconds > 0: while a stage runs, a daemon thread sets its marker's

@@ -57,7 +57,9 @@ def stage(
 
     Arguments are checked on entry, before the block runs. When the block raises,
     nothing is recorded and the exception propagates unchanged. ``.seconds`` holds
-    the duration (``time.perf_counter``) after exit. Also ``async with stage(...)``.
+    the duration (``time.perf_counter``) after exit; it is set once the record was
+    handed to the recorder (an interrupt in the exit before that leaves it None: the
+    stage was not recorded). Also ``async with stage(...)``.
     """
     # A function building the object, not a class: on CPython 3.11 calling a class with
     # keyword arguments packs them into a dict and unpacks them again for __init__,
