@@ -23,7 +23,7 @@ import os
 
 from stagetimer._escape import escape_text
 
-__all__ = ["attribute", "check_path", "html_text", "number", "page", "write_page"]
+__all__ = ["check_path", "html_text", "number", "page", "write_page"]
 
 _STYLE = """
 :root{color-scheme:light;--ink:#1a1a1a;--muted:#555;--line:#ccc;--slow:#b2182b;--fast:#2166ac;
@@ -97,11 +97,6 @@ def html_text(text: str) -> str:
     more: markup characters as entities, invisible and reordering characters (and lone
     surrogates) as visible ``\\xNN`` / ``\\uNNNN`` escapes."""
     return html.escape(escape_text(text), quote=True)
-
-
-def attribute(text: str) -> str:
-    """``text`` as a quoted attribute value (``html_text`` inside double quotes)."""
-    return f'"{html_text(text)}"'
 
 
 def number(value: float) -> str:

@@ -53,7 +53,8 @@ def _lane_key(attempt: Attempt, hosts: Mapping[str, str]) -> tuple[str, int, int
 
 
 def _stamp(moment: datetime.datetime | None) -> str:
-    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    # %Y is not zero-padded before the year 1000 on glibc
+    return "-" if moment is None else f"{moment.year:04d}-{moment:%m-%d %H:%M:%S} UTC"
 
 
 def _start(attempt: Attempt) -> float:

@@ -287,3 +287,21 @@ def test_every_mark_has_a_tooltip(hostile: Path, tmp_path: Path, command: str) -
 
     marks = re.findall(r"<(circle|rect)[^>]*>(<title>)?", raw)
     assert marks and all(title for _, title in marks)
+
+
+def test_start_times_at_the_ends_of_the_calendar_give_a_page(tmp_path: Path) -> None:
+    runs = [
+        {"seconds": sys.float_info.max, "run_idx": 0, "started_at": "0001-01-01T00:00:00.000Z"},
+        {"seconds": 0.0, "run_idx": 1, "started_at": "9999-12-31T23:59:59.999Z"},
+        {"seconds": 5e-324, "run_idx": 2, "started_at": "not a time"},
+    ]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "timings.json").write_text(json.dumps(
+        {"train": {"total_seconds": sys.float_info.max, "runs": runs}}))
+
+    result = run_cli("report", tmp_path / "a", "--html", tmp_path / "r.html")
+    raw = (tmp_path / "r.html").read_text(encoding="utf-8")
+
+    assert 0 == result.returncode, result.stderr
+    assert "2 attempts (2 finished) on 1 node and rank lane, from 0001-01-01 00:00:00 UTC" in raw
+    assert not re.search(r'="[^"]*(nan|inf)', raw)
