@@ -33,6 +33,7 @@ from stagetimer._render.html_svg import (
     Mark,
     Row,
     Scale,
+    axis,
     chart,
     histogram,
     svg,
@@ -85,6 +86,11 @@ def _scale(values: Sequence[float]) -> Scale:
     return Scale(10.0 ** first, 10.0 ** last, True)
 
 
+def _times(ratio: float) -> str:
+    """A ratio on an axis: ``0.500x``."""
+    return f"{format_ratio(ratio)}x"
+
+
 def _ratio_chart(rows: Sequence[tuple[str, StageComparison]]) -> str:
     measured = [(n, s) for n, s in rows if s.ratio is not None]
     values = [v for _, s in measured for v in (s.ratio, *(s.ratio_ci or ())) if v is not None]
@@ -112,15 +118,15 @@ def _ratio_chart(rows: Sequence[tuple[str, StageComparison]]) -> str:
            "axis; slower stages first")
     # the rows' labels and axis come from chart(); its own dots are not drawn (no marks)
     drawn = chart([Row(r.name, ()) for r in marks], scale, alt=alt, what="stages",
-                  shown=lambda v: f"{format_ratio(v)}x", extra="".join(lines))
+                  shown=_times, extra="".join(lines))
     if len(measured) <= ROWS:
         return drawn
     ratios = [s.ratio for _, s in measured if s.ratio is not None]
     note = (f"<p class=\"note\">The first {ROWS} of {len(measured)} stages are drawn above; "
             "the ratios of all of them as a histogram below.</p>")
-    every = svg(f"Histogram of the ratio new/base of all {len(ratios)} stages", 110,
-                histogram(ratios, scale, 10, 80, "stages", lambda v: f"{format_ratio(v)}x")
-                + f'<line class="one" x1="{one}" x2="{one}" y1="6" y2="94"/>', WIDTH)
+    every = svg(f"Histogram of the ratio new/base of all {len(ratios)} stages", 126,
+                axis(scale, 92, 6, _times) + histogram(ratios, scale, 10, 80, "stages", _times)
+                + f'<line class="one" x1="{one}" x2="{one}" y1="6" y2="92"/>', WIDTH)
     return drawn + note + every
 
 

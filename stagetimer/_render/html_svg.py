@@ -25,6 +25,7 @@ __all__ = [
     "Mark",
     "Row",
     "Scale",
+    "axis",
     "bars",
     "chart",
     "histogram",
@@ -176,7 +177,8 @@ def _value_at(scale: Scale, x: float) -> float:
     return scale.low + share * (scale.high - scale.low)
 
 
-def _axis(scale: Scale, y: float, top: float, shown: Callable[[float], str]) -> str:
+def axis(scale: Scale, y: float, top: float, shown: Callable[[float], str]) -> str:
+    """The axis line at ``y``, its ticks' grid lines up to ``top`` and their labels."""
     parts = [f'<line class="ax" x1="{number(scale.left)}" x2="{number(scale.right)}" '
              f'y1="{number(y)}" y2="{number(y)}"/>']
     for tick in ticks(scale):
@@ -226,7 +228,7 @@ def chart(
     ``what`` the name of its marks in a histogram's tooltip, ``shown`` how a value reads,
     ``extra`` more SVG drawn over the rows (made by the caller, escaped)."""
     height = _TOP + len(rows) * _ROW + _AXIS
-    body = [_axis(scale, _TOP + len(rows) * _ROW, _TOP, shown)]
+    body = [axis(scale, _TOP + len(rows) * _ROW, _TOP, shown)]
     body.extend(_row(row, scale, _TOP + i * _ROW, what, shown) for i, row in enumerate(rows))
     return svg(alt, height, "".join(body) + extra)
 
@@ -262,7 +264,7 @@ def bars(
     top = max(values, default=1.0) or 1.0
     scale = Scale(0.0, min(top * 1.05, _MAX), False)
     height = _TOP + len(rows) * _ROW + _AXIS
-    body = [_axis(scale, _TOP + len(rows) * _ROW, _TOP, shown)]
+    body = [axis(scale, _TOP + len(rows) * _ROW, _TOP, shown)]
     for i, r in enumerate(rows):
         y = _TOP + i * _ROW
         body.append(

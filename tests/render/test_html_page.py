@@ -305,3 +305,16 @@ def test_start_times_at_the_ends_of_the_calendar_give_a_page(tmp_path: Path) -> 
     assert 0 == result.returncode, result.stderr
     assert "2 attempts (2 finished) on 1 node and rank lane, from 0001-01-01 00:00:00 UTC" in raw
     assert not re.search(r'="[^"]*(nan|inf)', raw)
+
+
+def test_a_compare_of_many_stages_adds_a_histogram_of_every_ratio(tmp_path: Path) -> None:
+    write_artifact(tmp_path / "base", {f"s{i}": [1.0, 1.1] for i in range(250)})
+    write_artifact(tmp_path / "new", {f"s{i}": [1.0 + i / 250, 1.2] for i in range(250)})
+
+    run_cli("compare", tmp_path / "base", tmp_path / "new", "--html", tmp_path / "c.html")
+    raw = (tmp_path / "c.html").read_text(encoding="utf-8")
+
+    assert "The first 200 of 250 stages are drawn above" in raw
+    bins = re.findall(r'<rect class="bin"[^>]*><title>(\d+) stages from', raw)
+    assert 250 == sum(map(int, bins))
+    assert 250 == raw.count('<tr><th scope="row">')
