@@ -318,3 +318,20 @@ def test_a_compare_of_many_stages_adds_a_histogram_of_every_ratio(tmp_path: Path
     bins = re.findall(r'<rect class="bin"[^>]*><title>(\d+) stages from', raw)
     assert 250 == sum(map(int, bins))
     assert 250 == raw.count('<tr><th scope="row">')
+
+
+def test_a_file_holding_a_lone_surrogate_is_one_error_and_the_rest_a_page(
+    tmp_path: Path,
+) -> None:
+    write_artifact(tmp_path / "suite" / "good", {"train": [1.0, 2.0]})
+    (tmp_path / "suite" / "bad").mkdir()
+    (tmp_path / "suite" / "bad" / "timings.json").write_text(
+        '{"lone \\udcff": {"total_seconds": 1.0, "runs": [{"seconds": 1.0}]}}')
+
+    result = run_cli("report", tmp_path / "suite", "--html", tmp_path / "r.html")
+    raw = (tmp_path / "r.html").read_text(encoding="utf-8")
+
+    assert 1 == result.returncode
+    [line] = [x for x in result.stderr.splitlines() if "bad" in x]
+    assert "lone surrogate" in line and "Traceback" not in result.stderr
+    assert "suite/good</th>" in raw and "suite/bad" not in raw
