@@ -77,6 +77,10 @@ def _report(commands: _Commands) -> None:
                          help="also draw the suite into FILE (.png or .svg; past about 40 "
                          "directories, pages FILE-1.png, FILE-2.png, ...; needs matplotlib: "
                          "pip install 'stagetimer[plot]')")
+    command.add_argument("--html", metavar="FILE",
+                         help="also write the report as one self-contained HTML page into "
+                         "FILE: tables, each stage's runs, the timeline and the resources as "
+                         "charts; it loads nothing and reads without JavaScript")
     command.set_defaults(run=report.run, parser=command)
 
 
@@ -187,6 +191,10 @@ def _compare(commands: _Commands) -> None:
     command.add_argument("--plot", metavar="FILE",
                          help="also draw each stage's ratio with its interval into FILE "
                          "(.png or .svg; needs matplotlib: pip install 'stagetimer[plot]')")
+    command.add_argument("--html", metavar="FILE",
+                         help="also write the comparison as one self-contained HTML page "
+                         "into FILE: each stage's ratio with its interval, regressions first, "
+                         "and the table; it loads nothing and reads without JavaScript")
     command.add_argument("--paired", action="store_true",
                          help="match runs by (run_idx, label, rank), the same seeds on both "
                          "sides, and use the paired t on their log-seconds; unmatched runs "
