@@ -8,7 +8,7 @@ Hooks to stages (each run under the fit's run index, each rank with its rank):
 =====================================================  ==================================
 hooks                                                  stage (label)
 =====================================================  ==================================
-``setup("fit")`` … ``teardown("fit")``                 ``fit_train``; ``fit_train_auto_resume``
+``on_fit_start`` … ``on_fit_end``                      ``fit_train``; ``fit_train_auto_resume``
                                                        when ``fit(ckpt_path=...)`` resumes
 ``on_train_epoch_start`` … ``on_train_epoch_end``      ``train_epoch`` (``epoch<N>``)
 ``on_validation_start`` … ``on_validation_end``        ``validate`` (``epoch<N>``); not the
@@ -77,9 +77,8 @@ class StageTimerCallback(Callback):  # type: ignore[misc]
 
     # -- the fit ---------------------------------------------------------------
 
-    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        if stage != "fit":
-            return
+    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        # Lightning has read fit(ckpt_path=...)'s checkpoint path by now (not at setup).
         self._timer.start_fit(
             _seed(),
             resumed=trainer.ckpt_path is not None,
@@ -90,9 +89,7 @@ class StageTimerCallback(Callback):  # type: ignore[misc]
         self._io = _TimedCheckpointIO(strategy.checkpoint_io, self._timer, trainer)
         strategy.checkpoint_io = self._io
 
-    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        if stage != "fit":
-            return
+    def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
         self._restore_io(trainer)
         self._timer.end_fit()
 
