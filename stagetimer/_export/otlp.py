@@ -22,7 +22,7 @@ from typing import Any
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.tree import Problem
-from stagetimer._export.runs import ExportError, Exported, digest, need, readable
+from stagetimer._export.runs import Exported, ExportError, digest, need, readable
 
 __all__ = ["export_otlp", "span_ids"]
 
@@ -32,7 +32,7 @@ _IDS = ("traceId", "spanId", "parentSpanId")
 
 
 def _nanos(moment: datetime.datetime) -> int:
-    return int(round(moment.timestamp() * 1e6)) * 1000
+    return round(moment.timestamp() * 1e6) * 1000
 
 
 def span_ids(attempt: Attempt) -> tuple[str, str, str, str]:

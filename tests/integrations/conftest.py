@@ -4,9 +4,11 @@ fails the test instead."""
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +29,13 @@ _EXTRA = {
 def require(*modules: str) -> None:
     """Skip (or, in the frameworks lane, fail) unless every module imports."""
     for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
+        try:  # found, not imported: the fits import them in their own processes
+            found = importlib.util.find_spec(module)
+        except ImportError:
+            found = None
+        if found is None:
             extra = _EXTRA.get(module, module)
-            reason = f"needs {module} (pip install 'stagetimer[{extra}]'): {exc}"
+            reason = f"needs {module} (pip install 'stagetimer[{extra}]')"
             if os.environ.get("STAGETIMER_REQUIRE_FRAMEWORKS") == "1":
                 pytest.fail(f"STAGETIMER_REQUIRE_FRAMEWORKS=1 but this test {reason}")
             pytest.skip(reason)
@@ -48,13 +52,22 @@ def run_python(
     )
     environ.setdefault("KERAS_BACKEND", "jax")
     environ.update(env or {})
-    done = subprocess.run(
-        [sys.executable, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-        env=environ,
-    )
+    # A session of its own: a timeout ends the whole tree (torchrun's workers included).
+    with subprocess.Popen(
+        [sys.executable, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=environ, start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            raise AssertionError(f"timed out after {timeout} s\n{stderr[-5000:]}") from None
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     if check and done.returncode != 0:
         raise AssertionError(
-            f"exit {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-5000:]}"
+            f"exit {done.returncode}\nstdout:\n{done.stdout[-3000:]}"
+            f"\nstderr:\n{done.stderr[-5000:]}"
         )
     return done
 
@@ -71,3 +84,11 @@ def runs_of(found: dict[str, list[dict[str, Any]]], stage: str) -> list[tuple[An
         ((r.get("run_idx"), r.get("label"), r.get("rank")) for r in found.get(stage, ())),
         key=repr,
     )
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback now (torchrun's rendezvous)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

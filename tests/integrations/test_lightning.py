@@ -34,7 +34,7 @@ def test_a_fit_records_the_hook_table_under_the_seed(tmp_path: Path) -> None:
 
 
 def test_a_two_process_ddp_fit_records_both_ranks(tmp_path: Path) -> None:
-    run_python(FIT, tmp_path, "ddp", 1, timeout=300)
+    run_python(FIT, tmp_path, "ddp", 1, timeout=150)
     found = stages(tmp_path)
     assert [(7, None, 0), (7, None, 1)] == runs_of(found, "fit_train")
     assert [(7, "epoch0", 0), (7, "epoch0", 1)] == runs_of(found, "train_epoch")

@@ -8,10 +8,10 @@ import sys
 
 os.environ["KERAS_BACKEND"] = "jax"
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-from stagetimer.integrations.keras import StageTimerCallback  # noqa: E402
+from stagetimer.integrations.keras import StageTimerCallback
 
 out = sys.argv[1]
 keras.utils.set_random_seed(3)
