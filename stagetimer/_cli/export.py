@@ -4,6 +4,7 @@ into another tool, adding only what DEST does not hold yet."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -31,6 +32,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 # An unreachable server fails in seconds, not after MLflow's minutes of retries.
                 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
                 os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+                # MLflow's own progress lines and the tracebacks it logs before raising:
+                # the error is told once, in one line, below.
+                logging.getLogger("mlflow").setLevel(logging.CRITICAL)
+                logging.getLogger("alembic").setLevel(logging.WARNING)
                 from stagetimer._export.mlflow import export_mlflow
 
                 exported = export_mlflow(read.groups, args.to, args.experiment)

@@ -37,12 +37,12 @@ _BATCH = 1000  # metrics per log_batch (MLflow's limit); params and tags: 100
 def metric_key(stage: str) -> str:
     """``stage`` as a metric key MLflow accepts: characters other than letters, digits,
     ``_ - .`` and space become ``_``; a name MLflow would read as a path gets a leading
-    ``_``; past 250 characters it is cut and ends in ``~`` and a hash of the whole."""
+    ``_``; past 250 characters it is cut and ends in ``-`` and a hash of the whole."""
     key = re.sub(r"[^\w.\- ]", "_", stage)
     if key.strip(".") == "" or key.startswith(".."):
         key = "_" + key
     if len(key) > _MAX_KEY:
-        key = key[: _MAX_KEY - 17] + "~" + digest(stage, size=8)
+        key = key[: _MAX_KEY - 17] + "-" + digest(stage, size=8)
     return key
 
 
@@ -80,6 +80,15 @@ def export_mlflow(
 
 
 def _reason(exc: BaseException) -> str:
+    """The innermost cause's first line (``attempt to write a readonly database``,
+    ``Connection refused``): what the layers above it wrap in longer words."""
+    seen = {id(exc)}
+    while True:
+        inner = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            break
+        seen.add(id(inner))
+        exc = inner
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
 
