@@ -391,11 +391,15 @@ def main() -> int:
     # against walking the tree and json.load-ing every sidecar in the same run.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bench_compare
+    import bench_integrations
     import bench_software
     import bench_suite
 
     turns = 3 if args.quick else 5
-    for figures in (bench_suite.figures, bench_compare.figures, bench_software.figures):
+    for figures in (
+        bench_suite.figures, bench_compare.figures, bench_software.figures,
+        bench_integrations.figures,
+    ):
         for figure, value, goal, ok in figures(turns):
             row(figure, value, goal, ok)
 
