@@ -3,8 +3,8 @@
 Run:  python benchmarks/bench_integrations.py        (or through benchmarks/run.py)
 
 One process (Keras 3 on the JAX backend, CPU) fits a small model (two dense layers of
-1,024, batches of 64) for 3 epochs of 100 steps, alternately with ``StageTimerCallback`` and without it,
-after one warm-up fit of each (JAX compiles there). The figure is the median of the
+1,024, batches of 64) for 3 epochs of 100 steps, alternately with ``StageTimerCallback``
+and without it, after one warm-up fit of each (JAX compiles there). The figure is the median of the
 paired differences against the median fit without the callback: the goal is at most
 1 % of the fit. The saves the callback makes per epoch are counted too (a stage per
 epoch, one for the fit). Needs ``pip install 'stagetimer[keras]' jax``; without them the

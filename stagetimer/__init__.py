@@ -26,6 +26,7 @@ from stagetimer._record.stage import record_timing, stage
 from stagetimer._record.timed import TimedFunction, timed_stage
 
 if TYPE_CHECKING:
+    from stagetimer._analysis.attempts import Attempt, attempts
     from stagetimer._analysis.compare import compare
     from stagetimer._analysis.comparison import Comparison
     from stagetimer._analysis.doctor import DirectoryReport, doctor
@@ -61,6 +62,8 @@ _LAZY = {
     "capture_hardware": "stagetimer.hardware",
     "hardware_id": "stagetimer.hardware",
     "compare": "stagetimer._analysis.compare",
+    "attempts": "stagetimer._analysis.attempts",
+    "Attempt": "stagetimer._analysis.attempts",
     "Comparison": "stagetimer._analysis.comparison",
     "hardware_differences": "stagetimer.hardware",
     "Difference": "stagetimer.hardware",
@@ -89,6 +92,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Artifact",
+    "Attempt",
     "Comparison",
     "Difference",
     "DirectoryReport",
@@ -108,6 +112,7 @@ __all__ = [
     "TimedFunction",
     "Timings",
     "__version__",
+    "attempts",
     "capture_hardware",
     "capture_software",
     "compare",

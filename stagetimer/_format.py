@@ -89,6 +89,8 @@ RUN_FIELDS: tuple[str, ...] = (
     "software_id", "rank", "world_size", "cpus",
     # what the stage used besides wall time (0.3)
     "resources",
+    # the attempt that wrote it (0.4): its started marker's id
+    "attempt_id",
 )
 #: What a run's ``resources`` object holds, each where it was measured (docs/resources.md).
 RESOURCE_FIELDS = ("cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules")

@@ -11,11 +11,27 @@ that bounds it in one line.
 from __future__ import annotations
 
 import datetime
+import os
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import attrs
 
-__all__ = ["Attempt", "Cause", "State"]
+from stagetimer._analysis.attempt_evidence import judge
+from stagetimer._analysis.raw import raw_stages, read_data
+from stagetimer._analysis.slurm_jobs import JobView, SlurmLookup
+from stagetimer._analysis.tree import Problem, find_artifact_dirs, read_problem
+from stagetimer._errors import (
+    InvalidTypeError,
+    SchemaVersionError,
+    SidecarCorruptError,
+    StageTimerWarning,
+)
+from stagetimer._format import TIMINGS_FILE
+from stagetimer._store.marker_read import Marker, parse_utc, read_markers
+
+__all__ = ["Attempt", "Cause", "State", "attempts", "scan_attempts"]
 
 State = Literal["finished", "failed", "killed", "running", "unknown"]
 Cause = Literal[
@@ -42,8 +58,9 @@ class Attempt:
     run_idx: int | None
     label: str | None
     rank: int | None
-    #: when the block started (UTC, aware)
-    started_at: datetime.datetime
+    #: when the block started (UTC, aware); None only for a run of an older file that
+    #: did not record it
+    started_at: datetime.datetime | None
     state: State
     #: None for finished, running and unknown attempts
     cause: Cause | None
@@ -63,3 +80,219 @@ class Attempt:
     #: the batch job (``{"scheduler": "slurm", "job_id": ..., "array_job_id": ...,
     #: "array_task_id": ..., "restart_count": ...}``), as runs store it; None outside a job
     job: dict[str, Any] | None = None
+
+
+_Key = tuple[str, Any, Any, Any]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def _seconds(value: object) -> float | None:
+    if type(value) not in (int, float):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return float("inf")
+
+
+def _job(value: object) -> dict[str, Any] | None:
+    return dict(value) if type(value) is dict else None
+
+
+def _finished(directory: str, stage: str, run: dict[str, Any]) -> Attempt:
+    """The attempt a stored run is: finished (with or without an ``attempt_id``)."""
+    return Attempt(
+        attempt_id=_text(run.get("attempt_id")),
+        directory=directory,
+        stage=stage,
+        run_idx=_int(run.get("run_idx")),
+        label=_text(run.get("label")),
+        rank=_int(run.get("rank")),
+        started_at=parse_utc(run.get("started_at")),
+        state="finished",
+        cause=None,
+        exception=None,
+        seconds=_seconds(run.get("seconds")),
+        ended_between=None,
+        evidence=f"its run is in {TIMINGS_FILE}",
+        world_size=_int(run.get("world_size")),
+        host=_host(run.get("job")),
+        hardware_id=_text(run.get("hardware_id")),
+        software_id=_text(run.get("software_id")),
+        job=_job(run.get("job")),
+    )
+
+
+def _host(job: object) -> str | None:
+    """A run's host: the node its job names (runs record no host of their own)."""
+    return _text(job.get("node_name")) if type(job) is dict else None
+
+
+def _from_marker(
+    directory: str, marker: Marker, judged: tuple[str, str | None, Any, str]
+) -> Attempt:
+    data = marker.data
+    state, cause, ended, evidence = judged
+    writer = data.get("writer")
+    return Attempt(
+        attempt_id=marker.attempt_id,
+        directory=directory,
+        stage=data["stage"],
+        run_idx=_int(data.get("run_idx")),
+        label=_text(data.get("label")),
+        rank=_int(data.get("rank")),
+        started_at=marker.started_at,
+        state=state,  # type: ignore[arg-type]
+        cause=cause,  # type: ignore[arg-type]
+        exception=_text(data.get("exception")) if state == "failed" else None,
+        seconds=_seconds(data.get("seconds")) if state == "failed" else None,
+        ended_between=ended,
+        evidence=evidence,
+        world_size=_int(data.get("world_size")),
+        host=_text(writer.get("host")) if type(writer) is dict else None,
+        hardware_id=_text(data.get("hardware_id")),
+        software_id=_text(data.get("software_id")),
+        job=_job(data.get("job")),
+    )
+
+
+def _key(stage: str, run_idx: object, label: object, rank: object) -> _Key:
+    return (stage, run_idx, label, rank)
+
+
+def _later_starts(
+    found: Sequence[Attempt], markers: Sequence[Marker]
+) -> dict[_Key, list[datetime.datetime]]:
+    """Every start of each run (stage, run_idx, label, rank) in one directory, sorted."""
+    starts: dict[_Key, list[datetime.datetime]] = {}
+    for attempt in found:
+        if attempt.started_at is not None:
+            key = _key(attempt.stage, attempt.run_idx, attempt.label, attempt.rank)
+            starts.setdefault(key, []).append(attempt.started_at)
+    for marker in markers:
+        data = marker.data
+        key = _key(data["stage"], data.get("run_idx"), data.get("label"), data.get("rank"))
+        starts.setdefault(key, []).append(marker.started_at)
+    for moments in starts.values():
+        moments.sort()
+    return starts
+
+
+def _next_start(
+    moments: list[datetime.datetime], after: datetime.datetime
+) -> datetime.datetime | None:
+    return next((moment for moment in moments if moment > after), None)
+
+
+def _judged(
+    marker: Marker,
+    now: datetime.datetime,
+    slurm: Callable[[str], JobView | None],
+    later: datetime.datetime | None,
+) -> tuple[str, str | None, Any, str]:
+    data = marker.data
+    outcome = data.get("outcome")
+    if outcome is not None:
+        ended = parse_utc(data.get("ended_at"))
+        when = f" at {ended:%Y-%m-%d %H:%M:%S} UTC" if ended is not None else ""
+        name = _text(data.get("exception")) or "an exception"
+        how = "raised" if outcome == "raised" else "was interrupted by"
+        return "failed", outcome, None, f"its block {how} {name}{when} (its marker says so)"
+    verdict = judge(marker, now, slurm, later)
+    return verdict.state, verdict.cause, verdict.ended_between, verdict.evidence
+
+
+def _directory_attempts(
+    directory: str,
+    now: datetime.datetime,
+    slurm: Callable[[str], JobView | None],
+    problems: list[Problem],
+) -> list[Attempt]:
+    """The attempts of one artifact directory: its runs, then its other markers."""
+    try:
+        data = read_data(directory)
+    except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
+        # Without its runs no marker here can be told from a finished one's leftover.
+        problems.append(read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
+        return []
+    found = [
+        _finished(directory, name, run)
+        for name, stage in raw_stages(data)
+        for run in stage["runs"]
+        if type(run) is dict
+    ]
+    markers, bad = read_markers(directory)
+    problems.extend(Problem(b.path, b.message) for b in bad)
+    finished_ids = {a.attempt_id for a in found if a.attempt_id is not None}
+    open_markers = [m for m in markers if m.attempt_id not in finished_ids]
+    starts = _later_starts(found, open_markers)
+    for marker in open_markers:
+        data_ = marker.data
+        key = _key(data_["stage"], data_.get("run_idx"), data_.get("label"), data_.get("rank"))
+        later = _next_start(starts[key], marker.started_at)
+        found.append(_from_marker(directory, marker, _judged(marker, now, slurm, later)))
+    return found
+
+
+def _order(attempt: Attempt) -> tuple[Any, ...]:
+    started = attempt.started_at
+    return (started is None, started or datetime.datetime.min, attempt.stage)
+
+
+def scan_attempts(
+    paths: Iterable[str | os.PathLike[str]],
+    now: datetime.datetime | None = None,
+    slurm: Callable[[str], JobView | None] | None = None,
+) -> tuple[list[Attempt], list[Problem]]:
+    """Every attempt at or under ``paths`` and every problem met (a path that cannot be
+    walked, a ``timings.json`` that cannot be read, a bad marker), each named once."""
+    moment = _now(now)
+    lookup = slurm if slurm is not None else SlurmLookup()
+    attempted: list[str] = []
+    found, problems = find_artifact_dirs(paths, attempted=attempted)
+    directories = [f.path for f in found]
+    known = {os.path.realpath(d) for d in directories}
+    directories += [d for d in attempted if os.path.realpath(d) not in known]
+    result: list[Attempt] = []
+    for directory in directories:
+        result.extend(sorted(_directory_attempts(directory, moment, lookup, problems), key=_order))
+    return result, problems
+
+
+def _now(now: datetime.datetime | None) -> datetime.datetime:
+    if now is None:
+        return datetime.datetime.now(datetime.timezone.utc)
+    if not isinstance(now, datetime.datetime) or now.tzinfo is None:
+        raise InvalidTypeError(
+            "attempts(now=...) must be an aware datetime (datetime.now(timezone.utc))", now
+        )
+    return now.astimezone(datetime.timezone.utc)
+
+
+def attempts(*paths: str | os.PathLike[str], now: datetime.datetime | None = None) -> list[Attempt]:
+    """One :class:`Attempt` per entry into a recorded stage at or under ``paths``: each
+    finished run (its ``attempt_id`` where it has one), each failed attempt, and each
+    attempt left unfinished, judged from evidence as of ``now`` (default: now, UTC).
+
+    Raises what ``load_tree`` raises for a path that cannot be walked or a
+    ``timings.json`` that cannot be read; a marker that is not one (a link, a FIFO, too
+    large, not JSON) is named in a ``StageTimerWarning`` and passed over.
+
+    >>> lost = [a for a in attempts("exports") if a.state in ("failed", "killed")]
+    """
+    if not paths:
+        raise InvalidTypeError("attempts() needs at least one path", paths)
+    found, problems = scan_attempts(paths, now)
+    for problem in problems:
+        if problem.error is not None:
+            raise problem.error
+    for problem in problems:
+        warnings.warn(problem.line(), StageTimerWarning, stacklevel=2)
+    return found

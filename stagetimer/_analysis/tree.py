@@ -25,7 +25,7 @@ import attrs
 from stagetimer._analysis.raw import HardwareCache, read_data
 from stagetimer._errors import InvalidTypeError, SchemaVersionError, SidecarCorruptError
 from stagetimer._escape import escape_text
-from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, is_rescue_name
+from stagetimer._format import ATTEMPTS_DIR, HARDWARE_FILE, TIMINGS_FILE, is_rescue_name
 from stagetimer._store.load import structure_timings
 from stagetimer._store.records import HardwareSidecar, Timings
 
@@ -119,12 +119,14 @@ def _ancestors(root: str) -> set[_Key]:
 
 
 def _walk(
-    root: str, problems: list[Problem], rescued: list[str]
+    root: str, problems: list[Problem], rescued: list[str], attempted: list[str]
 ) -> list[tuple[tuple[str, ...], str]]:
     """``(relative parts, directory)`` of every directory holding ``timings.json`` under
     ``root``, following directory links; each real directory is entered once.
 
-    Directories holding rescue files (records a failed save kept) go to ``rescued``.
+    Directories holding rescue files (records a failed save kept) go to ``rescued``, those
+    holding started markers (``timings.attempts/``, never entered: it is no artifact
+    directory) to ``attempted``.
     Iterative (a stack, not recursion): depth costs no Python frames.
     """
     found: list[tuple[tuple[str, ...], str]] = []
@@ -145,6 +147,9 @@ def _walk(
                 continue
             if is_rescue_name(entry.name):
                 rescue_here = True
+                continue
+            if entry.name == ATTEMPTS_DIR:
+                attempted.append(directory)
                 continue
             try:
                 if entry.is_dir():  # follows links
@@ -185,6 +190,9 @@ class _Walked:
         self.seen: set[_Key] = set()
         self.problems: list[Problem] = []
         self.rescue_dirs: list[str] = []
+        self.attempt_dirs: list[str] = []
+        #: whether a directory holding only markers is something found (``attempts``)
+        self.count_attempts = False
 
     def add(self, directory: str, root: str, parts: tuple[str, ...]) -> None:
         """``directory`` (found under ``root`` at ``parts``), unless already listed."""
@@ -200,16 +208,21 @@ class _Walked:
 
 
 def find_artifact_dirs(
-    paths: Iterable[str | os.PathLike[str]], rescued: list[str] | None = None
+    paths: Iterable[str | os.PathLike[str]],
+    rescued: list[str] | None = None,
+    attempted: list[str] | None = None,
 ) -> tuple[list[Found], list[Problem]]:
     """Every artifact directory at or under ``paths``, in the report's order, each
     directory once; and what could not be walked.
 
     A path may be an artifact directory, any folder above some, or a ``timings.json``.
     The directories holding rescue files are appended to ``rescued`` (each once): a
-    directory whose first save failed may hold nothing else.
+    directory whose first save failed may hold nothing else. Those holding started
+    markers are appended to ``attempted`` when it is given (a directory whose first stage
+    runs holds nothing else; a path with such a directory under it is then no problem).
     """
     found = _Walked()
+    found.count_attempts = attempted is not None
     for given in paths:
         path = os.path.normpath(os.fspath(given))
         try:
@@ -230,6 +243,8 @@ def find_artifact_dirs(
             _find_under(path, found)
     if rescued is not None:
         rescued.extend(_once_each(found.rescue_dirs))
+    if attempted is not None:
+        attempted.extend(_once_each(found.attempt_dirs))
     return found.dirs, found.problems
 
 
@@ -239,8 +254,11 @@ def _find_in_file(path: str, found: _Walked) -> None:
         directory = os.path.dirname(path) or "."
         found.add(directory, directory, ())
         with contextlib.suppress(OSError):
-            if any(is_rescue_name(n) for n in os.listdir(directory)):
+            names = os.listdir(directory)
+            if any(is_rescue_name(n) for n in names):
                 found.rescue_dirs.append(directory)
+            if ATTEMPTS_DIR in names:
+                found.attempt_dirs.append(directory)
     else:
         message = f"not a directory nor a {TIMINGS_FILE}"
         not_dir = NotADirectoryError(errno.ENOTDIR, message, path)
@@ -251,10 +269,13 @@ def _find_under(path: str, found: _Walked) -> None:
     """A given directory: every artifact directory under it; a problem when the walk met
     neither one nor a problem nor a rescue file."""
     before, rescues_before = len(found.problems), len(found.rescue_dirs)
-    hits = _walk(path, found.problems, found.rescue_dirs)
+    attempts_before = len(found.attempt_dirs)
+    hits = _walk(path, found.problems, found.rescue_dirs, found.attempt_dirs)
     for parts, directory in hits:
         found.add(directory, path, parts)
-    if not hits and len(found.problems) == before and len(found.rescue_dirs) == rescues_before:
+    markers = found.count_attempts and len(found.attempt_dirs) > attempts_before
+    if (not hits and not markers and len(found.problems) == before
+            and len(found.rescue_dirs) == rescues_before):
         message = f"no {TIMINGS_FILE} at or under this path"
         found.problems.append(
             Problem(path, message, FileNotFoundError(errno.ENOENT, message, path))

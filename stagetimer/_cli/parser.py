@@ -11,6 +11,7 @@ from stagetimer._cli import (
     doctor,
     export,
     hardware,
+    lost,
     migrate,
     recover,
     report,
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
     for add in (
-        _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute, _export
+        _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute, _lost,
+        _export,
     ):
         add(commands)
     return parser
@@ -259,6 +261,23 @@ def _compute(commands: _Commands) -> None:
     _paths(command)
     _formats(command, markdown="GitHub Markdown", latex=_LATEX_HELP, json="JSON")
     command.set_defaults(run=compute.run, parser=command, format="text")
+
+
+def _lost(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "lost",
+        help="the time failed and killed attempts lost, and the effective-time ratio",
+        description="Every attempt (entry into a recorded stage) at or under PATH: per "
+        "hardware description and stage, the productive time (finished attempts), the "
+        "time lost by failed and killed ones by cause (killed ones counted at the lower "
+        "end of when they ended, the upper end beside it), the effective-time ratio "
+        "productive / (productive + lost), and GPU-hours where the hardware has GPUs. "
+        "Then each attempt lost or not decided, with its evidence. Reads only (asks "
+        "Slurm about the jobs of unfinished attempts).",
+    )
+    _paths(command)
+    _formats(command, markdown="GitHub Markdown", json="JSON")
+    command.set_defaults(run=lost.run, parser=command, format="text")
 
 
 def _export(commands: _Commands) -> None:

@@ -40,7 +40,7 @@ def span_ids(attempt: Attempt) -> tuple[str, str, str, str]:
     directory = os.path.abspath(attempt.directory)
     own = attempt.attempt_id or digest(
         directory, attempt.stage, attempt.run_idx, attempt.label, attempt.rank,
-        attempt.started_at.isoformat(),
+        attempt.started_at.isoformat() if attempt.started_at else None,
     )
     return (
         digest("trace", directory),
@@ -50,16 +50,19 @@ def span_ids(attempt: Attempt) -> tuple[str, str, str, str]:
     )
 
 
-def _end(attempt: Attempt) -> tuple[datetime.datetime, datetime.datetime | None]:
+def _end(
+    started: datetime.datetime, attempt: Attempt
+) -> tuple[datetime.datetime, datetime.datetime | None]:
     """The attempt's end, and the upper end of a killed one's interval."""
     if attempt.seconds is not None:
-        return attempt.started_at + datetime.timedelta(seconds=attempt.seconds), None
+        return started + datetime.timedelta(seconds=attempt.seconds), None
     low, high = attempt.ended_between or (None, None)
-    return (low or attempt.started_at), high
+    return (low or started), high
 
 
 def _exportable(attempt: Attempt) -> bool:
-    return attempt.state in ("finished", "failed", "killed")
+    """Decided, and placed in time (a run written before ``started_at`` existed is not)."""
+    return attempt.state in ("finished", "failed", "killed") and attempt.started_at is not None
 
 
 def export_otlp(
@@ -68,14 +71,14 @@ def export_otlp(
     """Append the spans ``destination`` does not hold yet; :class:`ExportError` when it
     cannot be read or written."""
     need("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")
-    from stagetimer._analysis.attempts import attempts
+    from stagetimer._analysis.attempts import scan_attempts
 
-    found = attempts(*paths)
+    found, problems = scan_attempts(paths)
     held = _held(destination)
     spans = _spans([a for a in found if _exportable(a)], held)
     if spans:
         _append(destination, _request(spans))
-    return Exported(len({s["traceId"] for s in spans}), len(spans), len(found)), []
+    return Exported(len({s["traceId"] for s in spans}), len(spans), len(found)), problems
 
 
 def _held(destination: str) -> set[str]:
@@ -138,12 +141,13 @@ def _spans(found: Iterable[Attempt], held: set[str]) -> list[dict[str, Any]]:
     """The attempts' spans not in ``held``, with each new directory's and run's span."""
     new: list[dict[str, Any]] = []
     parents: dict[str, tuple[tuple[str, str | None, str], str, dict[str, Any], list[int]]] = {}
-    for attempt in sorted(found, key=lambda a: (a.directory, a.started_at)):
+    placed = [(a, a.started_at) for a in found if a.started_at is not None]
+    for attempt, started in sorted(placed, key=lambda pair: (pair[0].directory, pair[1])):
         trace, directory_span, run_span, own = span_ids(attempt)
         if own in held:
             continue
-        ended, upper = _end(attempt)
-        start, end = _nanos(attempt.started_at), _nanos(ended)
+        ended, upper = _end(started, attempt)
+        start, end = _nanos(started), _nanos(ended)
         status = (_OK, None) if attempt.state == "finished" else (
             _ERROR, attempt.cause or attempt.state
         )
@@ -166,13 +170,14 @@ def _spans(found: Iterable[Attempt], held: set[str]) -> list[dict[str, Any]]:
         run_name = "run" + ("" if attempt.run_idx is None else f" {attempt.run_idx}") + (
             "" if attempt.rank is None else f" rank {attempt.rank}"
         )
-        for ids, name, values in (
+        family: tuple[tuple[tuple[str, str | None, str], str, dict[str, Any]], ...] = (
             ((trace, None, directory_span), attempt.directory,
              {"directory": attempt.directory}),
             ((trace, directory_span, run_span), run_name,
              {"directory": attempt.directory, "run_idx": attempt.run_idx,
               "rank": attempt.rank}),
-        ):
+        )
+        for ids, name, values in family:
             if ids[2] in held:
                 continue
             bounds = parents.setdefault(ids[2], (ids, name, values, [start, end]))[3]

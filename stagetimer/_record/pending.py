@@ -21,6 +21,7 @@ __all__ = [
     "build_run",
     "declare_rank",
     "descriptions",
+    "known_identity",
     "software_wanted",
     "this_hardware",
     "this_software",
@@ -107,6 +108,25 @@ def declare_rank(rank: int, world_size: int) -> None:
     _live["rank"] = (rank, world_size) if world_size > 1 else None
 
 
+def known_identity() -> dict[str, Any]:
+    """What a started marker says of this process besides the stage: ``rank``,
+    ``world_size``, ``job`` (each read once, as saves read them) and the ``software_id``
+    and ``hardware_id`` already captured (None where not yet: nothing is captured for
+    a marker)."""
+    if "rank" not in _live:
+        _live["rank"] = rank_of()
+    rank, world_size = _live["rank"] or (None, None)
+    software: Live | None = _live.get("software")
+    hardware: Live | None = _live.get("hardware")
+    return {
+        "rank": rank,
+        "world_size": world_size,
+        "job": _job(),
+        "software_id": None if software is None else software.id,
+        "hardware_id": None if hardware is None else hardware.id,
+    }
+
+
 def utc_iso(timestamp: float) -> str:
     """``2026-11-29T22:28:02.123Z``"""
     whole = int(timestamp)
@@ -126,6 +146,7 @@ def build_run(
     values = (
         finished.seconds, hardware_id, finished.run_idx, finished.label, finished.started_at, job,
         where.software_id, rank, world_size, where.cpus, finished.resources,
+        finished.attempt_id,
     )
     run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
     if finished.metadata:
@@ -157,6 +178,8 @@ class Finished:
     metadata: dict[str, Any] | None
     #: what the stage used besides wall time (``resources.py``); None for ``record_timing``
     resources: dict[str, Any] | None = None
+    #: the attempt's id (its started marker), None for ``record_timing``
+    attempt_id: str | None = None
 
 
 #: Serial numbers of this process's records (``next`` on a count is one atomic C call).
@@ -182,6 +205,8 @@ class Pending:
     #: whether to capture software (the recorder's setting, see ``software_wanted``)
     with_software: bool = True
     software: Live | None = None
+    #: the attempt whose run it is (``attempt.Started``): its marker goes once it is saved
+    attempt: Any = None
 
     @property
     def name(self) -> str:

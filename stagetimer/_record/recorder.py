@@ -21,8 +21,10 @@ warnings) and ``warning.py`` (how a warning reaches the user).
 from __future__ import annotations
 
 import functools
+import os
+import time
 from collections.abc import Callable, Mapping
-from types import ModuleType
+from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -51,6 +53,7 @@ from stagetimer._record.warning import warn_user
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
 
 if TYPE_CHECKING:
+    from stagetimer._record.attempt import Started
     from stagetimer._record.likely_mistakes import LikelyMistakes
     from stagetimer._record.pending import Pending
     from stagetimer._record.saver import Outcome, Saver
@@ -71,14 +74,21 @@ __all__ = ["Recorder", "record_run", "resolve_recorder"]
 _pending_module: ModuleType
 _saver_module: ModuleType
 _reporting_module: ModuleType
+_attempt_module: ModuleType
+_store_markers: ModuleType
+#: ``STAGETIMER_ATTEMPTS=0`` turns started markers off (read at each stage's entry).
+_ATTEMPTS_ENV = "STAGETIMER_ATTEMPTS"
 
 
 def _bind_save_path() -> None:
-    global _pending_module, _saver_module, _reporting_module
-    if "_reporting_module" not in globals():
-        from stagetimer._record import pending, reporting, saver
+    global _pending_module, _saver_module, _reporting_module, _attempt_module, _store_markers
+    if "_attempt_module" not in globals():
+        from stagetimer._record import attempt, pending, reporting, saver
+        from stagetimer._store import markers
 
         _pending_module, _saver_module, _reporting_module = pending, saver, reporting
+        _attempt_module = attempt
+        _store_markers = markers
 
 
 def _restore(settings: dict[str, Any]) -> Recorder:
@@ -125,6 +135,12 @@ class Recorder:
         captured once at the first save. ``False``, or ``STAGETIMER_SOFTWARE=0`` in
         the environment: not captured, and runs have no ``software_id``.
 
+    attempts
+        ``True`` (default): entering a recorded stage writes its started marker,
+        ``timings.attempts/<attempt_id>.json``, removed once the run is saved and kept,
+        saying how the block ended, when it raised or was interrupted
+        (docs/attempts.md). ``False``, or ``STAGETIMER_ATTEMPTS=0``: no markers.
+
     A recorder can be pickled (its settings; a spawn worker gets a fresh one for the
     same directory). After ``fork()`` the child's recorders start without the parent's
     pending records.
@@ -142,8 +158,10 @@ class Recorder:
         default=None, kw_only=True, validator=check_expected_runs
     )
     software: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
+    attempts: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
     _saver: Saver = attrs.field(init=False, repr=False)
     _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)
+    _marker_warned: bool = attrs.field(default=False, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
@@ -229,16 +247,20 @@ class Recorder:
         started_at: float | None,
         metadata: dict[str, Any] | None,
         resources: dict[str, Any] | None = None,
+        attempt: Started | None = None,
     ) -> None:
         """``record`` for arguments its caller checked (``stage``, ``record_timing``);
-        ``resources``: what a ``stage`` used (``resources.py``)."""
+        ``resources``: what a ``stage`` used (``resources.py``); ``attempt``: its started
+        marker (``attempt.py``), removed once the run is saved."""
         p = _pending_module
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else p.utc_iso(started_at)
+        attempt_id = None if attempt is None else attempt.id
         pending = p.Pending(
-            p.Finished(name, seconds, run_idx, label, iso, metadata, resources),
+            p.Finished(name, seconds, run_idx, label, iso, metadata, resources, attempt_id),
             with_software=self.software,
+            attempt=attempt,
         )
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
@@ -253,6 +275,59 @@ class Recorder:
             if not isinstance(exc, Exception):
                 self._make_safe()
             raise
+
+    def _begin(
+        self, name: str, run_idx: int | None, label: str | None, started_at: float
+    ) -> Started | None:
+        """A stage's new attempt (its marker not yet written: ``_mark``); None when
+        markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``)."""
+        if not self.attempts or os.environ.get(_ATTEMPTS_ENV, "").strip() == "0":
+            return None
+        return _attempt_module.prepare(  # type: ignore[no-any-return]
+            self.directory, name, run_idx, label, started_at, None
+        )
+
+    def _mark(self, started: Started) -> bool:
+        """Write ``started``'s marker; False when it could not be written (one warning per
+        recorder; the stage still runs and is recorded)."""
+        try:
+            _attempt_module.write(started)
+        except Exception as exc:  # OSError, or a label JSON will not take: no marker
+            self._warn_marker(exc)
+            return False
+        return True
+
+    def _abandon(self, started: Started | None) -> None:
+        """An entry interrupted before its block ran: its marker goes (never raises)."""
+        if started is not None:
+            try:
+                _store_markers.remove(started.directory, [started.id])
+            except Exception as exc:
+                self._warn_marker(exc)
+
+    def _failed(
+        self,
+        started: Started,
+        exc_type: type[BaseException],
+        tb: TracebackType | None,
+        seconds: float,
+    ) -> None:
+        """A stage whose block raised, was interrupted, or whose record was never handed
+        over: its marker says so, unless its run is pending or saved (then it finished).
+        Never raises an error of its own: the caller's exception propagates."""
+        if started.stored or started.pid != os.getpid():
+            return
+        if any(p.attempt is started for p in self._saver.pending):
+            return
+        try:
+            _attempt_module.fail(started, exc_type, tb, seconds, time.time())
+        except Exception as exc:
+            self._warn_marker(exc)
+
+    def _warn_marker(self, exc: Exception) -> None:
+        if not self._marker_warned:
+            self._marker_warned = True
+            self._warn(f"started markers cannot be written ({exc}); stages are still recorded")
 
     def close(self) -> None:
         """Save pending records; what still fails stays in the rescue file, for ``recover``."""
@@ -287,6 +362,8 @@ class Recorder:
         saver = self._saver
         with saver.lock:
             if not saver.pending:
+                saver.remove_markers()  # those an interrupt left noted
+                self._track()
                 return
             outcome = saver.save()
             if isinstance(outcome, _saver_module.KeptPending):
@@ -306,8 +383,9 @@ class Recorder:
         _reporting_module.report(outcome, self._mistakes, self._warn)
 
     def _track(self) -> None:
-        """Kept alive for the save at exit exactly while records are pending."""
-        if self._saver.pending:
+        """Kept alive for the save at exit exactly while records are pending (or the
+        markers of saved ones are still to be removed)."""
+        if self._saver.pending or self._saver.unmark:
             with_pending.add(self)
         else:
             with_pending.discard(self)

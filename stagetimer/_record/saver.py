@@ -39,6 +39,8 @@ from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, takes_expected_runs
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending, descriptions
 from stagetimer._record.rescue_file import RescueFile
+from stagetimer._store.markers import finished_leftovers, remove_owned
+from stagetimer._store.markers import remove as remove_markers
 from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.rules import apply_run, keep_completed_prefix, run_is_stored
 from stagetimer._store.sidecar import (
@@ -208,6 +210,8 @@ class Saver:
     _inflight: _InFlight | None = attrs.field(default=None, init=False)
     _rescue: RescueFile = attrs.field(init=False)
     _swept: set[str] = attrs.field(factory=set, init=False)  # files it cleared
+    #: ids of started markers whose runs are saved, to remove (``remove_markers``)
+    unmark: list[str] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._rescue = self._new_rescue()
@@ -271,10 +275,29 @@ class Saver:
         if inflight is None:
             return
         if inflight.attempt.replaced():
+            # Its attempts finished: their markers go (first noted, then marked stored,
+            # then the records leave the pending list: an interrupt between any two
+            # leaves each attempt pending or stored, and its marker noted for removal).
+            done = [p.attempt for p in inflight.records if p.attempt is not None]
+            self.unmark.extend(a.id for a in done)
+            for started in done:
+                started.stored = True
             _discard(self.pending, inflight.records)
             if inflight.truncates:
                 self._resume_done = True
         self._inflight = None
+        self.remove_markers()
+
+    def remove_markers(self) -> None:
+        """Remove the markers of attempts whose runs are saved (never raises ``OSError``:
+        one that cannot be removed is a leftover, which counts as finished)."""
+        ids = self.unmark
+        if not ids:
+            return
+        count = len(ids)
+        with contextlib.suppress(OSError):
+            remove_markers(self.settings.directory, ids[:count])
+        del ids[:count]  # a handler may have appended meanwhile: only the prefix goes
 
     def _write(self) -> _Written:
         """Save every pending record (hardware first); the first lock taken creates the
@@ -295,6 +318,8 @@ class Saver:
         again: list[Noted] = []
         truncate = s.completed_runs is not None and not self._resume_done
 
+        leftovers: set[str] = set()
+
         def change(data: dict[str, Any]) -> bytes | None:
             if truncate:
                 assert s.completed_runs is not None
@@ -305,6 +330,10 @@ class Saver:
                     changed = self._apply(data, pending, again) or changed
                 except InvalidRecordError as exc:
                     rejections.append(_Rejection(pending, exc))
+            # Markers whose runs the file holds (a writer killed between its publish and
+            # its removal): removed once this save published.
+            ours = {p.attempt.id for p in records if p.attempt is not None}
+            leftovers.update(finished_leftovers(s.directory, data, ours))
             return timings_bytes(data, self._cache) if changed else None
 
         attempt = Attempt()
@@ -318,6 +347,8 @@ class Saver:
         # Written, or nothing needed writing (every record refused or already stored).
         attempt.done = True
         self._settle()
+        if leftovers:
+            remove_owned(s.directory, leftovers)
         return _Written(tuple(rejections), tuple(again))
 
     def _apply(self, data: dict[str, Any], pending: Pending, again: list[Noted]) -> bool:

@@ -6,14 +6,19 @@
 from __future__ import annotations
 
 import time
+from os import getpid
 from time import perf_counter
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from stagetimer._format import MAX_RUN_IDX as _MAX
 from stagetimer._record import resources
 from stagetimer._record.active import recording_disabled
 from stagetimer._record.recorder import Recorder, record_run, resolve_recorder
 from stagetimer._store.validate import check_record, copy_metadata
+
+if TYPE_CHECKING:
+    from stagetimer._record.attempt import Started
 
 __all__ = ["Stage", "checked_stage", "record_timing", "stage"]
 
@@ -74,8 +79,8 @@ class Stage:
     _arguments_checked = False
 
     __slots__ = (
-        "_recorder", "_t0", "_target", "_used0", "_wall0", "label", "metadata", "name", "run_idx",
-        "seconds",
+        "_attempt", "_recorder", "_t0", "_target", "_used0", "_wall0", "label", "metadata",
+        "name", "run_idx", "seconds",
     )
     name: str
     run_idx: int | None
@@ -87,6 +92,7 @@ class Stage:
     _t0: float
     _wall0: float
     _used0: tuple[Any, ...]  # the resource counters at entry (resources.start)
+    _attempt: Started | None  # its started marker (attempt.py), None when none was written
 
     def __enter__(self) -> Stage:
         name, run_idx = self.name, self.run_idx
@@ -110,28 +116,67 @@ class Stage:
         if recording_disabled():
             self._target = None
         else:
-            self._target = resolve_recorder(self._recorder)
-            self._wall0 = time.time()
-            # Read before the clock starts and after it stops: their cost is not the stage's.
-            self._used0 = resources.start()
+            self._attempt = None
+            self._target = target = resolve_recorder(self._recorder)
+            self._wall0 = wall0 = time.time()
+            # The started marker, durable before the block runs (nothing when markers are
+            # off or cannot be written). An interrupt from here until the block runs
+            # removes it again: that attempt never started.
+            self._attempt = attempt = target._begin(name, run_idx, self.label, wall0)
+            try:
+                if attempt is not None and not target._mark(attempt):
+                    self._attempt = None
+                # Read before the clock starts and after it stops: their cost is not the
+                # stage's.
+                self._used0 = resources.start()
+                self._t0 = perf_counter()
+            except BaseException:
+                target._abandon(attempt)
+                raise
+            return self
         self._t0 = perf_counter()
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.seconds = seconds = perf_counter() - self._t0
-        if self._target is not None:
-            if exc_type is not None:
-                resources.discard(self._used0)  # records nothing: closes what start() opened
-                return
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: object, tb: TracebackType | None
+    ) -> None:
+        seconds = perf_counter() - self._t0
+        target = self._target
+        if target is None:
+            self.seconds = seconds
+            return
+        attempt = self._attempt
+        if attempt is not None and attempt.pid != getpid():
+            attempt = None  # a forked child leaving its parent's block: not its attempt
+        if exc_type is not None:
+            self.seconds = seconds
+            resources.discard(self._used0)  # records nothing: closes what start() opened
+            if attempt is not None:
+                target._failed(attempt, exc_type, tb, seconds)
+            return
+        # The record is handed to the recorder before ``seconds`` says the stage finished:
+        # an interrupt before the hand-over means it did not (its marker says so), one
+        # after it leaves the record pending or saved.
+        try:
             used = resources.finish(self._used0)  # also closes what start() opened
-            self._target._record_checked(
-                self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata, used
+            target._record_checked(
+                self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata, used,
+                attempt,
             )
+        except BaseException as error:
+            if attempt is not None:
+                target._failed(attempt, type(error), error.__traceback__, seconds)
+            if isinstance(error, Exception):
+                self.seconds = seconds  # a save that failed (strict): the block finished
+            raise
+        self.seconds = seconds
 
     async def __aenter__(self) -> Stage:
         return self.__enter__()
 
-    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: object, tb: TracebackType | None
+    ) -> None:
         self.__exit__(exc_type, exc, tb)
 
 

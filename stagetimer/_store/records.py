@@ -40,6 +40,9 @@ class RunTiming:
     #: ``memory_peak_bytes``, ``gpu_energy_joules``, each where measured (a plain dict, as
     #: stored: keys a later version adds survive); None in older files
     resources: dict[str, Any] | None = None
+    #: the id of the attempt that wrote the run (its started marker in ``timings.attempts/``,
+    #: 32 hex digits); None for ``record_timing`` and in older files
+    attempt_id: str | None = None
     #: user metadata and keys this version does not know
     metadata: dict[str, Any] = attrs.Factory(dict)
     #: ``system_ram_gb`` / ``gpu_ram_gb`` recorded by a legacy writer

@@ -61,6 +61,7 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "world_size": ((int, _NONE), "an integer"),
     "cpus": ((str, _NONE), "a string"),
     "resources": ((dict, _NONE), "an object"),
+    "attempt_id": ((str, _NONE), "a string"),
 }
 #: ``(field, allowed types, words)`` in the format's order of the run fields
 _RUN_TYPES = tuple(

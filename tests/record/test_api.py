@@ -47,7 +47,7 @@ def test_stage_run_holds_hardware_started_at_label_and_metadata(rec: Recorder, a
     (run,) = stage_runs(art, "nashconv")
     assert list(run) == [
         "seconds", "hardware_id", "run_idx", "label", "started_at", "software_id", "cpus",
-        "resources", "iterations", "tag",
+        "resources", "attempt_id", "iterations", "tag",
     ]
     assert run["hardware_id"] == stagetimer.hardware_id(stagetimer.capture_hardware())
     assert run["started_at"].endswith("Z") and run["started_at"][10] == "T"

@@ -1,0 +1,216 @@
+"""What became of an attempt whose marker says neither finished nor failed: decided from
+evidence, strongest first, never guessed.
+
+1. The same machine (same host and boot, same pid namespace where recorded): the
+   writer's pid alive with the start time it recorded → *running*; else *killed*.
+2. Slurm's own view of the job the marker names (``slurm_jobs``): a job that ended in
+   ``PREEMPTED``, ``TIMEOUT``, ``OUT_OF_MEMORY``, ``NODE_FAIL``, ``CANCELLED``,
+   ``FAILED`` (or that was requeued since the attempt started) → *killed*, and the cause.
+3. Heartbeats: a writer asked to beat every S seconds refreshes its marker's mtime; no
+   beat for 3 S → *killed*, ended within [last beat, last beat + S]; a recent beat →
+   *running*.
+4. A later attempt of the same run (stage, run_idx, label, rank) → *killed*, before the
+   later one started.
+5. Otherwise *unknown*.
+
+A killed attempt's end is the tightest interval all the evidence allows: never before
+its marker's last change (its writer lived then), never after what the strongest
+evidence bounds it by. Another user's marker is trusted only as far as the file proves:
+a marker whose content names a writer other than the file's owner decides nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from stagetimer._analysis.slurm_jobs import JobView, job_cause
+from stagetimer._store.marker_read import Marker
+from stagetimer._store.processes import UNRECORDED, is_pid, liveness, where
+
+__all__ = ["Verdict", "judge"]
+
+_Bound = datetime.datetime | None
+#: How many missed beats make a writer dead.
+MISSED_BEATS = 3
+
+
+@attrs.frozen
+class Verdict:
+    """The state of an attempt left unfinished, its cause and end, and why."""
+
+    state: str
+    cause: str | None
+    ended_between: tuple[_Bound, _Bound] | None
+    evidence: str
+
+
+@attrs.frozen
+class _Clue:
+    """What one kind of evidence says: a state or nothing, bounds of the end, a line."""
+
+    state: str | None
+    line: str
+    lower: _Bound = None
+    upper: _Bound = None
+    cause: str | None = None
+
+
+def _hhmm(moment: datetime.datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _boot_time() -> datetime.datetime | None:
+    """When this machine booted (``btime`` of ``/proc/stat``, proc(5))."""
+    try:
+        with open("/proc/stat", encoding="ascii", errors="replace") as file:
+            for line in file:
+                if line.startswith("btime "):
+                    return datetime.datetime.fromtimestamp(
+                        int(line.split()[1]), tz=datetime.timezone.utc
+                    )
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _process_uid(pid: int) -> int | None:
+    """The owner of ``/proc/<pid>``: the process's effective uid (proc(5))."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def _same_machine(marker: Marker, writer: dict[str, Any], now: datetime.datetime) -> _Clue | None:
+    """Evidence 1: the writer's process on this machine."""
+    pidns = writer.get("pidns", UNRECORDED)
+    host, boot = writer.get("host"), writer.get("boot_id")
+    if not isinstance(host, str) or not isinstance(boot, str):
+        return None
+    verdict = where(host=host, boot=boot, pidns=pidns)
+    if verdict == "elsewhere":
+        return None
+    pid, started = writer.get("pid"), writer.get("start_time")
+    if verdict == "dead":
+        return _Clue("killed", "this machine rebooted since its writer started",
+                     upper=_boot_time())
+    if not is_pid(pid) or not isinstance(started, int) or isinstance(started, bool):
+        return None  # a pid alone is no process: pids are reused
+    if liveness(pid, started, host=host, boot=boot, pidns=pidns) == "live":
+        if _process_uid(pid) not in (marker.uid, None):
+            return _Clue(None, f"process {pid} runs, but as another user than the marker's")
+        return _Clue("running", f"its process {pid} runs on this machine")
+    return _Clue("killed", f"its process {pid} on this machine is gone", upper=now)
+
+
+def _slurm(view: JobView, job: dict[str, Any], marker: Marker) -> _Clue | None:
+    """Evidence 2: Slurm's view of the job the marker names."""
+    if view.uid is not None and view.uid != marker.uid:
+        return _Clue(None, f"Slurm job {view.job_id} belongs to another user than the marker")
+    restarts = job.get("restart_count")
+    try:
+        recorded = int(restarts) if restarts is not None else 0
+    except (TypeError, ValueError):
+        recorded = 0
+    if view.restarts is not None and view.restarts > recorded:
+        upper = view.start if view.start is not None and view.start > marker.started_at else None
+        cause = view.requeue_cause or "killed"
+        return _Clue("killed", f"Slurm requeued job {view.job_id} since (restart "
+                     f"{recorded} -> {view.restarts})", upper=upper, cause=cause)
+    ended = job_cause(view.state)
+    if ended is not None:
+        end = f" at {_hhmm(view.end)}" if view.end is not None else ""
+        lower, upper = view.killed_between()
+        return _Clue("killed", f"Slurm job {view.job_id} is {view.state}{end}",
+                     lower=lower, upper=upper, cause=ended)
+    if view.running:
+        return _Clue("running", f"Slurm job {view.job_id} is {view.state}")
+    return None
+
+
+def _heartbeat(marker: Marker, now: datetime.datetime) -> _Clue | None:
+    """Evidence 3: the marker's mtime, refreshed every ``heartbeat`` seconds."""
+    value = marker.data.get("heartbeat")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    beat = float(value)
+    if not 0 < beat < 1e9:
+        return None
+    every = datetime.timedelta(seconds=beat)
+    last = marker.mtime
+    if now - last > MISSED_BEATS * every:
+        return _Clue("killed", f"no heartbeat since {_hhmm(last)} (every {beat:g} s)",
+                     lower=last, upper=last + every)
+    return _Clue("running", f"last heartbeat {(now - last).total_seconds():.0f} s ago")
+
+
+def judge(
+    marker: Marker,
+    now: datetime.datetime,
+    slurm: Callable[[str], JobView | None],
+    later: datetime.datetime | None,
+) -> Verdict:
+    """The verdict on an unfinished, unfailed marker. ``slurm`` looks a job id up (None:
+    Slurm does not say); ``later``: when the next attempt of the same run started."""
+    data = marker.data
+    writer = data.get("writer")
+    writer = writer if isinstance(writer, dict) else {}
+    claimed = writer.get("uid")
+    if isinstance(claimed, int) and claimed != marker.uid:
+        return Verdict("unknown", None, None, (
+            f"the marker names a writer of uid {claimed} but belongs to uid {marker.uid}: "
+            "nothing it says is trusted"))
+    clues: list[_Clue] = []
+    same = _same_machine(marker, writer, now)
+    if same is not None:
+        clues.append(same)
+    job = data.get("job")
+    job_id = job.get("job_id") if isinstance(job, dict) else None
+    if isinstance(job, dict) and job.get("scheduler") == "slurm" and isinstance(job_id, str):
+        view = slurm(job_id)
+        clue = None if view is None else _slurm(view, job, marker)
+        if clue is not None:
+            clues.append(clue)
+    beat = _heartbeat(marker, now)
+    if beat is not None:
+        clues.append(beat)
+    if later is not None:
+        clues.append(_Clue("killed", f"a later attempt of the same run started at "
+                           f"{_hhmm(later)}", upper=later))
+    decided = [c for c in clues if c.state is not None]
+    if not decided:
+        lines = "; ".join(c.line for c in clues)
+        return Verdict("unknown", None, None, lines or "no evidence either way (no process "
+                       "on this machine, no scheduler's view, no heartbeat, no later attempt)")
+    first = decided[0]
+    if first.state != "killed":
+        return Verdict(first.state or "unknown", None, None, first.line)
+    return _killed(marker, [c for c in decided if c.state == "killed"])
+
+
+def _killed(marker: Marker, clues: list[_Clue]) -> Verdict:
+    """A killed attempt: the cause Slurm names (else ``killed``), the tightest interval."""
+    lower = max(marker.started_at, marker.mtime)
+    upper: _Bound = None
+    for clue in clues:
+        if clue.lower is not None and clue.lower > lower:
+            lower = clue.lower
+        if clue.upper is not None and (upper is None or clue.upper < upper):
+            upper = clue.upper
+    if upper is not None and upper < lower:
+        # The evidence disagrees (clocks of two machines): the strongest bounds it alone.
+        lower = max(marker.started_at, clues[0].lower or marker.started_at)
+        upper = clues[0].upper
+        if upper is not None and upper < lower:
+            lower = marker.started_at
+    cause = next((c.cause for c in clues if c.cause is not None), "killed")
+    line = clues[0].line
+    others = [c.line for c in clues[1:] if c.cause is not None or c.upper is not None]
+    if others:
+        line += "; " + "; ".join(others[:2])
+    return Verdict("killed", cause, (lower, upper), line)

@@ -1,0 +1,179 @@
+"""What a suite's attempts cost and what of it was lost: per hardware description and
+stage, the productive time (finished attempts) and the time lost (failed and killed
+ones) by cause, and the effective-time ratio, productive ÷ (productive + lost), as
+cluster operators measure it ("Revisiting Reliability in Large-Scale ML Research
+Clusters", HPCA 2025).
+
+A failed attempt lost its ``seconds``. A killed one lost at least the time from its start
+to the lower end of its ``ended_between`` (counted) and at most the time to its upper end
+(shown beside, ``lost_seconds_upper``; None where some killed attempt's end is unbounded
+above). Running and unknown attempts are counted, never summed: nothing says yet what
+they cost. Every rank's attempt counts, each rank having held its own devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from stagetimer._analysis.attempts import Attempt
+from stagetimer._store.rules import is_valid_seconds
+
+__all__ = [
+    "STATES",
+    "LostGroup",
+    "LostSummary",
+    "gpu_hours_lost",
+    "hardware_of_attempts",
+    "lost_bounds",
+    "lost_summary",
+]
+
+#: The states of an attempt, in the order a summary counts them.
+STATES = ("finished", "failed", "killed", "running", "unknown")
+
+
+@attrs.define
+class LostGroup:
+    """The attempts of one stage on one hardware description (or of everything)."""
+
+    hardware_id: str | None
+    stage: str | None
+    #: GPUs the hardware description lists (0: none; None: not described)
+    gpus: int | None = None
+    productive_seconds: float = 0.0
+    lost_seconds: dict[str, float] = attrs.Factory(dict)
+    #: the lost time if every killed attempt ended at its interval's upper end
+    lost_seconds_upper: float | None = 0.0
+    attempts: dict[str, int] = attrs.Factory(dict)
+
+    @property
+    def lost_total(self) -> float:
+        return sum(self.lost_seconds.values())
+
+    @property
+    def effective_ratio(self) -> float | None:
+        """productive ÷ (productive + lost); None when neither was recorded."""
+        whole = self.productive_seconds + self.lost_total
+        return self.productive_seconds / whole if whole > 0 else None
+
+    def gpu_hours(self, seconds: float | None) -> float | None:
+        """``seconds`` on this description's GPUs in GPU-hours; None without GPUs."""
+        if not self.gpus or seconds is None:
+            return None
+        return seconds * self.gpus / 3600.0
+
+    def add(self, attempt: Attempt) -> None:
+        self.attempts[attempt.state] = self.attempts.get(attempt.state, 0) + 1
+        if attempt.state == "finished":
+            if is_valid_seconds(attempt.seconds):
+                self.productive_seconds += attempt.seconds
+            return
+        if attempt.state == "failed":
+            seconds = attempt.seconds if is_valid_seconds(attempt.seconds) else 0.0
+            self._lose(attempt.cause or "raised", seconds, seconds)
+        elif attempt.state == "killed":
+            low, high = lost_bounds(attempt)
+            self._lose(attempt.cause or "killed", low, high)
+
+    def _lose(self, cause: str, low: float, high: float | None) -> None:
+        self.lost_seconds[cause] = self.lost_seconds.get(cause, 0.0) + low
+        if self.lost_seconds_upper is not None:
+            self.lost_seconds_upper = None if high is None else self.lost_seconds_upper + high
+
+    def to_dict(self, *, keys: bool = True) -> dict[str, Any]:
+        """The shape of ``lost --json`` (``keys``: with ``hardware_id`` and ``stage``)."""
+        head: dict[str, Any] = (
+            {"hardware_id": self.hardware_id, "stage": self.stage} if keys else {}
+        )
+        return {
+            **head,
+            "productive_seconds": self.productive_seconds,
+            "lost_seconds": dict(sorted(self.lost_seconds.items())),
+            "lost_seconds_upper": self.lost_seconds_upper,
+            "effective_ratio": self.effective_ratio,
+            "attempts": {state: self.attempts[state] for state in STATES
+                         if state in self.attempts},
+        }
+
+
+def lost_bounds(attempt: Attempt) -> tuple[float, float | None]:
+    """The least and the most a killed attempt lost (seconds from its start to each end
+    of its interval; the most is None where the end is unbounded above)."""
+    start = attempt.started_at
+    ended = attempt.ended_between or (None, None)
+    if start is None:
+        return 0.0, None
+    low = 0.0 if ended[0] is None else max((ended[0] - start).total_seconds(), 0.0)
+    high = None if ended[1] is None else max((ended[1] - start).total_seconds(), low)
+    return low, high
+
+
+@attrs.define
+class LostSummary:
+    """Per (hardware description, stage), and in all."""
+
+    groups: list[LostGroup]
+    total: LostGroup
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groups": [group.to_dict() for group in self.groups],
+            "total": self.total.to_dict(keys=False),
+        }
+
+
+def hardware_of_attempts(attempts: Iterable[Attempt]) -> dict[int, str | None]:
+    """Each attempt's hardware description (by ``id``): its own, else that of a run of
+    the same job in the same directory (a marker written before the process captured
+    its hardware, in its first stage, names none; its job's runs do)."""
+    by_job: dict[tuple[str, str], str] = {}
+    listed = list(attempts)
+    for attempt in listed:
+        job_id = (attempt.job or {}).get("job_id")
+        if attempt.hardware_id is not None and isinstance(job_id, str):
+            by_job.setdefault((attempt.directory, job_id), attempt.hardware_id)
+    found: dict[int, str | None] = {}
+    for attempt in listed:
+        hardware_id = attempt.hardware_id
+        job_id = (attempt.job or {}).get("job_id")
+        if hardware_id is None and isinstance(job_id, str):
+            hardware_id = by_job.get((attempt.directory, job_id))
+        found[id(attempt)] = hardware_id
+    return found
+
+
+def lost_summary(
+    attempts: Iterable[Attempt], gpus: Mapping[str, int] | None = None
+) -> LostSummary:
+    """The summary of ``attempts``; ``gpus``: the GPU count of each hardware description
+    known (descriptions without GPUs, or unknown, give no GPU-hours)."""
+    counts = gpus or {}
+    listed = list(attempts)
+    hardware = hardware_of_attempts(listed)
+    groups: dict[tuple[str | None, str], LostGroup] = {}
+    total = LostGroup(None, None, None)
+    for attempt in listed:
+        hardware_id = hardware[id(attempt)]
+        key = (hardware_id, attempt.stage)
+        group = groups.get(key)
+        if group is None:
+            gpu = counts.get(hardware_id) if hardware_id is not None else None
+            group = groups[key] = LostGroup(hardware_id, attempt.stage, gpu)
+        group.add(attempt)
+        total.add(attempt)
+    ordered = sorted(groups.values(), key=lambda g: (g.hardware_id or "\uffff", g.stage or ""))
+    return LostSummary(ordered, total)
+
+
+def gpu_hours_lost(summary: LostSummary) -> tuple[float, float | None] | None:
+    """GPU-hours lost over the groups whose description has GPUs (counted, and at the
+    upper ends); None when no group has GPUs."""
+    with_gpus = [g for g in summary.groups if g.gpus]
+    if not with_gpus:
+        return None
+    low = sum(g.gpu_hours(g.lost_total) or 0.0 for g in with_gpus)
+    highs = [g.gpu_hours(g.lost_seconds_upper) for g in with_gpus]
+    return low, None if any(h is None for h in highs) else sum(h or 0.0 for h in highs)

@@ -1,0 +1,38 @@
+"""``stagetimer lost PATH…``: what the attempts under some paths cost, and what was lost."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from stagetimer._cli.stderr import error
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the productive and the lost time of the attempts under ``args.paths``; 1 if a
+    path, a sidecar or a marker could not be read (each named on standard error)."""
+    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.lost import lost_summary
+    from stagetimer._analysis.raw import HardwareCache
+    from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+    from stagetimer._render.lost_text import render_lost
+
+    found, problems = scan_attempts(args.paths)
+    for problem in problems:
+        error("lost", problem.line())
+    gpus: dict[str, int] = {}
+    cache = HardwareCache()
+    for directory in dict.fromkeys(a.directory for a in found):
+        try:
+            described = cache.read(directory).hardware
+        except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
+            error("lost", f"{os.path.join(directory, 'timings_hardware.json')}: {exc}")
+            continue
+        for hardware_id, hardware in described.items():
+            gpus.setdefault(hardware_id, len(hardware.gpus))
+    if found or not problems:
+        sys.stdout.write(render_lost(lost_summary(found, gpus), found, args.format))
+    return 1 if problems else 0

@@ -1,0 +1,199 @@
+"""Reading started markers safely: whatever lies in ``timings.attempts/``, a reader gets
+the markers it can trust as files and one line for each entry it cannot.
+
+Nothing is followed through a link: the markers' directory is opened ``O_DIRECTORY |
+O_NOFOLLOW`` and each marker ``O_NOFOLLOW`` through that descriptor, so a link planted in
+place of either is named, never read through. Each marker is opened ``O_NONBLOCK`` (a
+FIFO opens at once and is refused as not a regular file), read up to
+``MARKER_MAX_BYTES`` (one larger is refused by its size, never read whole), and parsed
+with the sidecars' structural checks (UTF-8, nesting, a key twice). A marker whose
+content is not a marker (its id not its name, no stage, no start) is named too.
+
+Temporary files of a writer replacing its marker (``.<id>.tmp-…``) and names that are
+not ``<32 hex digits>.json`` are not markers and are passed over in silence.
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import os
+import stat
+from typing import Any
+
+import attrs
+
+from stagetimer._errors import SidecarCorruptError
+from stagetimer._errors import short_repr as _short
+from stagetimer._format import ATTEMPT_OUTCOMES, MARKER_MAX_BYTES, MARKER_SUFFIX
+from stagetimer._store.markers import DIRECTORY_FLAGS, attempts_path, is_attempt_id
+from stagetimer._store.openflags import READ
+from stagetimer._store.parse import parse_json
+
+__all__ = ["BadMarker", "Marker", "parse_utc", "read_markers"]
+
+#: Nesting a marker may have: the marker, its ``job`` and ``writer`` objects.
+_MARKER_DEPTH = 4
+_NAME_LENGTH = 32 + len(MARKER_SUFFIX)
+
+
+@attrs.frozen
+class Marker:
+    """One marker as read: its content (checked) and what its file says of it."""
+
+    path: str
+    data: dict[str, Any] = attrs.field(repr=False)
+    attempt_id: str
+    started_at: datetime.datetime
+    #: the file's last change: its writer's last heartbeat where it beats (UTC, aware)
+    mtime: datetime.datetime
+    #: the file's owner, which proves who wrote it (the content only claims it)
+    uid: int
+
+
+@attrs.frozen
+class BadMarker:
+    """An entry of the markers' directory that could not be read as a marker."""
+
+    path: str
+    message: str
+
+
+def parse_utc(text: object) -> datetime.datetime | None:
+    """``2026-11-29T22:28:02.123Z`` (as runs and markers store times) as an aware UTC
+    datetime; None for anything else."""
+    if not isinstance(text, str) or not text.endswith("Z") or len(text) > 40:
+        return None
+    try:
+        value = datetime.datetime.fromisoformat(text[:-1])
+    except ValueError:
+        return None
+    if value.tzinfo is not None:
+        return None
+    return value.replace(tzinfo=datetime.timezone.utc)
+
+
+def _utc(timestamp: float) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(timestamp, tz=datetime.timezone.utc)
+
+
+def read_markers(directory: str) -> tuple[list[Marker], list[BadMarker]]:
+    """The markers of artifact directory ``directory`` (none where it has no markers'
+    directory), in name order, and one ``BadMarker`` per entry that is not one.
+
+    Never raises ``OSError`` and never blocks: what cannot be opened or read is named.
+    """
+    where = attempts_path(directory)
+    try:
+        dfd = os.open(where, DIRECTORY_FLAGS)
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            why = "is not a directory (a link or a file): no marker is read through it"
+        else:
+            why = f"cannot be opened ({exc.strerror or exc})"
+        return [], [BadMarker(where, why)]
+    found: list[Marker] = []
+    bad: list[BadMarker] = []
+    try:
+        try:
+            names = sorted(os.listdir(dfd))
+        except OSError as exc:
+            return [], [BadMarker(where, f"cannot be listed ({exc.strerror or exc})")]
+        for name in names:
+            if not name.endswith(MARKER_SUFFIX) or name.startswith("."):
+                continue  # a writer's temporary file, or nothing of ours
+            path = os.path.join(where, name)
+            if len(name) != _NAME_LENGTH or not is_attempt_id(name[:32]):
+                bad.append(BadMarker(path, "is not named <32 hex digits>.json: not a marker"))
+                continue
+            try:
+                found.append(_read_one(dfd, name, path))
+            except _Refused as exc:
+                bad.append(BadMarker(path, str(exc)))
+    finally:
+        os.close(dfd)
+    return found, bad
+
+
+class _Refused(Exception):
+    """Why one entry is not read as a marker."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _read_one(dfd: int, name: str, path: str) -> Marker:
+    try:
+        fd = os.open(name, READ, dir_fd=dfd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _Refused("is a symbolic link, not a marker (never read through)") from None
+        if exc.errno == errno.ENXIO:
+            raise _Refused("is a socket, not a marker") from None
+        if exc.errno == errno.ENOENT:
+            raise _Refused("was removed while it was read (its attempt just ended)") from None
+        raise _Refused(f"cannot be opened ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Refused(f"is {_kind(st.st_mode)}, not a marker (a regular file)")
+        if st.st_size > MARKER_MAX_BYTES:
+            raise _Refused(
+                f"is {st.st_size} bytes, larger than the {MARKER_MAX_BYTES}-byte limit of a marker"
+            )
+        try:
+            raw = os.read(fd, MARKER_MAX_BYTES + 1)
+        except OSError as exc:
+            raise _Refused(f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if len(raw) > MARKER_MAX_BYTES:
+        raise _Refused(f"grew past the {MARKER_MAX_BYTES}-byte limit of a marker")
+    try:
+        data = parse_json(path, raw, _MARKER_DEPTH)
+    except SidecarCorruptError as exc:
+        raise _Refused(exc.problem) from None
+    started = _check(name, data)
+    return Marker(path, data, name[:32], started, _utc(st.st_mtime), st.st_uid)
+
+
+def _check(name: str, data: Any) -> datetime.datetime:
+    """The marker's start, or ``_Refused`` saying why ``data`` is no marker."""
+    if type(data) is not dict:
+        raise _Refused("holds no JSON object: not a marker")
+    if data.get("attempt_id") != name[:32]:
+        raise _Refused(
+            f"holds attempt_id {_short(data.get('attempt_id'))}, not the one its name gives"
+        )
+    if type(data.get("stage")) is not str or not data["stage"]:
+        raise _Refused(f"holds stage {_short(data.get('stage'))}, expected a stage name")
+    started = parse_utc(data.get("started_at"))
+    if started is None:
+        raise _Refused(
+            f"holds started_at {_short(data.get('started_at'))}, expected a UTC time "
+            "such as 2026-11-29T22:28:02.123Z"
+        )
+    outcome = data.get("outcome")
+    if outcome is not None and outcome not in ATTEMPT_OUTCOMES:
+        raise _Refused(
+            f"holds outcome {_short(outcome)}, expected one of {', '.join(ATTEMPT_OUTCOMES)}"
+        )
+    for key, kinds in (("run_idx", (int,)), ("rank", (int,)), ("world_size", (int,)),
+                       ("label", (str,)), ("heartbeat", (int, float)),
+                       ("seconds", (int, float)), ("exception", (str,)),
+                       ("writer", (dict,)), ("job", (dict,))):
+        value = data.get(key)
+        if value is not None and type(value) not in kinds:
+            raise _Refused(f"holds {key} {_short(value)} of the wrong type")
+    return started

@@ -1,0 +1,247 @@
+"""Started markers: one small file per attempt, ``timings.attempts/<attempt_id>.json``.
+
+An attempt is one entry into a recorded stage. Its marker is written before the block
+runs and says who started what; the run a finished attempt saves holds its
+``attempt_id`` and the marker is removed once that save has published; a failed
+attempt's marker is replaced by one that says how it ended. What a marker holds is
+``stagetimer._format.MARKER_FIELDS``.
+
+Every operation rests on what shared file systems make atomic across clients, as saves
+do (``claims.py``), and none needs a lock: each marker has one writer, the process whose
+attempt it is, under a random name of its own.
+
+- **Create**: ``O_CREAT | O_EXCL`` without following links, through a descriptor of the
+  markers' directory opened ``O_DIRECTORY | O_NOFOLLOW`` (a planted link in place of the
+  directory or of the name is never followed), written, ``fsync``-ed, and the directory
+  ``fsync``-ed: the marker is durable before the block runs.
+- **Replace** (a failed attempt): a temporary file of our own in the same directory
+  (``.<attempt_id>.tmp-<random>``, never a ``.json`` name), ``fsync``-ed, ``rename``-d onto
+  the marker, the directory ``fsync``-ed.
+- **Remove**: ``unlink`` through the directory's descriptor. Not ``fsync``-ed: a marker
+  that comes back after a crash names an id already in ``timings.json``, which counts as
+  finished, and the next save removes it.
+
+A leftover marker (its writer was killed between the publish and the removal) whose id
+is in ``timings.json`` is removed by the next save into the directory, only when it is a
+regular file owned by the saving user (``finished_leftovers``, ``remove_owned``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from stagetimer._format import ATTEMPTS_DIR, MARKER_FIELDS, MARKER_SUFFIX
+from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW
+
+__all__ = [
+    "DIRECTORY_FLAGS",
+    "attempt_ids",
+    "attempts_path",
+    "create",
+    "encode",
+    "finished_leftovers",
+    "is_attempt_id",
+    "listed_ids",
+    "new_attempt_id",
+    "remove",
+    "remove_owned",
+    "replace",
+]
+
+#: Opening the markers' directory: never through a link, never a file.
+DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NOFOLLOW | CLOEXEC
+_HEX = frozenset("0123456789abcdef")
+_ID_LENGTH = 32
+_NAME_LENGTH = _ID_LENGTH + len(MARKER_SUFFIX)
+
+
+def attempts_path(directory: str) -> str:
+    """The markers' directory of artifact directory ``directory``."""
+    return os.path.join(directory, ATTEMPTS_DIR)
+
+
+def new_attempt_id() -> str:
+    """A new attempt's id: random, 32 lower-case hex digits (a UUID4's ``hex``)."""
+    return uuid.uuid4().hex
+
+
+def is_attempt_id(text: object) -> bool:
+    """Whether ``text`` is an attempt id as writers make them (32 lower-case hex digits)."""
+    return isinstance(text, str) and len(text) == _ID_LENGTH and _HEX.issuperset(text)
+
+
+def encode(marker: dict[str, Any]) -> bytes:
+    """A marker's bytes: one line of JSON, its keys in ``MARKER_FIELDS``' order."""
+    ordered = {key: marker[key] for key in MARKER_FIELDS if key in marker}
+    return (json.dumps(ordered, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def _fsync_directory_of(directory: str) -> None:
+    fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _open_directory(directory: str, make: bool) -> int:
+    """A descriptor of ``directory``'s markers' directory, made (durably) when ``make``.
+
+    Raises ``OSError``: ``ELOOP``/``ENOTDIR`` where something else than a directory lies
+    at that name (a link is never followed), ``EACCES`` where it cannot be made or opened.
+    """
+    path = attempts_path(directory)
+    try:
+        return os.open(path, DIRECTORY_FLAGS)
+    except FileNotFoundError:
+        if not make:
+            raise
+    os.makedirs(directory or ".", exist_ok=True)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass  # another writer made it meanwhile
+    else:
+        _fsync_directory_of(directory)  # the new directory's entry is durable too
+    return os.open(path, DIRECTORY_FLAGS)
+
+
+def _write_all(fd: int, content: bytes) -> None:
+    view = memoryview(content)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+def create(directory: str, attempt_id: str, content: bytes) -> None:
+    """Write a new marker, durably; ``OSError`` when it cannot be written.
+
+    Made new (``O_EXCL``): nothing at that name is ever written through. An interrupt or
+    error after the file was created removes it again, so that a marker exists only
+    where its block was about to run.
+    """
+    name = attempt_id + MARKER_SUFFIX
+    dfd = _open_directory(directory, make=True)
+    try:
+        fd = os.open(name, CREATE_NEW, 0o666, dir_fd=dfd)
+        try:
+            try:
+                _write_all(fd, content)
+            finally:
+                os.close(fd)
+            os.fsync(dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=dfd)
+            raise
+    finally:
+        os.close(dfd)
+
+
+def replace(directory: str, attempt_id: str, content: bytes) -> None:
+    """Replace this writer's marker by ``content`` atomically and durably (``OSError``)."""
+    name = attempt_id + MARKER_SUFFIX
+    dfd = _open_directory(directory, make=False)
+    try:
+        tmp = f".{attempt_id}.tmp-{os.urandom(4).hex()}"
+        fd = os.open(tmp, CREATE_NEW, 0o666, dir_fd=dfd)
+        try:
+            try:
+                _write_all(fd, content)
+            finally:
+                os.close(fd)
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def remove(directory: str, attempt_ids: Iterable[str]) -> None:
+    """Remove this writer's markers (``OSError``; one already gone is no error)."""
+    dfd = _open_directory(directory, make=False)
+    try:
+        for attempt_id in attempt_ids:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(attempt_id + MARKER_SUFFIX, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
+def listed_ids(directory: str) -> set[str]:
+    """The ids of the markers named in ``directory``'s markers' directory (empty where
+    there is none, or it is no directory, or cannot be read). Names only: nothing is
+    opened."""
+    try:
+        dfd = os.open(attempts_path(directory), DIRECTORY_FLAGS)
+    except OSError:
+        return set()
+    try:
+        names = os.listdir(dfd)
+    except OSError:
+        return set()
+    finally:
+        os.close(dfd)
+    return {
+        name[:_ID_LENGTH] for name in names
+        if len(name) == _NAME_LENGTH and name.endswith(MARKER_SUFFIX)
+        and is_attempt_id(name[:_ID_LENGTH])
+    }
+
+
+def attempt_ids(data: dict[str, Any]) -> set[str]:
+    """Every ``attempt_id`` the runs of a parsed ``timings.json`` hold."""
+    found: set[str] = set()
+    for value in data.values():
+        runs = value.get("runs") if type(value) is dict else None
+        if type(runs) is not list:
+            continue
+        for run in runs:
+            if type(run) is dict:
+                attempt_id = run.get("attempt_id")
+                if type(attempt_id) is str:
+                    found.add(attempt_id)
+    return found
+
+
+def finished_leftovers(directory: str, data: dict[str, Any], skip: set[str]) -> set[str]:
+    """The markers in ``directory`` whose id a parsed ``timings.json`` holds (leftovers
+    of a writer killed between its publish and the removal), but those in ``skip``.
+
+    Costs one listing where there are no other markers; the file's runs are read only
+    when there are.
+    """
+    listed = listed_ids(directory) - skip
+    if not listed:
+        return set()
+    return listed & attempt_ids(data)
+
+
+def remove_owned(directory: str, ids: Iterable[str]) -> None:
+    """Remove the markers ``ids`` that are regular files owned by this user; leave the
+    others (another user's, a link, a FIFO) alone. Never raises ``OSError``."""
+    try:
+        dfd = os.open(attempts_path(directory), DIRECTORY_FLAGS)
+    except OSError:
+        return
+    uid = os.geteuid()
+    try:
+        for attempt_id in ids:
+            name = attempt_id + MARKER_SUFFIX
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_uid == uid:
+                    os.unlink(name, dir_fd=dfd)
+            except OSError:
+                continue  # gone meanwhile (another client's save removed it), or not ours
+    finally:
+        os.close(dfd)

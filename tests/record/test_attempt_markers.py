@@ -1,0 +1,176 @@
+"""Started markers: written before the block runs, removed once its run is saved, kept
+and replaced when the block raised or was interrupted, and leftovers cleaned.
+
+Each scenario runs in its own interpreter (``run_script``) with a timeout; signals are
+real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.process_life import run_script, stage_runs
+
+from stagetimer._format import ATTEMPTS_DIR, MARKER_FIELDS
+
+ENTRY_KEYS = list(MARKER_FIELDS[: MARKER_FIELDS.index("heartbeat") + 1])
+FAILED_KEYS = list(MARKER_FIELDS)
+
+
+def markers(directory: Path) -> list[dict[str, Any]]:
+    """The markers in ``directory``, parsed, in name order."""
+    found = directory / ATTEMPTS_DIR
+    if not found.exists():
+        return []
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(found.iterdir())]
+
+
+INSIDE = """
+import json, os, sys
+from stagetimer import Recorder, stage
+directory = sys.argv[1]
+rec = Recorder(directory)
+with stage("train", run_idx=3, label="a", recorder=rec) as timing:
+    seen = [json.load(open(os.path.join(directory, "timings.attempts", n)))
+            for n in os.listdir(os.path.join(directory, "timings.attempts"))]
+print(json.dumps({"seen": seen, "pid": os.getpid(), "seconds": timing.seconds}))
+"""
+
+
+def test_a_finished_stage_has_its_marker_while_it_runs_and_its_run_holds_the_id(
+    tmp_path: Path,
+) -> None:
+    art = tmp_path / "art"
+    done = json.loads(run_script(INSIDE, art).stdout)
+    (seen,) = done["seen"]
+    (run,) = stage_runs(art, "train")
+
+    assert ENTRY_KEYS == list(seen)
+    assert (1, "train", 3, "a") == (seen["format"], seen["stage"], seen["run_idx"], seen["label"])
+    assert run["attempt_id"] == seen["attempt_id"] and len(seen["attempt_id"]) == 32
+    assert int(seen["attempt_id"], 16) >= 0
+    assert seen["started_at"] == run["started_at"]
+    assert done["pid"] == seen["writer"]["pid"] and seen["writer"]["uid"] == os.geteuid()
+    assert seen["heartbeat"] is None
+    assert [] == markers(art)  # removed once the run was saved
+
+
+FAILS = """
+import os, signal, sys
+from stagetimer import Recorder, stage
+directory, how = sys.argv[1], sys.argv[2]
+
+class Preempted(Exception):
+    pass
+
+def on_usr1(signum, frame):
+    raise Preempted("from the handler")
+
+signal.signal(signal.SIGUSR1, on_usr1)
+rec = Recorder(directory)
+error = None
+try:
+    with stage("train", run_idx=0, recorder=rec):
+        if how == "raise":
+            error = ValueError("secret data 1234")
+            raise error
+        if how == "interrupt":
+            raise KeyboardInterrupt
+        if how == "exit":
+            sys.exit(3)
+        if how == "signal":
+            os.kill(os.getpid(), signal.SIGUSR1)
+            signal.pause()
+except BaseException as caught:
+    print(type(caught).__name__, caught is error or error is None, caught.args)
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "outcome", "exception"),
+    [
+        ("raise", "raised", "ValueError"),
+        ("interrupt", "interrupted", "KeyboardInterrupt"),
+        ("exit", "interrupted", "SystemExit"),
+        ("signal", "interrupted", "__main__.Preempted"),
+    ],
+)
+def test_a_failed_block_keeps_its_marker_saying_how_it_ended_and_nothing_else(
+    tmp_path: Path, how: str, outcome: str, exception: str
+) -> None:
+    art = tmp_path / "art"
+    out = run_script(FAILS, art, how).stdout.split(maxsplit=2)
+    (marker,) = markers(art)
+
+    assert out[0] == exception.rsplit(".")[-1] and out[1] == "True"  # propagated unchanged
+    assert FAILED_KEYS == list(marker)
+    assert (outcome, exception) == (marker["outcome"], marker["exception"])
+    assert 0 <= marker["seconds"] < 10 and marker["ended_at"] >= marker["started_at"]
+    assert "secret" not in json.dumps(marker)  # the type name, never the message
+    assert not (art / "timings.json").exists()  # nothing recorded
+    assert [] == [p for p in (art / ATTEMPTS_DIR).iterdir() if not p.name.endswith(".json")]
+
+
+OFF = """
+import os, sys
+from stagetimer import Recorder, stage
+directory, how = sys.argv[1], sys.argv[2]
+with stage("s", recorder=Recorder(directory, attempts=how != "setting")):
+    print(os.path.exists(os.path.join(directory, "timings.attempts")))
+"""
+
+
+@pytest.mark.parametrize("how", ["setting", "environment"])
+def test_markers_are_off_when_asked(tmp_path: Path, how: str) -> None:
+    env = {"STAGETIMER_ATTEMPTS": "0"} if how == "environment" else {}
+    out = run_script(OFF, tmp_path / "art", how, env=env).stdout
+
+    assert "False\n" == out
+    assert "attempt_id" not in stage_runs(tmp_path / "art", "s")[0]
+
+
+LEFTOVER = """
+import sys
+from stagetimer import Recorder, record_timing
+record_timing("other", 1.0, recorder=Recorder(sys.argv[1]))
+"""
+
+
+def _leftover(art: Path) -> Path:
+    """What a writer killed between its publish and its marker's removal leaves: its run
+    in timings.json and its marker (written back as it was)."""
+    done = json.loads(run_script(INSIDE, art).stdout)
+    (seen,) = done["seen"]
+    path = art / ATTEMPTS_DIR / f"{seen['attempt_id']}.json"
+    path.write_text(json.dumps(seen))
+    return path
+
+
+def test_a_leftover_marker_of_a_saved_run_is_removed_by_the_next_save(tmp_path: Path) -> None:
+    art = tmp_path / "art"
+    leftover = _leftover(art)
+    running = art / ATTEMPTS_DIR / ("ab" * 16 + ".json")  # another attempt, not in the file
+    shutil.copy(leftover, running)
+
+    run_script(LEFTOVER, art)
+
+    assert not leftover.exists()
+    assert running.exists()
+
+
+@pytest.mark.root
+def test_another_users_leftover_marker_is_never_removed(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    art = tmp_path / "art"
+    leftover = _leftover(art)
+    os.chown(leftover, 54321, 54321)
+
+    run_script(LEFTOVER, art)
+
+    assert leftover.exists()
