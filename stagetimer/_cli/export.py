@@ -32,6 +32,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 # An unreachable server fails in seconds, not after MLflow's minutes of retries.
                 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
                 os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+                # A server's client prints two links per finished run on standard output.
+                os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
                 # MLflow's own progress lines and the tracebacks it logs before raising:
                 # the error is told once, in one line, below.
                 logging.getLogger("mlflow").setLevel(logging.CRITICAL)

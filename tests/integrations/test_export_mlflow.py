@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +17,7 @@ import pytest
 
 from stagetimer import Recorder
 from tests.helpers.cli import run_cli
-from tests.integrations.conftest import require
+from tests.integrations.conftest import free_port, require
 from tests.integrations.trees import T0, record_suite
 
 pytestmark = pytest.mark.slow
@@ -153,3 +160,48 @@ def test_an_unreachable_or_read_only_store_is_one_line_and_exit_1(tmp_path: Path
     with sqlite3.connect(db) as connection:
         (count,) = connection.execute("select count(*) from runs").fetchone()
     assert 2 == count  # the read-only attempt wrote nothing
+
+
+@pytest.fixture
+def mlflow_server(tmp_path: Path) -> Iterator[str]:
+    """A real ``mlflow server`` on the loopback, its store a SQLite file; stopped after."""
+    port = free_port()
+    store = f"sqlite:///{tmp_path / 'server.db'}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store,
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        cwd=tmp_path,
+    )
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{uri}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None:
+                raise AssertionError(server.stderr.read().decode()[-3000:] if server.stderr else "")
+            assert time.monotonic() < deadline, "mlflow server did not start in 90 s"
+            time.sleep(0.5)
+        yield uri
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+
+
+def test_a_tracking_server_receives_the_export_once(
+    tmp_path: Path, mlflow_server: str
+) -> None:
+    record_suite(tmp_path)
+    ran = run_cli("export", "mlflow", tmp_path / "suite", "--to", mlflow_server)
+    assert 0 == ran.returncode, ran.stderr
+    assert f"8 new metric points from 8 recorded runs to {mlflow_server}\n" == ran.stdout
+    again = run_cli("export", "mlflow", tmp_path / "suite", "--to", mlflow_server)
+    assert f"0 new metric points from 8 recorded runs to {mlflow_server}\n" == again.stdout
+    runs = _runs(mlflow_server)
+    assert 4 == len(runs)
+    assert [(10.0, int(T0 * 1000), 0)] == _history(mlflow_server, runs["mlp run 0"], "fit_train")
