@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli
 from tests.integrations.conftest import FITS, require, run_python, runs_of, stages
+from tests.integrations.test_export_otlp import attributes, spans
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +51,17 @@ def test_a_killed_fit_resumed_from_its_checkpoint_is_the_continuation(tmp_path: 
     found = stages(tmp_path)
     assert "fit_train" not in found  # killed: never finished
     assert [(7, "epoch0", None), (7, "epoch1", None)] == runs_of(found, "train_epoch")
+    # ... and its attempts say so: the fit and its third epoch were killed
+    require("opentelemetry.proto")
+    out = tmp_path / "spans.jsonl"
+    assert 0 == run_cli("export", "otlp", tmp_path, "--to", out).returncode
+    states = {
+        (s.name, attributes(s).get("stagetimer.label")): s.status.message or "ok"
+        for s in spans(out) if "stagetimer.stage" in attributes(s)
+    }
+    assert "killed" == states[("fit_train", None)]
+    assert "killed" == states[("train_epoch", "epoch2")]
+    assert "ok" == states[("train_epoch", "epoch1")]
 
     run_python(FIT, tmp_path, "resume", 4)
     found = stages(tmp_path)
