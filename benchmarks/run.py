@@ -94,6 +94,72 @@ def record_cost(existing: int, repeats: int) -> tuple[float, float]:
         return statistics.median(ours), statistics.median(floor)
 
 
+def _file_of(directory: str, existing: int) -> str:
+    """``timings.json`` in ``directory`` holding one stage of ``existing`` runs."""
+    rec = Recorder(directory, strict=True, attempts=False)
+    record_timing("warmup", 0.0, recorder=rec)
+    timings = os.path.join(directory, "timings.json")
+    with open(timings, encoding="utf-8") as f:
+        data = json.load(f)
+    hw = data["warmup"]["runs"][0]["hardware_id"]
+    runs = [
+        {"seconds": 1.0 + i * 1e-3, "hardware_id": hw, "run_idx": i,
+         "started_at": "2026-11-29T12:00:00.000Z", "reward": 0.5}
+        for i in range(existing)
+    ]
+    data["ippo_train"] = {"total_seconds": sum(r["seconds"] for r in runs), "runs": runs}
+    from stagetimer._store.sidecar import dumps_timings
+
+    with open(timings, "w", encoding="utf-8") as f:
+        f.write(dumps_timings(data))
+    return timings
+
+
+def marker_costs(existing: int, repeats: int) -> dict[str, float]:
+    """Medians, in seconds, at ``existing`` runs: a recorded ``stage`` with its started
+    marker (``marked``), the same without markers (``unmarked``), one whose marker cannot
+    be written (``refused``: a file planted at ``timings.attempts``), the marker alone
+    (written durably, then removed: ``marker``) and the save floor (``floor``), in turns."""
+    from stagetimer._store import markers
+
+    times: dict[str, list[float]] = {
+        k: [] for k in ("marked", "unmarked", "refused", "marker", "floor")
+    }
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as top:
+        dirs = {k: os.path.join(top, k) for k in ("marked", "unmarked", "refused")}
+        recs = {}
+        for kind, directory in dirs.items():
+            os.mkdir(directory)
+            timings = _file_of(directory, existing)
+            recs[kind] = Recorder(directory, strict=True, attempts=kind != "unmarked")
+        with open(os.path.join(dirs["refused"], "timings.attempts"), "w") as f:
+            f.write("planted")
+        floor_path = os.path.join(top, "floor.json")
+        content = b'{"format": 1, "attempt_id": "' + b"0" * 32 + b'", "stage": "ippo_train"}'
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the refused marker's one warning
+            for k in range(repeats + 1):
+                for kind, rec in recs.items():
+                    t0 = time.perf_counter()
+                    with stage("ippo_train", run_idx=existing + k, recorder=rec, reward=0.5):
+                        pass
+                    times[kind].append(time.perf_counter() - t0)
+                attempt_id = markers.new_attempt_id()
+                t0 = time.perf_counter()
+                markers.create(dirs["marked"], attempt_id, content)
+                markers.remove(dirs["marked"], [attempt_id])
+                times["marker"].append(time.perf_counter() - t0)
+                with open(timings, "rb") as f:
+                    written = f.read()
+                t0 = time.perf_counter()
+                floor_write(floor_path, written)
+                times["floor"].append(time.perf_counter() - t0)
+    # The first turn creates the markers' directory: not a stage's usual cost.
+    return {kind: statistics.median(values[1:]) for kind, values in times.items()}
+
+
 CONTENTION_WRITER = """
 import sys
 from stagetimer import Recorder, record_timing
@@ -336,6 +402,19 @@ def main() -> int:
             f"<= {goal}x" if goal else "(growth)",
             ours / floor <= goal if goal else None,
         )
+    costs = marker_costs(100, reps)
+    floor_m = costs["floor"]
+    row("stage with its started marker at 100 runs",
+        f"{costs['marked'] * 1e3:.2f} ms vs floor {floor_m * 1e3:.2f} ms = "
+        f"{costs['marked'] / floor_m:.2f}x (without markers {costs['unmarked'] / floor_m:.2f}x)",
+        "<= 1.8x", costs["marked"] / floor_m <= 1.8)
+    row("  the started marker alone (written durably, removed)",
+        f"{costs['marker'] * 1e3:.3f} ms = {costs['marker'] / floor_m:.2f}x the floor",
+        "<= 0.5x the floor", costs["marker"] / floor_m <= 0.5)
+    row("  a stage whose marker cannot be written",
+        f"{costs['refused'] * 1e3:.2f} ms vs without markers {costs['unmarked'] * 1e3:.2f} ms"
+        f" = {costs['refused'] / costs['unmarked']:.2f}x",
+        "<= 1.1x (no more than a save)", costs["refused"] / costs["unmarked"] <= 1.1)
     per_run_10 = growth[10][0]
     per_run_10k = growth[10_000][0]
     size_ratio = 10_000 / 10

@@ -118,7 +118,8 @@ def _slurm(view: JobView, job: dict[str, Any], marker: Marker) -> _Clue | None:
     except (TypeError, ValueError):
         recorded = 0
     if view.restarts is not None and view.restarts > recorded:
-        upper = view.start if view.start is not None and view.start > marker.started_at else None
+        later = view.started_by
+        upper = later if later is not None and later > marker.started_at else None
         cause = view.requeue_cause or "killed"
         return _Clue("killed", f"Slurm requeued job {view.job_id} since (restart "
                      f"{recorded} -> {view.restarts})", upper=upper, cause=cause)
@@ -167,6 +168,8 @@ def judge(
             "nothing it says is trusted"))
     clues: list[_Clue] = []
     same = _same_machine(marker, writer, now)
+    if same is not None and same.state == "running":
+        return Verdict("running", None, None, same.line)  # nothing else to ask
     if same is not None:
         clues.append(same)
     job = data.get("job")
@@ -202,14 +205,16 @@ def _killed(marker: Marker, clues: list[_Clue]) -> Verdict:
             lower = clue.lower
         if clue.upper is not None and (upper is None or clue.upper < upper):
             upper = clue.upper
+    line = clues[0].line
     if upper is not None and upper < lower:
-        # The evidence disagrees (clocks of two machines): the strongest bounds it alone.
+        # The evidence disagrees (the clocks of two machines, or ``now`` before the
+        # start): the strongest clue bounds the end alone, and never before the start.
         lower = max(marker.started_at, clues[0].lower or marker.started_at)
         upper = clues[0].upper
         if upper is not None and upper < lower:
-            lower = marker.started_at
+            upper = None
+            line += " (but that is before it started: clocks disagree, no upper end)"
     cause = next((c.cause for c in clues if c.cause is not None), "killed")
-    line = clues[0].line
     others = [c.line for c in clues[1:] if c.cause is not None or c.upper is not None]
     if others:
         line += "; " + "; ".join(others[:2])

@@ -18,6 +18,8 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.lost import hardware_of_attempts, lost_bounds
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._format import continued_stage, is_training_name
 from stagetimer._store.records import RunTiming
@@ -31,6 +33,7 @@ __all__ = [
     "ComputeStatement",
     "HardwareCompute",
     "StageUse",
+    "add_lost",
     "compute_statement",
     "family",
     "side_by_side",
@@ -268,6 +271,14 @@ class HardwareCompute:
     memory_limit_bytes: int | None
     total: Amounts = attrs.Factory(Amounts)
     families: dict[str, Amounts] = attrs.Factory(dict)
+    #: wall time failed and killed attempts lost on this description (killed ones at
+    #: the lower end of when they ended), and how many they were
+    lost_seconds: float = 0.0
+    lost_attempts: int = 0
+
+    @property
+    def lost_gpu_hours(self) -> float:
+        return self.lost_seconds / 3600.0 * self.gpu_count
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -280,6 +291,11 @@ class HardwareCompute:
             "total": self.total.to_dict(),
             "families": {name: self.families[name].to_dict() for name in FAMILIES
                          if name in self.families},
+            "lost": {
+                "attempts": self.lost_attempts,
+                "wall_seconds": self.lost_seconds,
+                "gpu_hours": self.lost_gpu_hours,
+            },
         }
 
 
@@ -333,6 +349,24 @@ def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
                 entry.families.setdefault(kind, Amounts()).add(run, gpus, cpus)
     statement.hardware = sorted(found.values(), key=lambda h: -h.total.wall_seconds)
     return statement
+
+
+def add_lost(statement: ComputeStatement, found: Iterable[Attempt]) -> None:
+    """Add to each hardware description of ``statement`` the time its failed and killed
+    attempts lost (``attempts``; a killed one at the lower end of when it ended)."""
+    listed = list(found)
+    hardware = hardware_of_attempts(listed)
+    by_id = {hw.hardware_id: hw for hw in statement.hardware}
+    for attempt in listed:
+        entry = by_id.get(hardware[id(attempt)] or "")
+        if entry is None or attempt.state not in ("failed", "killed"):
+            continue
+        if attempt.state == "failed":
+            lost = attempt.seconds if is_valid_seconds(attempt.seconds) else 0.0
+        else:
+            lost = lost_bounds(attempt)[0]
+        entry.lost_seconds += lost
+        entry.lost_attempts += 1
 
 
 def compute_statement(*paths: str | os.PathLike[str]) -> ComputeStatement:

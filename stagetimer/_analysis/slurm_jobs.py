@@ -41,6 +41,7 @@ _CAUSES = {
 _SIGNALLED = frozenset({"PREEMPTED", "TIMEOUT", "DEADLINE", "CANCELLED"})
 _RUNNING = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "SIGNALING",
                       "STAGE_OUT", "RESIZING", "STOPPED"})
+_SECOND = datetime.timedelta(seconds=1)
 _JOB_ID = re.compile(r"[0-9]{1,12}(_[0-9]{1,9})?")
 
 
@@ -73,14 +74,20 @@ class JobView:
 
     def killed_between(self) -> tuple[datetime.datetime | None, datetime.datetime | None]:
         """When the job's processes ended: a signalled job's at its end time (within
-        KillWait after), any other's at or before it."""
+        KillWait after), any other's at or before it. Slurm prints whole seconds,
+        truncated: an end printed 14:02:03 lies before 14:02:04."""
         if self.end is None:
             return None, None
         if self.state in _SIGNALLED:
             wait = self.kill_wait
-            upper = None if wait is None else self.end + datetime.timedelta(seconds=wait)
+            upper = None if wait is None else self.end + datetime.timedelta(seconds=wait + 1)
             return self.end, upper
-        return None, self.end
+        return None, self.end + _SECOND
+
+    @property
+    def started_by(self) -> datetime.datetime | None:
+        """The latest the job's current run can have started (its start, a whole second)."""
+        return None if self.start is None else self.start + _SECOND
 
 
 def _time(text: str | None) -> datetime.datetime | None:

@@ -4,6 +4,8 @@
 - ``table PATH…``: a row per directory, a column per stage (``table``);
 - ``compare BASE NEW``: is NEW faster than BASE, stage by stage (``compare``);
 - ``compute PATH…``: GPU-hours, CPU core-hours and energy for a paper (``compute``);
+- ``lost PATH…``: what failed and killed attempts lost, and the effective-time ratio
+  (``lost``);
 - ``hardware``: this process's hardware description and its id (``hardware``);
 - ``recover DIR…``: fold rescue files back into ``timings.json`` (``recover``);
 - ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``);
@@ -14,7 +16,7 @@
 
 The arguments are built in ``parser``, one function per command.
 
-Exit status of every command: 0 done; 1 a path or a sidecar could not be read, or
+Exit status of every command: 0 done; 1 a path, a sidecar or a started marker could not be read, or
 standard output could not be written (one line on standard error each, never a
 traceback); 2 a usage error (argparse's convention); 3 ``compare --fail-if-slower``
 found a stage slower than it allows (a regression, told apart from a typo). This

@@ -12,7 +12,8 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print what the runs under ``args.paths`` cost; 1 if a path or sidecar is unreadable."""
-    from stagetimer._analysis.compute import statement_from
+    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.compute import add_lost, statement_from
     from stagetimer._analysis.tree import scan_tree
     from stagetimer._render.compute import render_compute
 
@@ -20,5 +21,14 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     for problem in problems:
         error("compute", problem.line())
     if artifacts:
-        sys.stdout.write(render_compute(statement_from(artifacts), args.format))
+        statement = statement_from(artifacts)
+        # What failed and killed attempts lost: "of which N lost". The walk's problems
+        # were said above; a bad marker is said here.
+        found, more = scan_attempts(args.paths)
+        bad_markers = [p for p in more if p.error is None]
+        for problem in bad_markers:
+            error("compute", problem.line())
+        problems += bad_markers
+        add_lost(statement, found)
+        sys.stdout.write(render_compute(statement, args.format))
     return 1 if problems else 0

@@ -46,6 +46,7 @@ from stagetimer._record.settings import (
     check_directory,
     check_expected_runs,
     check_flag,
+    check_heartbeat,
     check_policy,
     check_timeout,
 )
@@ -76,19 +77,26 @@ _saver_module: ModuleType
 _reporting_module: ModuleType
 _attempt_module: ModuleType
 _store_markers: ModuleType
+_heartbeat_module: ModuleType
+#: ``STAGETIMER_HEARTBEAT=S``: beats where the recorder does not say (``heartbeat.py``).
+_HEARTBEAT_ENV = "STAGETIMER_HEARTBEAT"
+#: settings from the environment already warned about (each once per process)
+_warned_settings: set[str] = set()
 #: ``STAGETIMER_ATTEMPTS=0`` turns started markers off (read at each stage's entry).
 _ATTEMPTS_ENV = "STAGETIMER_ATTEMPTS"
 
 
 def _bind_save_path() -> None:
     global _pending_module, _saver_module, _reporting_module, _attempt_module, _store_markers
+    global _heartbeat_module
     if "_attempt_module" not in globals():
-        from stagetimer._record import attempt, pending, reporting, saver
+        from stagetimer._record import attempt, heartbeat, pending, reporting, saver
         from stagetimer._store import markers
 
         _pending_module, _saver_module, _reporting_module = pending, saver, reporting
         _attempt_module = attempt
         _store_markers = markers
+        _heartbeat_module = heartbeat
 
 
 def _restore(settings: dict[str, Any]) -> Recorder:
@@ -139,7 +147,12 @@ class Recorder:
         ``True`` (default): entering a recorded stage writes its started marker,
         ``timings.attempts/<attempt_id>.json``, removed once the run is saved and kept,
         saying how the block ended, when it raised or was interrupted
-        (docs/attempts.md). ``False``, or ``STAGETIMER_ATTEMPTS=0``: no markers.
+        (docs/format.md). ``False``, or ``STAGETIMER_ATTEMPTS=0``: no markers.
+    heartbeat
+        ``None`` (default: no beats, unless ``STAGETIMER_HEARTBEAT=S`` says so) or S,
+        a number of seconds > 0: while a stage runs, a daemon thread sets its marker's
+        modification time to now every S seconds, so that readers can tell a writer
+        that was killed from one that runs. The marker records S.
 
     A recorder can be pickled (its settings; a spawn worker gets a fresh one for the
     same directory). After ``fork()`` the child's recorders start without the parent's
@@ -159,6 +172,9 @@ class Recorder:
     )
     software: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
     attempts: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
+    heartbeat: float | None = attrs.field(
+        default=None, kw_only=True, validator=check_heartbeat
+    )
     _saver: Saver = attrs.field(init=False, repr=False)
     _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)
     _marker_warned: bool = attrs.field(default=False, init=False, repr=False)
@@ -246,18 +262,34 @@ class Recorder:
         label: str | None,
         started_at: float | None,
         metadata: dict[str, Any] | None,
+    ) -> None:
+        """``record`` for arguments its caller checked (``record_timing``)."""
+        self._save_handed(self._hand_over(name, seconds, run_idx, label, started_at, metadata))
+
+    def _hand_over(
+        self,
+        name: str,
+        seconds: float,
+        run_idx: int | None,
+        label: str | None,
+        started_at: float | None,
+        metadata: dict[str, Any] | None,
         resources: dict[str, Any] | None = None,
         attempt: Started | None = None,
-    ) -> None:
-        """``record`` for arguments its caller checked (``stage``, ``record_timing``);
-        ``resources``: what a ``stage`` used (``resources.py``); ``attempt``: its started
-        marker (``attempt.py``), removed once the run is saved."""
+    ) -> Pending:
+        """Register a checked record as pending (then ``_save_handed``): from its
+        ``append`` on, no interrupt loses it. ``resources``: what a ``stage`` used
+        (``resources.py``); ``attempt``: its started marker (``attempt.py``), removed
+        once the run is saved."""
         p = _pending_module
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else p.utc_iso(started_at)
-        attempt_id = None if attempt is None else attempt.id
-        pending = p.Pending(
+        attempt_id = None
+        if attempt is not None:
+            attempt_id = attempt.id
+            _heartbeat_module.stop(attempt_id)
+        pending: Pending = p.Pending(
             p.Finished(name, seconds, run_idx, label, iso, metadata, resources, attempt_id),
             with_software=self.software,
             attempt=attempt,
@@ -266,6 +298,11 @@ class Recorder:
         # lose it; it is saved by this call, by another thread's save, or at exit.
         self._saver.pending.append(pending)
         with_pending.add(self)
+        return pending
+
+    def _save_handed(self, pending: Pending) -> None:
+        """Save a record ``_hand_over`` registered (queued when this thread is already
+        saving: a signal handler inside a save)."""
         try:
             if reentered():
                 defer(self)
@@ -276,6 +313,10 @@ class Recorder:
                 self._make_safe()
             raise
 
+    def _holds(self, started: Started) -> bool:
+        """Whether the run of attempt ``started`` was handed over (pending or saved)."""
+        return started.stored or any(p.attempt is started for p in self._saver.pending)
+
     def _begin(
         self, name: str, run_idx: int | None, label: str | None, started_at: float
     ) -> Started | None:
@@ -283,23 +324,36 @@ class Recorder:
         markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``)."""
         if not self.attempts or os.environ.get(_ATTEMPTS_ENV, "").strip() == "0":
             return None
+        interval = self.heartbeat
+        if interval is None and _HEARTBEAT_ENV in os.environ:
+            try:
+                interval = _heartbeat_module.from_environment()
+            except InvalidSettingError as exc:
+                if str(exc) not in _warned_settings:  # once per process and value
+                    _warned_settings.add(str(exc))
+                    self._warn(f"{exc}; stages run without heartbeats")
         return _attempt_module.prepare(  # type: ignore[no-any-return]
-            self.directory, name, run_idx, label, started_at, None
+            self.directory, name, run_idx, label, started_at, interval
         )
 
     def _mark(self, started: Started) -> bool:
-        """Write ``started``'s marker; False when it could not be written (one warning per
-        recorder; the stage still runs and is recorded)."""
+        """Write ``started``'s marker and start its heartbeats (when asked); False when
+        it could not be written (one warning per recorder; the stage still runs and is
+        recorded)."""
         try:
             _attempt_module.write(started)
         except Exception as exc:  # OSError, or a label JSON will not take: no marker
             self._warn_marker(exc)
             return False
+        interval = started.marker["heartbeat"]
+        if interval is not None:
+            _heartbeat_module.start(started.id, started.directory, interval)
         return True
 
     def _abandon(self, started: Started | None) -> None:
         """An entry interrupted before its block ran: its marker goes (never raises)."""
         if started is not None:
+            _heartbeat_module.stop(started.id)
             try:
                 _store_markers.remove(started.directory, [started.id])
             except Exception as exc:
@@ -315,9 +369,8 @@ class Recorder:
         """A stage whose block raised, was interrupted, or whose record was never handed
         over: its marker says so, unless its run is pending or saved (then it finished).
         Never raises an error of its own: the caller's exception propagates."""
-        if started.stored or started.pid != os.getpid():
-            return
-        if any(p.attempt is started for p in self._saver.pending):
+        _heartbeat_module.stop(started.id)
+        if started.pid != os.getpid() or self._holds(started):
             return
         try:
             _attempt_module.fail(started, exc_type, tb, seconds, time.time())

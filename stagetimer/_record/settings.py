@@ -20,6 +20,7 @@ __all__ = [
     "check_directory",
     "check_expected_runs",
     "check_flag",
+    "check_heartbeat",
     "check_policy",
     "check_timeout",
 ]
@@ -93,3 +94,10 @@ def check_flag(instance: object, attribute: Any, value: object) -> None:
         raise InvalidSettingError(
             f"{attribute.name} {short_repr(value)} is not valid: expected True or False", value
         )
+
+
+def check_heartbeat(instance: object, attribute: Any, value: object) -> None:
+    """``heartbeat``: None or the seconds between beats, a finite number > 0."""
+    from stagetimer._record.heartbeat import check_interval
+
+    check_interval(value)

@@ -57,7 +57,9 @@ def stage(
 
     Arguments are checked on entry, before the block runs. When the block raises,
     nothing is recorded and the exception propagates unchanged. ``.seconds`` holds
-    the duration (``time.perf_counter``) after exit. Also ``async with stage(...)``.
+    the duration (``time.perf_counter``) after exit; it is set once the record was
+    handed to the recorder (an interrupt in the exit before that leaves it None: the
+    stage was not recorded). Also ``async with stage(...)``.
     """
     # A function building the object, not a class: on CPython 3.11 calling a class with
     # keyword arguments packs them into a dict and unpacks them again for __init__,
@@ -130,46 +132,62 @@ class Stage:
                 # stage's.
                 self._used0 = resources.start()
                 self._t0 = perf_counter()
+                return self
             except BaseException:
                 target._abandon(attempt)
                 raise
-            return self
         self._t0 = perf_counter()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: object, tb: TracebackType | None
     ) -> None:
-        seconds = perf_counter() - self._t0
-        target = self._target
-        if target is None:
-            self.seconds = seconds
-            return
-        attempt = self._attempt
-        if attempt is not None and attempt.pid != getpid():
-            attempt = None  # a forked child leaving its parent's block: not its attempt
-        if exc_type is not None:
-            self.seconds = seconds
-            resources.discard(self._used0)  # records nothing: closes what start() opened
-            if attempt is not None:
-                target._failed(attempt, exc_type, tb, seconds)
-            return
-        # The record is handed to the recorder before ``seconds`` says the stage finished:
-        # an interrupt before the hand-over means it did not (its marker says so), one
-        # after it leaves the record pending or saved.
+        seconds = None
         try:
+            seconds = perf_counter() - self._t0
+            target = self._target
+            if target is None:
+                self.seconds = seconds
+                return
+            attempt = self._attempt
+            if attempt is not None and attempt.pid != getpid():
+                attempt = None  # a forked child leaving its parent's block: not its attempt
+            if exc_type is not None:
+                self.seconds = seconds
+                resources.discard(self._used0)  # records nothing: closes what start() opened
+                if attempt is not None:
+                    target._failed(attempt, exc_type, tb, seconds)
+                return
+            # The record is handed to the recorder before ``seconds`` says the stage
+            # finished: an interrupt before the hand-over means it did not (its marker
+            # says so); after it, the record is pending (and rescued) or saved.
             used = resources.finish(self._used0)  # also closes what start() opened
-            target._record_checked(
+            pending = target._hand_over(
                 self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata, used,
                 attempt,
             )
+            self.seconds = seconds
+            target._save_handed(pending)
         except BaseException as error:
-            if attempt is not None:
-                target._failed(attempt, type(error), error.__traceback__, seconds)
-            if isinstance(error, Exception):
-                self.seconds = seconds  # a save that failed (strict): the block finished
+            self._exit_failed(error, seconds)
             raise
-        self.seconds = seconds
+
+    def _exit_failed(self, error: BaseException, seconds: float | None) -> None:
+        """The exit itself raised (a strict save that failed, an interrupt anywhere in
+        it): the record is safe if it was handed over, else the marker says the attempt
+        failed."""
+        target = self._target
+        if target is None:
+            return
+        if seconds is None:
+            seconds = perf_counter() - self._t0
+        if isinstance(error, Exception):
+            self.seconds = seconds  # a save that failed (strict): the block finished
+        else:
+            target._make_safe()  # an interrupt between the hand-over and the save
+        attempt = self._attempt
+        if attempt is not None and attempt.pid == getpid():
+            target._failed(attempt, type(error), error.__traceback__, seconds)
 
     async def __aenter__(self) -> Stage:
         return self.__enter__()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
@@ -167,7 +168,11 @@ def _wrap(func: Callable[..., Any], make: _Timer) -> Callable[..., Any]:
                             return
             finally:
                 if timing is not None:
-                    timing.__exit__(None if ended else BaseException, None, None)
+                    if ended:
+                        timing.__exit__(None, None, None)
+                    else:  # what ends it (its marker names the type)
+                        error = sys.exc_info()[1] or BaseException()
+                        timing.__exit__(type(error), error, error.__traceback__)
 
         return async_gen_wrapper
 

@@ -147,6 +147,7 @@ def sentence(statement: ComputeStatement) -> str:
                 energy += f" (measured for {total.energy_runs} of {total.runs} runs)"
             what.append(energy)
         text = f"Experiments ran on {_machine(hw)}; they took " + ", ".join(what)
+        text += _with_lost(hw)
         training = hw.families.get("training")
         if training is not None and hw.gpu_count:
             text += f"; training took {_hours(training.gpu_hours)} GPU-hours in all"
@@ -154,6 +155,28 @@ def sentence(statement: ComputeStatement) -> str:
             text += f"; training took {format_duration(training.wall_seconds)} of wall time"
         said.append(text + ".")
     return " ".join(said)
+
+
+def _with_lost(hw: HardwareCompute) -> str:
+    """``; with 2 failed or killed attempts, 51.2 GPU-hours, of which 1.2 lost`` (nothing
+    where no attempt was lost)."""
+    if not hw.lost_attempts:
+        return ""
+    attempts = f"{hw.lost_attempts} failed or killed attempt{'s' if hw.lost_attempts > 1 else ''}"
+    if hw.gpu_count:
+        whole = hw.total.gpu_hours + hw.lost_gpu_hours
+        return (f"; with {attempts}, {_hours(whole)} GPU-hours, of which "
+                f"{_hours(hw.lost_gpu_hours)} lost")
+    whole_seconds = hw.total.wall_seconds + hw.lost_seconds
+    return (f"; with {attempts}, {format_duration(whole_seconds)} of wall time, of which "
+            f"{format_duration(hw.lost_seconds)} lost")
+
+
+def _lost_note(hw: HardwareCompute) -> list[str]:
+    """The line under a description's table that says what failed and killed attempts
+    lost (the table sums finished runs only)."""
+    said = _with_lost(hw)
+    return [f"In all{said[1:]}."] if said else []
 
 
 def _text(statement: ComputeStatement) -> list[str]:
@@ -166,7 +189,7 @@ def _text(statement: ComputeStatement) -> list[str]:
             cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:],
                                                                               strict=True)]
             lines.append("  " + "  ".join(cells).rstrip())
-        lines += [f"  {_footnote(hw)}", ""]
+        lines += [f"  {_footnote(hw)}", *(f"  {n}" for n in _lost_note(hw)), ""]
     return lines
 
 
@@ -177,7 +200,7 @@ def _markdown(statement: ComputeStatement) -> list[str]:
         lines.append("| " + " | ".join(_HEADER) + " |")
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(_HEADER) - 1)) + "|")
         lines += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in _rows(hw)]
-        lines += ["", markdown_text(_footnote(hw)), ""]
+        lines += ["", markdown_text(_footnote(hw)), *map(markdown_text, _lost_note(hw)), ""]
     return lines
 
 
@@ -189,7 +212,8 @@ def _latex(statement: ComputeStatement) -> list[str]:
             "\\begin{tabular}{lrrrrr}", "\\toprule",
             " & ".join(map(latex_text, _HEADER)) + r" \\", "\\midrule",
             *(" & ".join(map(latex_text, row)) + r" \\" for row in _rows(hw)),
-            "\\bottomrule", "\\end{tabular}\\par", f"{latex_text(_footnote(hw))}\\par", "",
+            "\\bottomrule", "\\end{tabular}\\par", f"{latex_text(_footnote(hw))}\\par",
+            *(f"{latex_text(n)}\\par" for n in _lost_note(hw)), "",
         ]
     return lines
 

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stagetimer._format import ATTEMPTS_DIR, MARKER_FIELDS, MARKER_SUFFIX
-from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW
+from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW, NONBLOCK
 
 __all__ = [
     "DIRECTORY_FLAGS",
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 #: Opening the markers' directory: never through a link, never a file.
-DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NOFOLLOW | CLOEXEC
+DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NOFOLLOW | CLOEXEC | NONBLOCK
 _HEX = frozenset("0123456789abcdef")
 _ID_LENGTH = 32
 _NAME_LENGTH = _ID_LENGTH + len(MARKER_SUFFIX)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -299,6 +300,19 @@ class SlurmCluster:
     def show_job(self, job_id: str) -> str:
         """``scontrol show job`` (every task of an array); slurmctld keeps it MinJobAge (300 s)."""
         return self._client("scontrol", "show", "job", job_id).stdout
+
+    def command(self, *command: str) -> subprocess.CompletedProcess[str]:
+        """A Slurm client command (``scancel``, ``scontrol requeue``...) on this cluster."""
+        return self._client(*command)
+
+    def job_fields(self, job_id: str) -> dict[str, str]:
+        """``scontrol -o show job JOB`` as ``{key: value}`` (one job: an array task's id)."""
+        line = self._client("scontrol", "-o", "show", "job", job_id).stdout
+        return dict(re.findall(r"(?:^|\s)([A-Za-z]+)=(\S*)", line.split("\n")[0]))
+
+    def wait_for(self, what: str, ready: Callable[[], bool], timeout: float = 60) -> None:
+        """Poll ``ready`` until it holds; a daemon that dies or the timeout fails it."""
+        self._wait_for(what, ready, timeout)
 
     def logs(self) -> str:
         """What the daemons printed (the end of it), for failure messages.

@@ -174,3 +174,42 @@ def test_another_users_leftover_marker_is_never_removed(tmp_path: Path) -> None:
     run_script(LEFTOVER, art)
 
     assert leftover.exists()
+
+
+DECORATED = """
+import asyncio, sys
+from stagetimer import Recorder, timed_stage
+rec = Recorder(sys.argv[1])
+
+@timed_stage("agen", recorder=rec)
+async def agen():
+    yield 1
+    raise ValueError("secret")
+
+@timed_stage("gen", recorder=rec)
+def gen():
+    yield 1
+    raise KeyError("secret")
+
+async def main():
+    try:
+        async for _ in agen():
+            pass
+    except ValueError:
+        pass
+
+asyncio.run(main())
+try:
+    list(gen())
+except KeyError:
+    pass
+"""
+
+
+def test_a_decorated_generator_that_raises_names_its_exception(tmp_path: Path) -> None:
+    art = tmp_path / "art"
+    run_script(DECORATED, art)
+
+    assert [("agen", "raised", "ValueError"), ("gen", "raised", "KeyError")] == sorted(
+        (m["stage"], m["outcome"], m["exception"]) for m in markers(art)
+    )
