@@ -471,12 +471,15 @@ def main() -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bench_compare
     import bench_html
+    import bench_integrations
     import bench_software
     import bench_suite
 
     turns = 3 if args.quick else 5
-    for figures in (bench_suite.figures, bench_compare.figures, bench_software.figures,
-                    bench_html.figures):
+    for figures in (
+        bench_suite.figures, bench_compare.figures, bench_software.figures,
+        bench_html.figures, bench_integrations.figures,
+    ):
         for figure, value, goal, ok in figures(turns):
             row(figure, value, goal, ok)
 

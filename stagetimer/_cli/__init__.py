@@ -10,7 +10,9 @@
 - ``recover DIR…``: fold rescue files back into ``timings.json`` (``recover``);
 - ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``);
 - ``doctor DIR…``: what a directory's file system gives saves, and what would stop them
-  (``doctor``).
+  (``doctor``);
+- ``export {mlflow,tensorboard,otlp} PATH… --to DEST``: the runs into MLflow, TensorBoard
+  event files or OTLP spans, adding only what DEST does not hold (``export``).
 
 The arguments are built in ``parser``, one function per command.
 

@@ -9,6 +9,7 @@ from stagetimer._cli import (
     compare,
     compute,
     doctor,
+    export,
     hardware,
     lost,
     migrate,
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
     for add in (
-        _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute, _lost
+        _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute, _lost,
+        _export,
     ):
         add(commands)
     return parser
@@ -284,3 +286,29 @@ def _lost(commands: _Commands) -> None:
     _paths(command)
     _formats(command, markdown="GitHub Markdown", json="JSON")
     command.set_defaults(run=lost.run, parser=command, format="text")
+
+
+def _export(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "export",
+        help="the runs into MLflow, TensorBoard event files or OpenTelemetry spans",
+        description="Export every run at or under PATH: into MLflow (one MLflow run per "
+        "artifact directory, run index and rank; stages as metrics at their recorded "
+        "times; hardware and software as params and tags), into TensorBoard event files "
+        "(one scalar per stage and run at its recorded wall time), or as OpenTelemetry "
+        "spans in an OTLP/JSON file (one per attempt; failed and killed ones with an error "
+        "status). Only what DEST does not hold yet is written: exporting twice adds "
+        "nothing. Each destination needs its extra: pip install 'stagetimer[mlflow]' "
+        "(or tensorboard, otlp).",
+    )
+    command.add_argument("destination", choices=("mlflow", "tensorboard", "otlp"),
+                         help="where to")
+    _paths(command)
+    command.add_argument("--to", required=True, metavar="DEST",
+                         help="mlflow: a tracking URI (sqlite:///runs.db, a directory, "
+                         "http://host:5000); tensorboard: a log directory; otlp: a file "
+                         "(JSON Lines, appended)")
+    command.add_argument("--experiment", default="stagetimer", metavar="NAME",
+                         help="mlflow: the experiment (created if missing; default "
+                         "%(default)s)")
+    command.set_defaults(run=export.run, parser=command)
