@@ -37,13 +37,16 @@ import errno
 import json
 import math
 import os
+import stat
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from stagetimer._errors import InvalidSettingError, LockTimeoutError
 from stagetimer._store.openflags import CREATE_NEW, READ
-from stagetimer._store.processes import Identity, is_pid, liveness, record, where
+from stagetimer._store.parse import file_kind
+from stagetimer._store.processes import Identity, is_pid, liveness, record, user_name, where
 
 __all__ = [
     "CLAIM_SUFFIX",
@@ -53,6 +56,7 @@ __all__ = [
     "Claim",
     "ClaimInfo",
     "NoClaim",
+    "blocked",
     "breakable",
     "claim_path",
     "forget",
@@ -132,14 +136,29 @@ def _claim_record(me: Identity) -> dict[str, Any]:
 
 
 class ClaimInfo:
-    """What a claim file says about its holder, and what is known of its liveness."""
+    """What a claim file says about its holder, and what is known of its liveness.
 
-    __slots__ = ("holder", "key", "path")
+    ``kind``: ``"file"`` (a claim whose content was read, or a planted symbolic link),
+    ``"unreadable"`` (a file this user may not open: its existence alone says it is
+    held) or what else the name is (``"a directory"``, ``"a FIFO (named pipe)"``... as
+    ``parse.file_kind`` says), which no writer makes and no save may break.
+    """
 
-    def __init__(self, path: str, holder: dict[str, Any] | None, key: tuple[Any, ...]) -> None:
+    __slots__ = ("holder", "key", "kind", "path", "uid")
+
+    def __init__(
+        self,
+        path: str,
+        holder: dict[str, Any] | None,
+        key: tuple[Any, ...],
+        kind: str = "file",
+        uid: int | None = None,
+    ) -> None:
         self.path = path
         self.holder = holder  # None: unreadable (being written, or not ours to parse)
         self.key = key  # what changes when its holder shows a sign of life
+        self.kind = kind
+        self.uid = uid  # the file's owner, when known
 
     @property
     def token(self) -> str | None:
@@ -160,9 +179,32 @@ class ClaimInfo:
             return self.token not in _held
         return liveness(pid, recorded) == "dead"
 
+    def whose(self) -> str:
+        """Who holds it, in words: the holder it names, and the file's owner."""
+        h = self.holder or {}
+        user = "an unknown user" if self.uid is None else user_name(self.uid)
+        if self.holder is None:
+            return f"a claim file of {user}"
+        return f"process {h.get('pid')} on host {h.get('host')!s} ({user})"
+
+
+def _unopened(path: str) -> ClaimInfo | None:
+    """A claim that cannot be opened: what ``lstat`` tells of it (None when gone)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        # A planted symbolic link: nobody's claim, cleared as one left empty.
+        return ClaimInfo(path, None, ("link", st.st_ino, st.st_mtime_ns), uid=st.st_uid)
+    kind = "unreadable" if stat.S_ISREG(st.st_mode) else file_kind(st.st_mode)
+    return ClaimInfo(path, None, (kind, st.st_ino, st.st_size, st.st_mtime_ns), kind,
+                     st.st_uid)
+
 
 def read_claim(path: str) -> ClaimInfo | None:
-    """The claim at ``path``, or None when there is none. Never follows a link."""
+    """The claim at ``path``, or None when there is none. Never follows a link, never
+    blocks (a FIFO), never raises for a claim this user may not read."""
     try:
         fd = os.open(path, READ)
     except FileNotFoundError:
@@ -170,14 +212,15 @@ def read_claim(path: str) -> ClaimInfo | None:
     except OSError as exc:
         if exc.errno == errno.ESTALE:
             return None  # replaced under us: look again
-        if exc.errno != errno.ELOOP:
-            raise
-        return ClaimInfo(path, None, ("link",))  # planted symlink: nobody's claim
+        return _unopened(path)  # a link (ELOOP), another user's 0600 file or 0700 directory
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = file_kind(st.st_mode)
+            return ClaimInfo(path, None, (kind, st.st_ino), kind, st.st_uid)
         raw = os.read(fd, _MAX_CLAIM_BYTES)
     except OSError:
-        return None
+        return _unopened(path)
     finally:
         os.close(fd)
     try:
@@ -187,7 +230,7 @@ def read_claim(path: str) -> ClaimInfo | None:
     if not isinstance(holder, dict):
         holder = None
     key = (holder.get("token") if holder else raw, st.st_ino, st.st_size, st.st_mtime_ns)
-    return ClaimInfo(path, holder, key)
+    return ClaimInfo(path, holder, key, uid=st.st_uid)
 
 
 def forget() -> None:
@@ -199,12 +242,15 @@ def forget() -> None:
 
 def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> bool:
     """Whether the claim ``info`` may be broken now (see the module docstring)."""
+    if info.kind not in ("file", "unreadable"):
+        return False  # no writer makes it: see ``blocked``
     if info.same_machine():
         return info.holder_dead(me)
-    if info.holder is None:
+    if info.kind == "file" and info.holder is None:
         # Empty or not ours to parse: a live writer fills its claim right after creating
         # it, so one that stays so died in between (a wrong guess costs that writer only
-        # a retry: its fence refuses to publish).
+        # a retry: its fence refuses to publish). A claim we may not read at all may be a
+        # live writer's (one with another umask): it gets the whole stale time.
         stale = min(stale, _UNREADABLE_STALE)
     with _seen_guard:
         seen = _seen.get(info.path)
@@ -214,19 +260,47 @@ def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> 
         return now - seen[1] >= stale
 
 
+def blocked(info: ClaimInfo) -> str | None:
+    """Why the name of a claim holds something no save may clear, with what to do, or None.
+
+    No writer makes a directory, a FIFO, a device or a symbolic link at a claim's name:
+    waiting for it to go away is waiting for good.
+    """
+    if info.kind in ("file", "unreadable"):
+        return None
+    owner = "an unknown user" if info.uid is None else user_name(info.uid)
+    remove = "rm -r" if info.kind == "a directory" else "rm"
+    return (
+        f"{info.path} is {info.kind} of {owner}, not a claim any writer makes: every "
+        f"save into this directory stops here until it is removed ({remove} "
+        f"'{info.path}', by that user or root)"
+    )
+
+
 def _unlink(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
 
 
-def _break(info: ClaimInfo, token: str) -> None:
-    """Move the stale claim ``info`` away; put back a fresh one moved by mistake."""
+def _break(info: ClaimInfo, token: str) -> str | None:
+    """Move the stale claim ``info`` away; put back a fresh one moved by mistake.
+
+    None when it is gone (moved by us or by another breaker, or released); else why it
+    cannot be moved (``EPERM``/``EACCES``: another user's claim in a sticky directory,
+    or a directory this user may not write), with what to do.
+    """
     directory, base = os.path.split(info.path)
     aside = os.path.join(directory, f".{base}-broken-{token}")
     try:
         os.rename(info.path, aside)
-    except OSError:
-        return  # another breaker was first, or its holder released it
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
+            return (
+                f"{info.path}: a stale claim of {info.whose()} that this user may not "
+                f"remove ({exc.strerror}): saves here cannot proceed until it is removed "
+                f"(rm '{info.path}', by its owner or root)"
+            )
+        return None  # another breaker was first, or its holder released it
     moved = read_claim(aside)
     if moved is not None and moved.key != info.key:
         # A claim taken (or touched) after we judged: give it back (EEXIST when a third
@@ -236,6 +310,7 @@ def _break(info: ClaimInfo, token: str) -> None:
     _unlink(aside)
     with _seen_guard:
         _seen.pop(info.path, None)
+    return None
 
 
 def _holds(path: str, token: str) -> bool:
@@ -331,6 +406,9 @@ def _create(path: str, token: str, me: dict[str, Any]) -> bool:
         return False
     try:
         try:
+            # Readable by every writer of the directory whatever our umask: a claim its
+            # breaker cannot read waits out the whole stale time.
+            os.fchmod(fd, 0o644)
             if os.write(fd, body) != len(body):
                 raise OSError(errno.ENOSPC, "short write of a claim", path)
         finally:
@@ -342,14 +420,20 @@ def _create(path: str, token: str, me: dict[str, Any]) -> bool:
 
 
 def pause(
-    delay: float, deadline: float, path: str, timeout: float, most: float = _POLL_MAX
+    delay: float,
+    deadline: float,
+    path: str,
+    timeout: float,
+    most: float = _POLL_MAX,
+    reason: Callable[[], str | None] | None = None,
 ) -> float:
     """Wait ``delay`` seconds (never past the monotonic ``deadline``) before the next
     attempt on the held lock or claim ``path``; the next delay, doubled up to ``most``.
-    Raises ``LockTimeoutError`` naming ``path`` once the deadline has passed."""
+    Raises ``LockTimeoutError`` naming ``path`` (and who holds it, from ``reason``) once
+    the deadline has passed."""
     now = time.monotonic()
     if now >= deadline:
-        raise LockTimeoutError(path, timeout)
+        raise LockTimeoutError(path, timeout, reason() if reason is not None else None)
     time.sleep(min(delay, deadline - now))
     return min(delay * 2, most)
 
@@ -373,15 +457,26 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
     try:
         while not _create(path, token, me):
             info = read_claim(path)
-            if info is not None and breakable(info, me, stale, time.monotonic()):
-                _break(info, token)
-                continue
-            delay = pause(delay, deadline, path, timeout)
+            if info is not None:
+                why = blocked(info)
+                if why is None and breakable(info, me, stale, time.monotonic()):
+                    why = _break(info, token)
+                    if why is None:
+                        continue  # gone: take it now
+                if why is not None:
+                    # Nothing waiting can change: said once, at once (the save's record
+                    # stays pending and is rescued).
+                    raise LockTimeoutError(path, timeout, why, blocked=True)
+            delay = pause(delay, deadline, path, timeout, reason=_holder_of(info))
     except BaseException:
         _held.discard(token)
         raise
     claim.taken = time.monotonic()
     return claim
+
+
+def _holder_of(info: ClaimInfo | None) -> Callable[[], str | None]:
+    return lambda: None if info is None else f"the claim is held by {info.whose()}"
 
 
 if hasattr(os, "register_at_fork"):

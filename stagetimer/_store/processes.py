@@ -40,6 +40,7 @@ __all__ = [
     "proc_stat",
     "record",
     "start_time",
+    "user_name",
     "where",
 ]
 
@@ -103,6 +104,16 @@ def record(make: Callable[[Identity], dict[str, Any]]) -> dict[str, Any]:
         me = identity()
         made = _records[make] = (me, make(me))
     return made[1]
+
+
+def user_name(uid: int) -> str:
+    """A user in words: ``name (uid N)``, or ``uid N`` when the name is unknown."""
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def _read(path: str) -> str | None:

@@ -40,7 +40,7 @@ from stagetimer._store.leftovers import FOREIGN_AGE, written_ago
 from stagetimer._store.lock import check_lock_timeout
 from stagetimer._store.owner import Liveness, liveness
 from stagetimer._store.parse import parse_hardware, parse_timings
-from stagetimer._store.processes import is_pid
+from stagetimer._store.processes import is_pid, user_name
 from stagetimer._store.processes import liveness as process_liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
 from stagetimer._store.rules import insert_run, is_stage, run_key
@@ -95,13 +95,6 @@ def _uid_of(owner: str | int) -> int:
             if owner.isdecimal():
                 return int(owner)
     raise InvalidTypeError(f"owner {owner!r} is not valid: expected a user name or a uid", owner)
-
-
-def _user(uid: int) -> str:
-    try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _trusted(directory: str, owners: Iterable[str | int]) -> set[int]:
@@ -248,7 +241,7 @@ def _note_expected(data: dict[str, Any], record: RescueRecord, expected: int | N
 
 def _not_trusted(uid: int) -> str:
     return (
-        f"owned by {_user(uid)}, not by the owner of {TIMINGS_FILE}: not trusted (fold it "
+        f"owned by {user_name(uid)}, not by the owner of {TIMINGS_FILE}: not trusted (fold it "
         "only if you trust that user: recover(..., owners=[user]) or stagetimer recover "
         "--trust-owner USER)"
     )
