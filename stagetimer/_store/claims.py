@@ -185,7 +185,7 @@ class ClaimInfo:
         user = "an unknown user" if self.uid is None else user_name(self.uid)
         if self.holder is None:
             return f"a claim file of {user}"
-        return f"process {h.get('pid')} on host {h.get('host')!s} ({user})"
+        return f"pid {h.get('pid')} on {h.get('host')!s} (a file of {user})"
 
 
 def _unopened(path: str) -> ClaimInfo | None:
