@@ -53,6 +53,13 @@ def to_stderr(text: str) -> bool:
         return False
 
 
+def _inode(path: str) -> int | None:
+    try:
+        return os.lstat(path).st_ino
+    except OSError:
+        return None
+
+
 class RescueFile:
     """One recorder's rescue file in this process: its records not yet saved."""
 
@@ -72,6 +79,7 @@ class RescueFile:
         self.owner = this_process()
         token()  # the temporary file's name needs it: made now, not at interpreter shutdown
         self.path: str | None = None  # set while the file exists
+        self.ino: int | None = None  # its inode as last written
         self.attempt: Attempt | None = None  # the last write, to clear what an interrupt left
         self.refused: list[Pending] = []  # records the file refuses: kept here for the user
         self.printed: set[int] = set()  # serials of records already printed to stderr
@@ -104,9 +112,20 @@ class RescueFile:
             os.makedirs(self.directory, exist_ok=True)
             write_atomic(self.name, text.encode("utf-8"), None, attempt)
             self.path = self.name
+            self.ino = _inode(self.name)
         except Exception as exc:
             return self._print(records, exc)
         return f"they are in the rescue file {self.name} ({self._advice()})"
+
+    def taken_by_recover(self) -> list[Pending]:
+        """The records of our rescue file when ``recover`` folded it meanwhile (and
+        removed it: each of its records is stored, or older than what is), else [].
+        Asked under the sidecar's lock, which ``recover`` holds while it removes the file.
+        """
+        if self.path is None or _inode(self.path) == self.ino:
+            return []
+        self.path = self.ino = None
+        return self.written
 
     def _payload(self, records: list[Pending]) -> dict[str, Any]:
         pid = self.owner["pid"]

@@ -43,7 +43,7 @@ from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.processes import is_pid, user_name
 from stagetimer._store.processes import liveness as process_liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
-from stagetimer._store.rules import insert_run, is_stage, run_key
+from stagetimer._store.rules import is_stage, replay_run
 from stagetimer._store.sidecar import (
     add_descriptions,
     timings_bytes,
@@ -160,10 +160,6 @@ def _fold(directory: str, contents: list[RescueContent], lock_timeout: float) ->
     folds = [_Fold(c, list(c.records), list(c.refused)) for c in contents]
     _fold_hardware(directory, folds, lock_timeout)
     _fold_timings(directory, folds, lock_timeout)
-    for fold in folds:
-        if not fold.refused:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(fold.content.path)
     return [fold.result() for fold in folds]
 
 
@@ -201,36 +197,62 @@ def _fold_hardware(directory: str, folds: list[_Fold], lock_timeout: float) -> N
 
 
 def _fold_timings(directory: str, folds: list[_Fold], lock_timeout: float) -> None:
-    """Put each record back into ``timings.json`` unless a run with its key is there
-    (file by file: two identical records of one file are two records)."""
+    """Replay every rescued record into ``timings.json``, oldest first (``_put_back``),
+    in one save; under the same lock, remove each file whose records are all stored or
+    provably older than what is stored (its writer, should it still run, finds its file
+    gone at its next save, under this lock, and stores none of them again)."""
     def change(data: dict[str, Any]) -> bytes | None:
-        for fold in folds:
-            _put_back(data, fold)
+        _put_back(data, folds)
         return timings_bytes(data) if any(fold.stored for fold in folds) else None
 
-    update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout)
+    def settled() -> None:
+        for fold in folds:
+            if not fold.refused:
+                _remove(fold.content)
+
+    update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout,
+                after=settled)
 
 
-def _put_back(data: dict[str, Any], fold: _Fold) -> None:
-    """Insert the records of ``fold`` whose place (stage, ``run_idx``, ``label``, ``rank``)
-    is free in ``data``; count those put back, those already there, refuse the others."""
-    taken = {
-        (name, run_key(run))
-        for name in {r.stage for r in fold.records}
-        if is_stage(data.get(name))
-        for run in data[name]["runs"]
-    }
-    for record in fold.records:
-        if (record.stage, run_key(record.run)) in taken:
-            fold.already += 1
-            continue
+def _remove(content: RescueContent) -> None:
+    """Remove a folded rescue file, unless its writer replaced it since it was read (the
+    new file holds records this fold did not see)."""
+    try:
+        if os.lstat(content.path).st_ino == content.ino:
+            os.unlink(content.path)
+    except FileNotFoundError:
+        pass
+
+
+def _put_back(data: dict[str, Any], folds: list[_Fold]) -> None:
+    """Replay the records of ``folds`` as their saves would have, oldest first
+    (``rules.replay_run``); count them stored, already there (or provably older), or
+    refused."""
+    order = sorted(
+        ((fold, record) for fold in folds for record in fold.records),
+        key=lambda pair: _started(pair[1].run),
+    )
+    made_by: dict[int, _Fold] = {}  # id of a run put back -> its fold
+    for fold, record in order:
+        stage = data.get(record.stage)
+        runs = stage["runs"] if is_stage(stage) else []
+        before = [r for r in runs if made_by.get(id(r)) is not fold]
         try:
-            insert_run(data, record.stage, record.run)
+            verdict = replay_run(data, record.stage, record.run, fold.content.policy, before)
         except InvalidRecordError as exc:
             fold.refused.append(str(exc))
             continue
-        fold.stored += 1
-        _note_expected(data, record, fold.content.expected_runs)
+        if verdict == "stored":
+            made_by[id(record.run)] = fold
+            fold.stored += 1
+            _note_expected(data, record, fold.content.expected_runs)
+        else:
+            fold.already += 1
+
+
+def _started(run: dict[str, Any]) -> str:
+    value = run.get("started_at")
+    return value if isinstance(value, str) else ""
 
 
 def _note_expected(data: dict[str, Any], record: RescueRecord, expected: int | None) -> None:
