@@ -3,8 +3,9 @@
 A rescue file records its writer as ``owner``: ``host``, ``boot_id``, ``pidns`` (its
 pid namespace: a container's pid 7 is not ours), ``pid``, ``start_time`` and ``uid``
 (what each means, and how a record is judged, is in ``processes``). Files written
-before ``pidns`` was recorded are judged without it. ``recover`` leaves a live writer's file alone: that writer still owns
-the records in it and saves or rewrites them itself.
+before ``pidns`` was recorded are judged without it. ``recover`` leaves a live
+writer's file alone: that writer still owns the records in it and saves or rewrites
+them itself.
 """
 
 from __future__ import annotations

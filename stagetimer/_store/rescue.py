@@ -19,7 +19,6 @@ recover DIR``) folds the files whose writer is gone back into ``timings.json``:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import stat
