@@ -233,8 +233,8 @@ def _put_back(data: dict[str, Any], folds: list[_Fold]) -> None:
     )
     made_by: dict[int, _Fold] = {}  # id of a run put back -> its fold
     for fold, record in order:
-        stage = data.get(record.stage)
-        runs = stage["runs"] if is_stage(stage) else []
+        stage: Any = data.get(record.stage)
+        runs: list[Any] = stage["runs"] if is_stage(stage) else []
         before = [r for r in runs if made_by.get(id(r)) is not fold]
         try:
             verdict = replay_run(data, record.stage, record.run, fold.content.policy, before)
