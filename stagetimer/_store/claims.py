@@ -184,7 +184,7 @@ class ClaimInfo:
         h = self.holder or {}
         user = "an unknown user" if self.uid is None else user_name(self.uid)
         if self.holder is None:
-            return f"a claim file of {user}"
+            return f"{user} (its content names no process)"
         return f"pid {h.get('pid')} on {h.get('host')!s} (a file of {user})"
 
 
@@ -296,9 +296,9 @@ def _break(info: ClaimInfo, token: str) -> str | None:
     except OSError as exc:
         if exc.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
             return (
-                f"{info.path}: a stale claim of {info.whose()} that this user may not "
-                f"remove ({exc.strerror}): saves here cannot proceed until it is removed "
-                f"(rm '{info.path}', by its owner or root)"
+                f"{info.path}: a stale claim held by {info.whose()}, which this user may "
+                f"not remove ({exc.strerror}): saves here cannot proceed until it is "
+                f"removed (rm '{info.path}', by its owner or root)"
             )
         return None  # another breaker was first, or its holder released it
     moved = read_claim(aside)
