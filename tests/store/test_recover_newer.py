@@ -134,7 +134,7 @@ def test_a_live_writer_in_another_pid_namespace_keeps_its_file_and_never_stores_
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare for a pid namespace")
     assert 0 == _record(art, "sequential", 0.0, 0)
-    cmd = ["unshare", *namespaces, "--fork", "--mount-proc", sys.executable, "-c", LIVE,
+    cmd = ["unshare", *namespaces, "--fork", "--kill-child", "--mount-proc", sys.executable, "-c", LIVE,
            str(art)]
     writer = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
@@ -166,3 +166,44 @@ def test_a_live_writer_in_another_pid_namespace_keeps_its_file_and_never_stores_
         writer.wait(timeout=30)
     # Before: [0, 1, 2, 1, 2, 3].
     assert [0.0, 1.0, 2.0, 3.0] == [r["tag"] for r in stage_runs(art, "train")]
+
+
+#: In its own pid namespace: fork down to a pid that no process of the parent namespace
+#: has (``argv[2:]`` are the parent's pids), make a rescue file's temporary file there as
+#: a recorder does, say its path, and keep it until a line comes.
+TEMP_IN_NAMESPACE = textwrap.dedent("""
+    import os, sys
+    taken = set(map(int, sys.argv[2:]))
+    while os.getpid() in taken:
+        child = os.fork()
+        if child:
+            os.waitpid(child, 0)
+            os._exit(0)
+    from stagetimer._store.leftovers import temp_path
+    path = temp_path(os.path.join(sys.argv[1], "timings.rescue-20261204T000000000000Z-1-0.json"))
+    open(path, "w").close()
+    print(path, flush=True)
+    sys.stdin.readline()
+""")
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_temporary_file_of_a_writer_in_another_pid_namespace_is_not_swept(art: Path) -> None:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare for a pid namespace")
+    ours = [name for name in os.listdir("/proc") if name.isdigit() and int(name) < 400]
+    cmd = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", sys.executable, "-c",
+           TEMP_IN_NAMESPACE, str(art), *ours]
+    writer = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=tempfile.gettempdir())
+    try:
+        assert writer.stdout is not None and writer.stdin is not None
+        temp = Path(writer.stdout.readline().strip())
+        assert temp.exists()
+        # Before: its name gave our host and a pid dead here: swept at this first save.
+        assert 0 == _record(art, "sequential", 0.0, 0)
+        assert temp.exists()
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
