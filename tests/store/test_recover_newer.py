@@ -134,8 +134,8 @@ def test_a_live_writer_in_another_pid_namespace_keeps_its_file_and_never_stores_
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare for a pid namespace")
     assert 0 == _record(art, "sequential", 0.0, 0)
-    cmd = ["unshare", *namespaces, "--fork", "--kill-child", "--mount-proc", sys.executable, "-c", LIVE,
-           str(art)]
+    cmd = ["unshare", *namespaces, "--fork", "--kill-child", "--mount-proc", sys.executable,
+           "-c", LIVE, str(art)]
     writer = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
                               env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
