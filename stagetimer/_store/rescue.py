@@ -5,12 +5,16 @@ A recorder keeps, per process, a rescue file beside the sidecar holding exactly 
 records not yet saved (``_record/rescue_file.py``). ``recover(directory)`` (``stagetimer
 recover DIR``) folds the files whose writer is gone back into ``timings.json``:
 
-- A rescued record is *put back where it is missing*, by stage, ``run_idx``, ``label``
-  and ``rank``, never replayed through the replacement rules: it is older than anything
-  saved since, so a stale sequential ``run_idx=0`` must not reset a stage that a rerun
-  filled, nor an upsert replace a newer run. Two identical records are two records.
-- A file whose writer still runs (``_store/processes.py``) is left alone and named: that
-  process saves or rewrites its records itself, so nothing is stored twice or lost.
+- Rescued records are *replayed by when they started* (``rules.replay_run``): one
+  newer than what is stored is applied by the replacement rules as its save would have
+  been (a rerun's records are stored), one older than the run of its place (stage,
+  ``run_idx``, ``label``, ``rank``) is superseded, so a stale sequential ``run_idx=0``
+  never resets a stage that a rerun filled, nor an upsert replaces a newer run. Two
+  identical records are two records.
+- A file whose writer still runs, or cannot be proven dead (another host, boot or pid
+  namespace: ``_store/processes.py``), is left alone and named: that process saves or
+  rewrites its records itself. A file is removed under the sidecar's lock, and a live
+  writer checks for it under the same lock, so nothing is stored twice or lost.
 - Content is checked like a sidecar's (``rescue_content.py``); a bad record or file is
   named and skipped, the others are folded in.
 - A file owned by another user than ``timings.json``'s owner (or root) is named and
@@ -55,8 +59,9 @@ __all__ = ["Recovered", "recover", "rescue_files"]
 class Recovered:
     """What ``recover`` did with one rescue file.
 
-    ``stored``: records put back into ``timings.json``; ``already``: records whose place
-    (stage, ``run_idx``, ``label``, ``rank``) was taken, by them or by a newer run;
+    ``stored``: records stored into ``timings.json``; ``already``: records stored
+    before (the same record or attempt) or superseded by a run of their place (stage,
+    ``run_idx``, ``label``, ``rank``) that started later;
     ``refused``: one line per record no writer could have written, or for the whole
     file when it does not parse (never stored; the file is then kept); ``skipped``: why
     the file was left alone by design (its writer runs, another user owns it, it is a
@@ -306,10 +311,10 @@ def recover(
 ) -> list[Recovered]:
     """Fold the rescue files of ``directory`` back into its ``timings.json``.
 
-    Each rescued record is put back where ``timings.json`` has no run of the same
-    stage, ``run_idx``, ``label`` and ``rank`` (a newer run there is never replaced),
-    under the file's lock. A file is left alone and named (``Recovered.skipped``) while
-    the process that wrote it runs, when it does not parse, or when another user than
+    Each rescued record is replayed, oldest first, as its save would have been (a newer
+    run is never replaced, a newer rescued record never dropped), under the file's
+    lock. A file is left alone and named (``Recovered.skipped``) while the process that
+    wrote it runs (or cannot be proven dead), when it does not parse, or when another user than
     the owner of ``timings.json`` (or root) owns it, unless ``owners`` names that user
     (a name or a uid). A record no writer could have written is refused and named
     (``Recovered.refused``), never stored; the file then stays. A file folded in whole
