@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import textwrap
 from collections.abc import Iterator
@@ -193,3 +194,38 @@ def test_another_users_read_only_flock_is_named_by_the_save_and_by_doctor(
     assert blocked["pending"] == 1
     assert any(who in w for w in blocked["warnings"]), blocked  # type: ignore[union-attr]
     assert "Traceback" not in err and f"timings.json.lock is held by {who}" in out
+
+
+def test_through_a_bindfs_view_an_unreadable_claim_waits_and_a_planted_directory_stops(
+    users: Users,
+) -> None:
+    from helpers.bindfs import BindfsUnavailable, bindfs_mounts
+
+    try:
+        mounts = bindfs_mounts(users.base, 1, "-o", "allow_other")
+        backing, (view,) = mounts.__enter__()
+    except BindfsUnavailable as error:
+        pytest.skip(str(error))
+    try:
+        backing.chmod(0o755)
+        shared = backing / "exp"
+        shared.mkdir()
+        shutil.chown(shared, "root", users.group)
+        shared.chmod(0o3770)
+        through = view / "exp"
+        claim = shared / "timings.json.claim"  # made on the backing directory ...
+        assert as_user(users, users.bob, "sh", "-c", f"echo '{{}}' > '{claim}'",
+                       umask="077").returncode == 0
+        # ... met by a writer of the view, whose flock is its own: only the claim counts.
+        unread = _save(users, users.alice, through, 2.0, 0)
+        claim.unlink()
+        assert as_user(users, users.bob, "mkdir", "-m", "0700", str(claim)).returncode == 0
+        stopped = _save(users, users.alice, through, 20.0, 1)
+        _, out, err = _cli(users, users.alice, "doctor", str(through))
+    finally:
+        mounts.__exit__(None, None, None)
+    # Before: PermissionError at once; then a wait of the whole 20 s, and doctor silent.
+    assert unread["pending"] == 1 and unread["wall"] >= 2.0
+    assert not any("Permission denied" in w for w in unread["warnings"])  # type: ignore[union-attr]
+    assert stopped["pending"] == 1 and stopped["wall"] < 10.0
+    assert "Traceback" not in err and "is a directory of" in out and "rm -r" in out
