@@ -285,9 +285,10 @@ def _unlink(path: str) -> None:
 def _break(info: ClaimInfo, token: str) -> str | None:
     """Move the stale claim ``info`` away; put back a fresh one moved by mistake.
 
-    None when it is gone (moved by us or by another breaker, or released); else why it
-    cannot be moved (``EPERM``/``EACCES``: another user's claim in a sticky directory,
-    or a directory this user may not write), with what to do.
+    None when it is gone (moved by us or by another breaker, or released); ``""`` when
+    it was not moved for a reason that may pass (wait before looking again); else why
+    it cannot be moved (``EPERM``/``EACCES``: another user's claim in a sticky
+    directory, or a directory this user may not write), with what to do.
     """
     directory, base = os.path.split(info.path)
     aside = os.path.join(directory, f".{base}-broken-{token}")
@@ -300,7 +301,9 @@ def _break(info: ClaimInfo, token: str) -> str | None:
                 f"not remove ({exc.strerror}): saves here cannot proceed until it is "
                 f"removed (rm '{info.path}', by its owner or root)"
             )
-        return None  # another breaker was first, or its holder released it
+        if exc.errno in (errno.ENOENT, errno.ESTALE):
+            return None  # another breaker was first, or its holder released it
+        return ""  # not moved, for a reason that may pass: wait, then look again
     moved = read_claim(aside)
     if moved is not None and moved.key != info.key:
         # A claim taken (or touched) after we judged: give it back (EEXIST when a third
@@ -463,7 +466,7 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
                     why = _break(info, token)
                     if why is None:
                         continue  # gone: take it now
-                if why is not None:
+                if why:
                     # Nothing waiting can change: said once, at once (the save's record
                     # stays pending and is rescued).
                     raise LockTimeoutError(path, timeout, why, blocked=True)
