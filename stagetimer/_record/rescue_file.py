@@ -26,6 +26,7 @@ from stagetimer._format import RESCUE_FORMAT, RESCUE_PREFIX, RESCUE_SUFFIX, TIMI
 from stagetimer._record.pending import Pending, descriptions
 from stagetimer._store.leftovers import token
 from stagetimer._store.owner import this_process
+from stagetimer._store.rescue import inode
 from stagetimer._store.sidecar import Attempt, write_atomic
 
 __all__ = ["RescueFile", "to_stderr"]
@@ -51,13 +52,6 @@ def to_stderr(text: str) -> bool:
         return True
     except Exception:
         return False
-
-
-def _inode(path: str) -> int | None:
-    try:
-        return os.lstat(path).st_ino
-    except OSError:
-        return None
 
 
 class RescueFile:
@@ -112,7 +106,7 @@ class RescueFile:
             os.makedirs(self.directory, exist_ok=True)
             write_atomic(self.name, text.encode("utf-8"), None, attempt)
             self.path = self.name
-            self.ino = _inode(self.name)
+            self.ino = inode(self.name)
         except Exception as exc:
             return self._print(records, exc)
         return f"they are in the rescue file {self.name} ({self._advice()})"
@@ -122,7 +116,7 @@ class RescueFile:
         removed it: each of its records is stored, or older than what is), else [].
         Asked under the sidecar's lock, which ``recover`` holds while it removes the file.
         """
-        if self.path is None or _inode(self.path) == self.ino:
+        if self.path is None or inode(self.path) == self.ino:
             return []
         self.path = self.ino = None
         return self.written

@@ -23,6 +23,7 @@ recover DIR``) folds the files whose writer is gone back into ``timings.json``:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import stat
@@ -53,7 +54,7 @@ from stagetimer._store.sidecar import (
     update_file,
 )
 
-__all__ = ["Recovered", "recover", "rescue_files"]
+__all__ = ["REWRITTEN", "Recovered", "inode", "recover", "rescue_files"]
 
 @attrs.frozen
 class Recovered:
@@ -152,9 +153,11 @@ class _Fold:
     refused: list[str]
     stored: int = 0
     already: int = 0
+    skipped: str | None = None
 
     def result(self) -> Recovered:
-        return Recovered(self.content.path, self.stored, self.already, tuple(self.refused))
+        return Recovered(self.content.path, self.stored, self.already, tuple(self.refused),
+                         self.skipped)
 
 
 def _fold(directory: str, contents: list[RescueContent], lock_timeout: float) -> list[Recovered]:
@@ -206,26 +209,41 @@ def _fold_timings(directory: str, folds: list[_Fold], lock_timeout: float) -> No
     provably older than what is stored (its writer, should it still run, finds its file
     gone at its next save, under this lock, and stores none of them again)."""
     def change(data: dict[str, Any]) -> bytes | None:
+        for fold in folds:
+            if inode(fold.content.path) != fold.content.ino:
+                # Rewritten (or removed) by its writer since it was read: its writer runs
+                # and owns its records; nothing of the file read is stored.
+                fold.records, fold.skipped = [], REWRITTEN
         _put_back(data, folds)
         return timings_bytes(data) if any(fold.stored for fold in folds) else None
 
     def settled() -> None:
         for fold in folds:
-            if not fold.refused:
+            if not fold.refused and fold.skipped is None:
                 _remove(fold.content)
 
     update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout,
                 after=settled)
 
 
+REWRITTEN = "rewritten or removed by its writer while recover ran: that writer runs"
+
+
+def inode(path: str) -> int | None:
+    """The inode at ``path`` (not followed), None when there is nothing: which rescue
+    file a name holds now (``recover`` and the writer both go by it)."""
+    try:
+        return os.lstat(path).st_ino
+    except OSError:
+        return None
+
+
 def _remove(content: RescueContent) -> None:
     """Remove a folded rescue file, unless its writer replaced it since it was read (the
     new file holds records this fold did not see)."""
-    try:
-        if os.lstat(content.path).st_ino == content.ino:
+    if inode(content.path) == content.ino:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(content.path)
-    except FileNotFoundError:
-        pass
 
 
 def _put_back(data: dict[str, Any], folds: list[_Fold]) -> None:
