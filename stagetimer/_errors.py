@@ -211,13 +211,23 @@ class NoActiveRecorderError(StageTimerError, RuntimeError):
 class LockTimeoutError(StageTimerError, TimeoutError):
     """The advisory lock of a sidecar was not acquired within ``lock_timeout`` seconds."""
 
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__(
-            f"{path}: lock not acquired within {timeout} s; another process holds it "
-            "(raise lock_timeout, or check for a hung writer)"
-        )
+    def __init__(
+        self, path: str, timeout: float, reason: str | None = None, *, blocked: bool = False
+    ) -> None:
+        if blocked and reason is not None:
+            # Nothing that waiting can change (a stale claim this user may not remove, a
+            # directory at a claim's name): said at once, with what to do.
+            super().__init__(f"lock not acquired: {reason}")
+        else:
+            reason = reason or "another process holds it"
+            super().__init__(
+                f"{path}: lock not acquired within {timeout} s; {reason} "
+                "(raise lock_timeout, or check for a hung writer)"
+            )
         self.path = path
         self.timeout = timeout
+        #: who holds it, or why it cannot be taken, when known
+        self.reason = reason
 
 
 class MissingExtraError(StageTimerError, ImportError):

@@ -177,7 +177,7 @@ def _compare(commands: _Commands) -> None:
         help="is NEW faster than BASE, stage by stage, and on the same hardware?",
         description="Compare the stages of two artifact directories, or of the directories "
         "at equal relative paths in two trees: per side runs, median, mean and standard "
-        "deviation; the geometric-mean ratio new/base with its 95 %% interval (Welch's t on "
+        "deviation; the geometric-mean ratio new/base with its 95 % interval (Welch's t on "
         "log-seconds), its p-value, its Benjamini-Hochberg q-value over every comparison of "
         "the call and a verdict (q <= 0.05 and a change of at least the threshold); and the "
         "hardware fields that differ between the sides. Reads only. Exit status: 0 done, "
