@@ -13,7 +13,7 @@ import attrs
 
 from stagetimer._analysis.rows import HARDWARE_COLUMNS, WHO_COLUMNS, records_from
 from stagetimer._analysis.tree import Problem, scan_tree
-from stagetimer._errors import MissingExtraError, StageTimerError
+from stagetimer._errors import ExportError, MissingExtraError
 
 __all__ = [
     "ExportError",
@@ -26,11 +26,6 @@ __all__ = [
     "read_groups",
     "readable",
 ]
-
-
-class ExportError(StageTimerError, RuntimeError):
-    """A destination refused the export or could not be reached; the message says which
-    and why. What was written before stays, and the next export completes it."""
 
 
 def need(module: str, extra: str) -> Any:

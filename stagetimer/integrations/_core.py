@@ -13,7 +13,7 @@ import re
 import time
 from typing import Any
 
-from stagetimer._errors import InvalidSettingError, StageTimerError
+from stagetimer._errors import InvalidSettingError, UnsupportedVersionError
 from stagetimer._format import AUTO_RESUME_SUFFIX, is_training_name
 from stagetimer._record.pending import declare_rank
 from stagetimer._record.recorder import Recorder, resolve_recorder
@@ -35,10 +35,6 @@ VALIDATE = "validate"
 CHECKPOINT = "checkpoint_save"
 TEST = "test"
 DATA_WAIT = "data_wait"
-
-
-class UnsupportedVersionError(StageTimerError, RuntimeError):
-    """The installed framework is outside the range a callback supports."""
 
 
 def _release(version: str) -> tuple[int, ...]:
