@@ -470,14 +470,18 @@ def main() -> int:
     # against walking the tree and json.load-ing every sidecar in the same run.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bench_compare
+    import bench_html
+    import bench_integrations
     import bench_software
     import bench_suite
     import bench_watch
     import replay
 
     turns = 3 if args.quick else 5
-    for figures in (bench_suite.figures, bench_compare.figures, bench_software.figures,
-                    bench_watch.figures):
+    for figures in (
+        bench_suite.figures, bench_compare.figures, bench_software.figures,
+        bench_html.figures, bench_integrations.figures, bench_watch.figures,
+    ):
         for figure, value, goal, ok in figures(turns):
             row(figure, value, goal, ok)
 

@@ -12,7 +12,10 @@ the builtin a caller would catch without knowing stagetimer (in brackets)::
     ├── SchemaVersionError      [ValueError]    a sidecar newer than this version: .path,
     │                                           .problem, .found, .supported
     ├── NoActiveRecorderError   [RuntimeError]  no recorder given, active or in STAGETIMER_DIR
-    ├── LockTimeoutError        [TimeoutError]  a sidecar's lock not acquired: .path, .timeout
+    ├── LockTimeoutError        [TimeoutError]  a sidecar's lock not acquired: .path, .timeout,
+    │                                           .reason
+    ├── ExportError             [RuntimeError]  an export's destination refused or unreachable
+    ├── UnsupportedVersionError [RuntimeError]  a framework outside a callback's range
     └── MissingExtraError       [ImportError]   an optional package missing: to_frame
         └── PlotUnavailableError                without pandas, a picture without matplotlib
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ExportError",
     "InvalidRecordError",
     "InvalidSettingError",
     "InvalidTypeError",
@@ -40,6 +44,7 @@ __all__ = [
     "StageTimerError",
     "StageTimerWarning",
     "TemplateError",
+    "UnsupportedVersionError",
     "short_repr",
 ]
 
@@ -211,13 +216,33 @@ class NoActiveRecorderError(StageTimerError, RuntimeError):
 class LockTimeoutError(StageTimerError, TimeoutError):
     """The advisory lock of a sidecar was not acquired within ``lock_timeout`` seconds."""
 
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__(
-            f"{path}: lock not acquired within {timeout} s; another process holds it "
-            "(raise lock_timeout, or check for a hung writer)"
-        )
+    def __init__(
+        self, path: str, timeout: float, reason: str | None = None, *, blocked: bool = False
+    ) -> None:
+        if blocked and reason is not None:
+            # Nothing that waiting can change (a stale claim this user may not remove, a
+            # directory at a claim's name): said at once, with what to do.
+            super().__init__(f"lock not acquired: {reason}")
+        else:
+            reason = reason or "another process holds it"
+            super().__init__(
+                f"{path}: lock not acquired within {timeout} s; {reason} "
+                "(raise lock_timeout, or check for a hung writer)"
+            )
         self.path = path
         self.timeout = timeout
+        #: who holds it, or why it cannot be taken, when known
+        self.reason = reason
+
+
+class ExportError(StageTimerError, RuntimeError):
+    """A destination refused the export or could not be reached; the message says which
+    and why. What was written before stays, and the next export completes it."""
+
+
+class UnsupportedVersionError(StageTimerError, RuntimeError):
+    """The installed framework is outside the range a callback supports; the message
+    names the range."""
 
 
 class MissingExtraError(StageTimerError, ImportError):

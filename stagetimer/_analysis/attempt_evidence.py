@@ -64,20 +64,6 @@ def _hhmm(moment: datetime.datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _boot_time() -> datetime.datetime | None:
-    """When this machine booted (``btime`` of ``/proc/stat``, proc(5))."""
-    try:
-        with open("/proc/stat", encoding="ascii", errors="replace") as file:
-            for line in file:
-                if line.startswith("btime "):
-                    return datetime.datetime.fromtimestamp(
-                        int(line.split()[1]), tz=datetime.timezone.utc
-                    )
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def _process_uid(pid: int) -> int | None:
     """The owner of ``/proc/<pid>``: the process's effective uid (proc(5))."""
     try:
@@ -92,13 +78,11 @@ def _same_machine(marker: Marker, writer: dict[str, Any], now: datetime.datetime
     host, boot = writer.get("host"), writer.get("boot_id")
     if not isinstance(host, str) or not isinstance(boot, str):
         return None
-    verdict = where(host=host, boot=boot, pidns=pidns)
-    if verdict == "elsewhere":
+    if where(host=host, boot=boot, pidns=pidns) is not None:
+        # Another boot under this host name may be a reboot or another machine of the
+        # same name, and another pid namespace's pids are not ours: no pid here decides.
         return None
     pid, started = writer.get("pid"), writer.get("start_time")
-    if verdict == "dead":
-        return _Clue("killed", "this machine rebooted since its writer started",
-                     upper=_boot_time())
     if not is_pid(pid) or not isinstance(started, int) or isinstance(started, bool):
         return None  # a pid alone is no process: pids are reused
     if liveness(pid, started, host=host, boot=boot, pidns=pidns) == "live":

@@ -250,14 +250,20 @@ def scan_attempts(
     paths: Iterable[str | os.PathLike[str]],
     now: datetime.datetime | None = None,
     slurm: Callable[[str], JobView | None] | None = None,
+    *,
+    with_markers_only: bool = False,
 ) -> tuple[list[Attempt], list[Problem]]:
     """Every attempt at or under ``paths`` and every problem met (a path that cannot be
-    walked, a ``timings.json`` that cannot be read, a bad marker), each named once."""
+    walked, a ``timings.json`` that cannot be read, a bad marker), each named once.
+
+    ``slurm`` looks a job up (default: a ``SlurmLookup`` of this call); a caller that
+    reads again and again may keep one. ``with_markers_only``: only the directories
+    holding markers (all a caller that wants failed and killed attempts needs)."""
     moment = _now(now)
     lookup = slurm if slurm is not None else SlurmLookup()
     attempted: list[str] = []
     found, problems = find_artifact_dirs(paths, attempted=attempted)
-    directories = [f.path for f in found]
+    directories = [] if with_markers_only else [f.path for f in found]
     known = {os.path.realpath(d) for d in directories}
     directories += [d for d in attempted if os.path.realpath(d) not in known]
     result: list[Attempt] = []

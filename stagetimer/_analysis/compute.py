@@ -36,6 +36,7 @@ __all__ = [
     "add_lost",
     "compute_statement",
     "family",
+    "possible_resources",
     "side_by_side",
     "stage_use",
     "statement_from",
@@ -216,19 +217,22 @@ class Amounts:
     energy_kwh: float = 0.0
     energy_runs: int = 0
 
-    def add(self, run: RunTiming, gpus: int, logical_cpus: int) -> None:
+    def add(
+        self, run: RunTiming, gpus: int, logical_cpus: int, kept: Mapping[str, Any] | None
+    ) -> None:
+        """Count ``run``, whose resources are ``kept`` (``possible_resources``)."""
         hours = run.seconds / 3600.0
         self.runs += 1
         self.wall_seconds += run.seconds
         self.gpu_hours += hours * gpus
-        cpu = _number(run.resources, "cpu_seconds")
+        cpu = _number(kept, "cpu_seconds")
         if cpu is not None:
-            cpu += _number(run.resources, "children_cpu_seconds") or 0.0
+            cpu += _number(kept, "children_cpu_seconds") or 0.0
             self.cpu_core_hours += cpu / 3600.0
             self.cpu_recorded_runs += 1
         else:
             self.cpu_core_hours += hours * logical_cpus
-        joules = _number(run.resources, "gpu_energy_joules")
+        joules = _number(kept, "gpu_energy_joules")
         if joules is not None:
             self.energy_kwh += joules / _JOULES_PER_KWH
             self.energy_runs += 1
@@ -308,21 +312,88 @@ class ComputeStatement:
     undescribed_runs: int = 0
     #: runs left out because their ``seconds`` is one no writer could have written
     invalid_runs: int = 0
+    #: values no writer could have stored (a resource or a CPU count), each named with
+    #: where it is and what was used instead, as the report names impossible seconds
+    flags: list[str] = attrs.Factory(list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "hardware": [h.to_dict() for h in self.hardware],
             "undescribed_runs": self.undescribed_runs,
             "invalid_runs": self.invalid_runs,
+            "flags": list(self.flags),
         }
 
 
-def _describe(hardware_id: str, hw: Hardware) -> HardwareCompute:
+#: The resources a run may hold, and what a writer stores in each: a finite number ≥ 0.
+_RESOURCE_KEYS = ("cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules")
+#: Slack on CPU time against wall time x CPUs: the counters are read just outside the
+#: timed block (microseconds), and rounded to the microsecond.
+_CPU_SLACK_SECONDS = 0.01
+
+
+def _shown(value: object) -> str:
+    return f"{value:.17g}" if type(value) is float else repr(value)
+
+
+def possible_resources(
+    where: str, run: RunTiming, logical_cpus: int, flags: list[str]
+) -> dict[str, Any] | None:
+    """``run``'s resources without the values no writer could have stored, each named in
+    ``flags``: a value that is not a finite number ≥ 0, and a ``cpu_seconds`` beyond what
+    the run's ``logical_cpus`` give in its wall time (the process's threads run on those
+    CPUs only; ``children_cpu_seconds`` has no such bound: a child may have run long
+    before the stage waited for it)."""
+    resources = run.resources
+    if resources is None:
+        return None
+    kept = dict(resources)
+    for key in _RESOURCE_KEYS:
+        if key in resources and _number(resources, key) is None:
+            value = resources[key]
+            why = "negative" if type(value) in (int, float) and value < 0 else (
+                "not a finite number"
+            )
+            flags.append(f"{where}: {key} {_shown(value)} is {why}; no writer stores that, "
+                         "so it is left out")
+            del kept[key]
+    cpu = _number(kept, "cpu_seconds")
+    if cpu is not None and logical_cpus > 0 and (
+        cpu > run.seconds * logical_cpus + _CPU_SLACK_SECONDS
+    ):
+        flags.append(
+            f"{where}: cpu_seconds {_shown(resources['cpu_seconds'])} is more than "
+            f"{run.seconds:.6g} s of wall time on {logical_cpus} logical CPUs give; no writer "
+            "stores that, so wall time x logical CPUs is used"
+        )
+        del kept["cpu_seconds"]
+    return kept
+
+
+def _possible_cpus(hardware_id: str, hw: Hardware, flags: list[str]) -> int:
+    """The description's logical CPUs, or 0 (unknown) and a flag where no capture gives it."""
+    cpus: object = hw.cpu.logical_cpus
+    if type(cpus) is int and cpus >= 0:
+        return cpus
+    flags.append(
+        f"hardware {hardware_id}: logical_cpus {_shown(cpus)} is not a count of CPUs; no "
+        "writer stores that, so its runs without recorded CPU time count no CPU core-hours"
+    )
+    return 0
+
+
+def _describe(hardware_id: str, hw: Hardware, flags: list[str]) -> HardwareCompute:
     names = tuple(dict.fromkeys(g.name for g in hw.gpus if g.name))
     return HardwareCompute(
-        hardware_id, hw.cpu.model_name, hw.cpu.logical_cpus, len(hw.gpus), names,
-        hw.memory.limit_bytes,
+        hardware_id, hw.cpu.model_name, _possible_cpus(hardware_id, hw, flags), len(hw.gpus),
+        names, hw.memory.limit_bytes,
     )
+
+
+def _where(path: str, name: str, run: RunTiming) -> str:
+    if run.run_idx is not None:
+        return f"{path}: stage {name} run {run.run_idx}"
+    return f"{path}: stage {name}"
 
 
 def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
@@ -343,10 +414,15 @@ def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
                     continue
                 entry = found.get(run.hardware_id)
                 if entry is None:
-                    entry = found[run.hardware_id] = _describe(run.hardware_id, hw)
+                    entry = found[run.hardware_id] = _describe(
+                        run.hardware_id, hw, statement.flags
+                    )
                 gpus, cpus = entry.gpu_count, entry.logical_cpus
-                entry.total.add(run, gpus, cpus)
-                entry.families.setdefault(kind, Amounts()).add(run, gpus, cpus)
+                kept = possible_resources(
+                    _where(artifact.path, name, run), run, cpus, statement.flags
+                )
+                entry.total.add(run, gpus, cpus, kept)
+                entry.families.setdefault(kind, Amounts()).add(run, gpus, cpus, kept)
     statement.hardware = sorted(found.values(), key=lambda h: -h.total.wall_seconds)
     return statement
 

@@ -19,9 +19,18 @@ import attrs
 
 from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._store import claim_policy
-from stagetimer._store.claims import CLAIM_SUFFIX, read_claim, stale_after, this_machine
-from stagetimer._store.parse import parse_hardware, parse_timings, read_bytes
+from stagetimer._store import claim_policy, lock_holders
+from stagetimer._store.claims import (
+    CLAIM_SUFFIX,
+    STALE_ENV,
+    ClaimInfo,
+    blocked,
+    read_claim,
+    stale_after,
+    this_machine,
+)
+from stagetimer._store.parse import file_kind, parse_hardware, parse_timings, read_bytes
+from stagetimer._store.processes import user_name
 from stagetimer._store.rescue import rescue_files
 from stagetimer.hardware._files import read_text
 from stagetimer.hardware._mounts import (
@@ -44,7 +53,9 @@ class Finding:
 
     ``kind`` names it for scripts: ``missing``, ``read_only``, ``not_writable``,
     ``group_cannot_write``, ``low_space``, ``no_inodes``, ``stale_claim``, ``claim_held``,
-    ``foreign_claim``, ``corrupt_sidecar``, ``rescue_files``, ``bad_setting``.
+    ``foreign_claim``, ``unreadable_claim``, ``blocked_claim`` (a directory or other
+    non-file at a claim's name), ``lock_held``, ``corrupt_sidecar``, ``rescue_files``,
+    ``bad_setting``, ``not_a_directory``.
     """
 
     kind: str
@@ -142,33 +153,85 @@ def _claims(directory: str, claimed: bool, out: list[Finding]) -> None:
         if not name.endswith(CLAIM_SUFFIX) or name.startswith("."):
             continue
         info = read_claim(os.path.join(directory, name))
-        if info is None:
+        if info is not None:
+            _claim(name, info, me, claimed, out)
+
+
+def _claim(name: str, info: ClaimInfo, me: dict[str, Any], claimed: bool,
+           out: list[Finding]) -> None:
+    """What the claim ``info`` (named ``name``) does to saves."""
+    why = blocked(info)
+    if why is not None:
+        _add(out, "blocked_claim", "stop", why if claimed else (
+            f"{why}; saves here take no claim now, but every one that does stops"))
+        return
+    try:
+        st = os.lstat(info.path)
+    except OSError:
+        return
+    age = time.time() - st.st_mtime
+    who = info.whose()
+    if info.kind == "unreadable":
+        _add(out, "unreadable_claim", "slow", (
+            f"{name}: a claim of {who} this user may not read (mode "
+            f"{stat.filemode(st.st_mode)}): saves wait for it, and take it as stale after "
+            f"{_stale_text()} without a change; if its holder has ended, it must remove it "
+            "(a sticky directory lets no one else)"))
+    elif info.same_machine() and info.holder_dead(me):
+        _add(out, "stale_claim", "note", f"{name}: stale claim of {who} (gone); " + (
+            "the next save clears it at once" if claimed else
+            "saves here take no claim and pass it by; one that takes the claim "
+            "clears it at once"
+        ) + _unremovable(info, st))
+    elif info.same_machine():
+        _add(out, "claim_held", "note", f"{name}: held by {who}, alive")
+    elif not claimed:
+        _add(out, "foreign_claim", "slow", (
+            f"{name}: held by {who}: a writer of another host saves here, which "
+            f"saves of this host do not see; set {claim_policy.CLAIM_ENV}=always "
+            "for every writer of this directory"
+        ))
+    else:
+        _add(out, "foreign_claim", "slow", (
+            f"{name}: held by {who}, last sign of life {age:.0f} s ago; saves wait, "
+            f"and break it after {_stale_text()} without one" + _unremovable(info, st)
+        ))
+
+
+def _stale_text() -> str:
+    try:
+        return f"{stale_after():g} s"
+    except InvalidSettingError:
+        return f"the stale time ({STALE_ENV} is not valid, see above)"
+
+
+def _unremovable(info: ClaimInfo, st: os.stat_result) -> str:
+    """When this user may not move the claim away (another user's, sticky directory)."""
+    try:
+        parent = os.stat(os.path.dirname(info.path) or ".")
+    except OSError:
+        return ""
+    uid = os.geteuid()
+    if uid == 0 or st.st_uid == uid or not parent.st_mode & stat.S_ISVTX or parent.st_uid == uid:
+        return ""
+    return (
+        f"; this user may not remove it (sticky directory): saves stop at it once it is "
+        f"stale, until {user_name(st.st_uid)} or root removes it (rm '{info.path}')"
+    )
+
+
+def _lock_files(directory: str, out: list[Finding]) -> None:
+    """Locks held on the sidecars' lock files now: every save waits for them."""
+    for name in (TIMINGS_FILE, HARDWARE_FILE):
+        path = os.path.join(directory, name + ".lock")
+        who = lock_holders.describe(path)
+        if who is None:
             continue
-        try:
-            age = time.time() - os.lstat(info.path).st_mtime
-        except OSError:
-            continue
-        holder = info.holder or {}
-        who = f"pid {holder.get('pid')} on {holder.get('host')}"
-        if info.same_machine() and info.holder_dead(me):
-            _add(out, "stale_claim", "note", f"{name}: stale claim of {who} (gone); " + (
-                "the next save clears it at once" if claimed else
-                "saves here take no claim and pass it by; one that takes the claim "
-                "clears it at once"
-            ))
-        elif info.same_machine():
-            _add(out, "claim_held", "note", f"{name}: held by {who}, alive")
-        elif not claimed:
-            _add(out, "foreign_claim", "slow", (
-                f"{name}: held by {who}: a writer of another host saves here, which "
-                f"saves of this host do not see; set {claim_policy.CLAIM_ENV}=always "
-                "for every writer of this directory"
-            ))
-        else:
-            _add(out, "foreign_claim", "slow", (
-                f"{name}: held by {who}, last sign of life {age:.0f} s ago; saves wait, "
-                f"and break it after {stale_after():g} s without one"
-            ))
+        _add(out, "lock_held", "slow", (
+            f"{name}.lock is {who}: saves wait for it (for at most lock_timeout, then "
+            "their records are rescued); a process that holds it long and is no writer of "
+            "this directory (any reader may flock it) stops saves: ask its user to end it"
+        ))
 
 
 def _sidecars(directory: str, out: list[Finding]) -> None:
@@ -200,6 +263,11 @@ def _protocol(
         _add(out, "bad_setting", "stop", f"{exc}; saves fail until it is set right "
              "(their records are kept)")
         setting = "auto"
+    try:
+        stale_after()
+    except InvalidSettingError as exc:
+        _add(out, "bad_setting", "stop", f"{exc}; saves fail until it is set right "
+             "(their records are kept)")
     if setting == "always":
         if take:
             return claim_policy.CLAIMED, f"{why}; {env}=always takes it everywhere"
@@ -233,7 +301,16 @@ def examine(
     mount = find_mount(resolved, mounts)
     verdict, reason = lock_verdict(mount)
     findings: list[Finding] = []
-    if not exists:
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and not exists:
+        _add(findings, "not_a_directory", "stop",
+             f"is {file_kind(st.st_mode)}, not a directory: no save can go here "
+             "(a Recorder needs the artifact directory)")
+        where = os.path.dirname(path)
+    elif not exists:
         _add(findings, "missing", "note",
              f"does not exist yet: the first save creates it under {where}")
     protocol, protocol_reason = _protocol(resolved, mounts, etab, findings)
@@ -241,6 +318,7 @@ def examine(
     free = _space(where, findings)
     if exists:
         _claims(path, protocol == claim_policy.CLAIMED, findings)
+        _lock_files(path, findings)
         _sidecars(path, findings)
     return DirectoryReport(
         path=path,

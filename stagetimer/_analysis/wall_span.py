@@ -17,7 +17,7 @@ from stagetimer._analysis.raw import raw_seconds
 from stagetimer._analysis.report_model import ArtifactReport, StageStats
 from stagetimer._store.rules import is_valid_seconds
 
-__all__ = ["moment", "start_range", "wall_span"]
+__all__ = ["posix_seconds", "start_range", "wall_span"]
 
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _STARTED_AT): each run's started_at, gathered in C (repeat() is endless)
@@ -26,22 +26,18 @@ _STARTED_AT = repeat("started_at")
 _Stage = tuple[ArtifactReport, StageStats]
 
 
-def moment(text: Any) -> datetime | None:
-    """``started_at`` (ISO 8601, UTC, ``...Z``) as an aware datetime; None when unreadable."""
+def posix_seconds(text: Any) -> float | None:
+    """``started_at`` (ISO 8601, UTC, ``...Z``) as POSIX seconds; None when unreadable."""
     if type(text) is not str:
         return None
     try:
         # Python 3.10's fromisoformat does not read "Z"
-        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
         return None
-    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
-
-
-def _timestamp(text: Any) -> float | None:
-    """``started_at`` as POSIX seconds; None when unreadable."""
-    when = moment(text)
-    return None if when is None else when.timestamp()
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
 
 
 def start_range(starts: list[str]) -> tuple[str | None, str | None]:
@@ -55,7 +51,7 @@ def start_range(starts: list[str]) -> tuple[str | None, str | None]:
     if not starts:
         return None, None
     if not _one_form(starts):
-        read = [(moment, text) for text in starts if (moment := _timestamp(text)) is not None]
+        read = [(moment, text) for text in starts if (moment := posix_seconds(text)) is not None]
         if read:
             return min(read)[1], max(read)[1]
     return min(starts), max(starts)
@@ -69,7 +65,7 @@ def _stage_span(report: ArtifactReport, name: str) -> tuple[float, float] | None
         (start, seconds)
         for text, seconds in zip(map(_get, runs, _STARTED_AT), raw_seconds({"runs": runs}),
                                  strict=True)
-        if is_valid_seconds(seconds) and (start := _timestamp(text)) is not None
+        if is_valid_seconds(seconds) and (start := posix_seconds(text)) is not None
     ]
     if not starts:
         return None
@@ -106,11 +102,11 @@ def _summarised(stats: StageStats) -> bool:
 
 
 def _timestamp_in(parsed: dict[str, float | None], text: str) -> float | None:
-    """``_timestamp(text)``, kept in ``parsed``: suites repeat their timestamps across
+    """``posix_seconds(text)``, kept in ``parsed``: suites repeat their timestamps across
     directories."""
     found = parsed.get(text, math.nan)
     if found is not None and math.isnan(found):
-        found = parsed[text] = _timestamp(text)
+        found = parsed[text] = posix_seconds(text)
     return found
 
 

@@ -14,7 +14,9 @@
 - ``watch PATH…``: a running suite refreshed until everything expected is done, with
   the time to go (``watch``; 0 once done, 130 on Ctrl-C);
 - ``plan PATH…``: the ``--time`` and ``--mem`` under which a fraction of runs fit
-  (``plan``).
+  (``plan``);
+- ``export {mlflow,tensorboard,otlp} PATH… --to DEST``: the runs into MLflow, TensorBoard
+  event files or OTLP spans, adding only what DEST does not hold (``export``).
 
 The arguments are built in ``parser``, one function per command.
 

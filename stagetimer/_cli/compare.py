@@ -21,6 +21,12 @@ REGRESSION = 3
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the comparison; 1 if a side is unreadable, 3 if ``--fail-if-slower`` trips."""
 
+    if args.html is not None:
+        from stagetimer._render.html_page import check_path
+
+        if (problem := check_path(args.html)) is not None:
+            error("compare", f"--html {args.html}: {problem}")
+            return 1
     plot = None
     if args.plot is not None:
         plot = _plotter(args.plot)
@@ -32,6 +38,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     sys.stdout.write(_rendered(comparison, args))
     sys.stdout.flush()
     if plot is not None and not _draw(plot, comparison, args.plot):
+        return 1
+    if args.html is not None and not _page(comparison, args):
         return 1
     if args.fail_if_slower is not None and _slower(comparison, args.fail_if_slower):
         return REGRESSION
@@ -86,6 +94,20 @@ def _draw(plot: ModuleType, comparison: Comparison, path: str) -> bool:
         error("compare", f"--plot {path}: {exc}")
         return False
     print(f"plot written to {path}", file=sys.stderr)
+    return True
+
+
+def _page(comparison: Comparison, args: argparse.Namespace) -> bool:
+    """Write the comparison's page; False after saying why it could not be written."""
+    from stagetimer._render.html_compare import render_html
+    from stagetimer._render.html_page import write_page
+
+    try:
+        write_page(args.html, render_html(comparison, args.base, args.new))
+    except OSError as exc:
+        error("compare", f"--html {args.html}: {exc.strerror or exc}")
+        return False
+    print(f"page written to {args.html}", file=sys.stderr)
     return True
 
 

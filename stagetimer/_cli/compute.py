@@ -24,7 +24,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         statement = statement_from(artifacts)
         # What failed and killed attempts lost: "of which N lost". The walk's problems
         # were said above; a bad marker is said here.
-        found, more = scan_attempts(args.paths)
+        found, more = scan_attempts(args.paths, with_markers_only=True)
         bad_markers = [p for p in more if p.error is None]
         for problem in bad_markers:
             error("compute", problem.line())

@@ -17,22 +17,26 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from stagetimer._analysis.attempts import scan_attempts
     from stagetimer._analysis.lost import lost_summary
     from stagetimer._analysis.raw import HardwareCache
+    from stagetimer._analysis.tree import read_problem
     from stagetimer._errors import SchemaVersionError, SidecarCorruptError
+    from stagetimer._format import HARDWARE_FILE
     from stagetimer._render.lost_text import render_lost
 
     found, problems = scan_attempts(args.paths)
     for problem in problems:
         error("lost", problem.line())
     gpus: dict[str, int] = {}
+    failed = bool(problems)
     cache = HardwareCache()
     for directory in dict.fromkeys(a.directory for a in found):
         try:
             described = cache.read(directory).hardware
         except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
-            error("lost", f"{os.path.join(directory, 'timings_hardware.json')}: {exc}")
+            error("lost", read_problem(exc, os.path.join(directory, HARDWARE_FILE)).line())
+            failed = True
             continue
         for hardware_id, hardware in described.items():
             gpus.setdefault(hardware_id, len(hardware.gpus))
     if found or not problems:
         sys.stdout.write(render_lost(lost_summary(found, gpus), found, args.format))
-    return 1 if problems else 0
+    return 1 if failed else 0

@@ -9,6 +9,7 @@ from stagetimer._cli import (
     compare,
     compute,
     doctor,
+    export,
     hardware,
     lost,
     migrate,
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
     for add in (
         _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute, _lost,
-        _watch, _plan,
+        _watch, _plan, _export,
     ):
         add(commands)
     return parser
@@ -80,6 +81,10 @@ def _report(commands: _Commands) -> None:
                          help="also draw the suite into FILE (.png or .svg; past about 40 "
                          "directories, pages FILE-1.png, FILE-2.png, ...; needs matplotlib: "
                          "pip install 'stagetimer[plot]')")
+    command.add_argument("--html", metavar="FILE",
+                         help="also write the report as one self-contained HTML page into "
+                         "FILE: tables, each stage's runs, the timeline and the resources as "
+                         "charts; it loads nothing and reads without JavaScript")
     command.set_defaults(run=report.run, parser=command)
 
 
@@ -174,7 +179,7 @@ def _compare(commands: _Commands) -> None:
         help="is NEW faster than BASE, stage by stage, and on the same hardware?",
         description="Compare the stages of two artifact directories, or of the directories "
         "at equal relative paths in two trees: per side runs, median, mean and standard "
-        "deviation; the geometric-mean ratio new/base with its 95 %% interval (Welch's t on "
+        "deviation; the geometric-mean ratio new/base with its 95 % interval (Welch's t on "
         "log-seconds), its p-value, its Benjamini-Hochberg q-value over every comparison of "
         "the call and a verdict (q <= 0.05 and a change of at least the threshold); and the "
         "hardware fields that differ between the sides. Reads only. Exit status: 0 done, "
@@ -190,6 +195,10 @@ def _compare(commands: _Commands) -> None:
     command.add_argument("--plot", metavar="FILE",
                          help="also draw each stage's ratio with its interval into FILE "
                          "(.png or .svg; needs matplotlib: pip install 'stagetimer[plot]')")
+    command.add_argument("--html", metavar="FILE",
+                         help="also write the comparison as one self-contained HTML page "
+                         "into FILE: each stage's ratio with its interval, regressions first, "
+                         "and the table; it loads nothing and reads without JavaScript")
     command.add_argument("--paired", action="store_true",
                          help="match runs by (run_idx, label, rank), the same seeds on both "
                          "sides, and use the paired t on their log-seconds; unmatched runs "
@@ -354,3 +363,29 @@ def _lost(commands: _Commands) -> None:
     _paths(command)
     _formats(command, markdown="GitHub Markdown", json="JSON")
     command.set_defaults(run=lost.run, parser=command, format="text")
+
+
+def _export(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "export",
+        help="the runs into MLflow, TensorBoard event files or OpenTelemetry spans",
+        description="Export every run at or under PATH: into MLflow (one MLflow run per "
+        "artifact directory, run index and rank; stages as metrics at their recorded "
+        "times; hardware and software as params and tags), into TensorBoard event files "
+        "(one scalar per stage and run at its recorded wall time), or as OpenTelemetry "
+        "spans in an OTLP/JSON file (one per attempt; failed and killed ones with an error "
+        "status). Only what DEST does not hold yet is written: exporting twice adds "
+        "nothing. Each destination needs its extra: pip install 'stagetimer[mlflow]' "
+        "(or tensorboard, otlp).",
+    )
+    command.add_argument("destination", choices=("mlflow", "tensorboard", "otlp"),
+                         help="where to")
+    _paths(command)
+    command.add_argument("--to", required=True, metavar="DEST",
+                         help="mlflow: a tracking URI (sqlite:///runs.db, a directory, "
+                         "http://host:5000); tensorboard: a log directory; otlp: a file "
+                         "(JSON Lines, appended)")
+    command.add_argument("--experiment", default="stagetimer", metavar="NAME",
+                         help="mlflow: the experiment (created if missing; default "
+                         "%(default)s)")
+    command.set_defaults(run=export.run, parser=command)

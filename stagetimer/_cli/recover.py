@@ -43,7 +43,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 status = 1
             print(
                 f"{path}: {item.stored} record(s) stored into {target}"
-                + (f", {item.already} already there" if item.already else "")
+                + (f", {item.already} already there or superseded by newer runs"
+                   if item.already else "")
                 + ("; rescue file kept (refused records)" if item.refused else
                    "; rescue file removed")
             )

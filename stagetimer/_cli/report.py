@@ -20,6 +20,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from stagetimer._analysis.report import report_from
     from stagetimer._analysis.tree import scan_tree
 
+    if args.html is not None:
+        from stagetimer._render.html_page import check_path
+
+        if (unwritable := check_path(args.html)) is not None:
+            parser.error(f"--html {args.html}: {unwritable}")
     plot = None
     if args.plot is not None:
         plot = _plotter(args.plot, parser)
@@ -35,14 +40,33 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from stagetimer._render.csv_text import records_csv
 
         sys.stdout.write(records_csv(records_from(artifacts)))
-        reports = report_from(artifacts) if plot is not None else []
+        wanted = plot is not None or args.html is not None
+        reports = report_from(artifacts) if wanted else []
     else:
         reports = report_from(artifacts)
         sys.stdout.write(_rendered(reports, args))
     sys.stdout.flush()
     if plot is not None and not _draw(plot, reports, args.plot):
         return 1
+    if args.html is not None and not _page(reports, args):
+        return 1
     return 1 if problems else 0
+
+
+def _page(reports: list[ArtifactReport], args: argparse.Namespace) -> bool:
+    """Write the report's page; False after saying why it could not be written."""
+    from stagetimer._analysis.timeline import suite_attempts
+    from stagetimer._render.html_page import write_page
+    from stagetimer._render.html_report import render_html
+
+    try:
+        write_page(args.html, render_html(reports, args.paths,
+                                          suite_attempts(reports)))
+    except OSError as exc:
+        error("report", f"--html {args.html}: {exc.strerror or exc}")
+        return False
+    print(f"page written to {args.html}", file=sys.stderr)
+    return True
 
 
 def _plotter(path: str, parser: argparse.ArgumentParser) -> ModuleType | None:

@@ -19,6 +19,7 @@ __all__ = [
     "Pending",
     "Placement",
     "build_run",
+    "declare_rank",
     "descriptions",
     "known_identity",
     "software_wanted",
@@ -98,6 +99,13 @@ def _placement(software: Live | None) -> Placement:
     if "rank" not in _live:
         _live["rank"] = rank_of()
     return Placement(None if software is None else software.id, _live["rank"], placed_cpus())
+
+
+def declare_rank(rank: int, world_size: int) -> None:
+    """This process is rank ``rank`` of ``world_size``, as its framework says (Lightning's
+    own launcher sets no ``RANK``): the runs it saves from now on hold that rank. A world
+    of one process is no distributed launch (no rank). A forked child reads it again."""
+    _live["rank"] = (rank, world_size) if world_size > 1 else None
 
 
 def known_identity() -> dict[str, Any]:

@@ -26,6 +26,7 @@ from stagetimer._format import RESCUE_FORMAT, RESCUE_PREFIX, RESCUE_SUFFIX, TIMI
 from stagetimer._record.pending import Pending, descriptions
 from stagetimer._store.leftovers import token
 from stagetimer._store.owner import this_process
+from stagetimer._store.rescue import inode
 from stagetimer._store.sidecar import Attempt, write_atomic
 
 __all__ = ["RescueFile", "to_stderr"]
@@ -72,6 +73,7 @@ class RescueFile:
         self.owner = this_process()
         token()  # the temporary file's name needs it: made now, not at interpreter shutdown
         self.path: str | None = None  # set while the file exists
+        self.in_file: list[Pending] = []  # the records the file holds, once written
         self.attempt: Attempt | None = None  # the last write, to clear what an interrupt left
         self.refused: list[Pending] = []  # records the file refuses: kept here for the user
         self.printed: set[int] = set()  # serials of records already printed to stderr
@@ -104,9 +106,24 @@ class RescueFile:
             os.makedirs(self.directory, exist_ok=True)
             write_atomic(self.name, text.encode("utf-8"), None, attempt)
             self.path = self.name
+            self.in_file = records
         except Exception as exc:
             return self._print(records, exc)
         return f"they are in the rescue file {self.name} ({self._advice()})"
+
+    def taken_by_recover(self) -> list[Pending]:
+        """The records of our rescue file when ``recover`` folded it meanwhile (and
+        removed it: each of its records is stored, or older than what is), else [].
+        Asked under the sidecar's lock, which ``recover`` holds while it removes the file.
+
+        Only its absence counts: whatever an interrupt cut short, the name holds our old
+        or our new file (``write_atomic``), and ``path`` is cleared only with no record.
+        """
+        if self.path is None or inode(self.path) is not None:
+            return []
+        self.path = None
+        taken, self.in_file = self.in_file, []
+        return taken
 
     def _payload(self, records: list[Pending]) -> dict[str, Any]:
         pid = self.owner["pid"]

@@ -23,6 +23,13 @@ normally; ``finish`` gives the run's ``resources``. A stage that raised calls
 - ``gpu_energy_joules``: NVML's total-energy counter of the visible GPUs (millijoules).
   NVML is initialised once per process and left initialised (NVML counts its users).
 
+A process forked inside a stage that leaves it in the child: the child's ``getrusage``
+starts at 0 at the fork (``fork(2)``), so its ``cpu_seconds`` and
+``children_cpu_seconds`` count from the fork, its own use only; its memory peak (its
+high-water mark restarts at the fork) and GPU energy (NVML handles are the parent's) are
+absent, unless read from the cgroup's ``memory.peak``, which the parent's stage opened
+and the child shares.
+
 What cannot be measured is absent, never 0; why is said once, in the hardware
 description's ``sources`` (``stagetimer.hardware._resources``). The decision which
 counters to read is made at the first recorded stage of a process (again in a forked
@@ -63,6 +70,9 @@ class Probe:
 
 
 _probe: Probe | None = None
+# How many forks lie between this process and the one that imported the module: a
+# stage's counters taken before a fork are another process's for the child.
+_forks = 0
 
 
 def _vmhwm_kib() -> int | None:
@@ -165,7 +175,7 @@ def start() -> tuple[Any, ...]:
         hwm = mine.ru_maxrss
     return (
         found, mine.ru_utime + mine.ru_stime, children.ru_utime + children.ru_stime,
-        hwm, fd, energy,
+        hwm, fd, energy, _forks,
     )
 
 
@@ -185,7 +195,12 @@ def _cgroup_peak(fd: int) -> int | None:
 
 def finish(began: tuple[Any, ...]) -> dict[str, Any]:
     """The run's ``resources``: what the stage used since ``began = start()``."""
-    found, cpu0, children0, hwm0, fd, energy0 = began
+    found, cpu0, children0, hwm0, fd, energy0, forks = began
+    if forks != _forks:
+        # Entered in the parent, left in a forked child: the child's counters started
+        # at 0 at the fork; the parent's mark and NVML handles are not the child's.
+        cpu0 = children0 = 0.0
+        hwm0 = energy0 = None
     mine = _getrusage(_SELF)
     children = _getrusage(_CHILDREN)
     used: dict[str, Any] = {
@@ -222,9 +237,11 @@ def discard(began: tuple[Any, ...]) -> None:
 
 
 def _reset_after_fork() -> None:
-    """A forked child probes again: NVML handles are not the child's, its cgroup may differ."""
-    global _probe
+    """A forked child probes again: NVML handles are not the child's, its cgroup may differ.
+    Its counters start at the fork: a stage entered before it counts from there."""
+    global _probe, _forks
     _probe = None
+    _forks += 1
 
 
 if hasattr(os, "register_at_fork"):

@@ -321,11 +321,18 @@ class Saver:
         leftovers: set[str] = set()
 
         def change(data: dict[str, Any]) -> bytes | None:
+            # Under the lock: records ``recover`` stored from our rescue file (it removes
+            # the file under this lock) are never stored again.
+            taken = self._rescue.taken_by_recover()
+            if taken:
+                _discard(self.pending, taken)
             if truncate:
                 assert s.completed_runs is not None
                 keep_completed_prefix(data, s.completed_runs)
             changed = truncate
             for pending in records:
+                if pending in taken:
+                    continue
                 try:
                     changed = self._apply(data, pending, again) or changed
                 except InvalidRecordError as exc:

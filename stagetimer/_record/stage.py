@@ -142,7 +142,6 @@ class Stage:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: object, tb: TracebackType | None
     ) -> None:
-        seconds = None
         try:
             seconds = perf_counter() - self._t0
             target = self._target
@@ -169,18 +168,17 @@ class Stage:
             self.seconds = seconds
             target._save_handed(pending)
         except BaseException as error:
-            self._exit_failed(error, seconds)
+            self._exit_failed(error)
             raise
 
-    def _exit_failed(self, error: BaseException, seconds: float | None) -> None:
+    def _exit_failed(self, error: BaseException) -> None:
         """The exit itself raised (a strict save that failed, an interrupt anywhere in
         it): the record is safe if it was handed over, else the marker says the attempt
         failed."""
         target = self._target
         if target is None:
             return
-        if seconds is None:
-            seconds = perf_counter() - self._t0
+        seconds = perf_counter() - self._t0
         if isinstance(error, Exception):
             self.seconds = seconds  # a save that failed (strict): the block finished
         else:

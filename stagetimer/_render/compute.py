@@ -235,11 +235,19 @@ def render_compute(statement: ComputeStatement, form: str = "text") -> str:
         return indented_json(data)
     paste = sentence(statement)
     notes = _left_out(statement)
+    flags = statement.flags
     if form == "markdown":
-        lines = [*_markdown(statement), *(f"_{n}_\n" for n in notes), paste]
+        lines = [
+            *_markdown(statement), *(f"**Warning:** {markdown_text(f)}\n" for f in flags),
+            *(f"_{n}_\n" for n in notes), paste,
+        ]
     elif form == "latex":
-        lines = [*_latex(statement), *(f"% {n}" for n in notes), latex_text(paste)]
+        lines = [
+            *_latex(statement), *(f"% Warning: {latex_text(f)}" for f in flags),
+            *(f"% {n}" for n in notes), latex_text(paste),
+        ]
     else:
-        lines = [*_text(statement), *notes, "", "To paste:", paste]
+        lines = [*_text(statement), *(f"warning: {f}" for f in flags), *notes, "", "To paste:",
+                 paste]
     return "\n".join(map(escape_text, lines)) + "\n"
 

@@ -39,11 +39,13 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from stagetimer._errors import InvalidSettingError, LockTimeoutError
+from stagetimer._store.claim_info import MAX_CLAIM_BYTES, ClaimInfo, blocked, held, read_claim
 from stagetimer._store.openflags import CREATE_NEW, READ
-from stagetimer._store.processes import Identity, is_pid, liveness, record, where
+from stagetimer._store.processes import Identity, record
 
 __all__ = [
     "CLAIM_SUFFIX",
@@ -53,6 +55,7 @@ __all__ = [
     "Claim",
     "ClaimInfo",
     "NoClaim",
+    "blocked",
     "breakable",
     "claim_path",
     "forget",
@@ -73,16 +76,12 @@ _STALE_DEFAULT = 30.0
 #: takes about a millisecond, a hung writer holds the lock for minutes.
 POLL_FIRST = 0.0005
 _POLL_MAX = 0.05
-_MAX_CLAIM_BYTES = 4096
 #: Seconds after which a claim seen empty (or unparsable) all along is stale.
 _UNREADABLE_STALE = 1.0
 #: Seconds after its creation during which a claim needs no other sign of life (at most
 #: a quarter of the stale time: breakers wait at least that long).
 _QUIET = 1.0
 
-#: Tokens of claims this process holds now (a claim of our own pid not listed here was
-#: left by an interrupted save of ours and is stale).
-_held: set[str] = set()
 #: claim path -> (what we saw: token, inode, size, mtime_ns; monotonic time first seen)
 _seen: dict[str, tuple[tuple[Any, ...], float]] = {}
 _seen_guard = threading.Lock()
@@ -131,80 +130,24 @@ def _claim_record(me: Identity) -> dict[str, Any]:
     }
 
 
-class ClaimInfo:
-    """What a claim file says about its holder, and what is known of its liveness."""
-
-    __slots__ = ("holder", "key", "path")
-
-    def __init__(self, path: str, holder: dict[str, Any] | None, key: tuple[Any, ...]) -> None:
-        self.path = path
-        self.holder = holder  # None: unreadable (being written, or not ours to parse)
-        self.key = key  # what changes when its holder shows a sign of life
-
-    @property
-    def token(self) -> str | None:
-        token = self.holder.get("token") if self.holder else None
-        return token if isinstance(token, str) else None
-
-    def same_machine(self) -> bool:
-        """Whether the holder is a process of this machine (same boot and pid namespace,
-        as ``processes.where`` decides)."""
-        h = self.holder
-        return h is not None and where(boot=h.get("boot_id"), pidns=h.get("pidns")) is None
-
-    def holder_dead(self, me: dict[str, Any]) -> bool:
-        """On this machine: whether the holder is gone (or is an interrupted save of ours)."""
-        assert self.holder is not None
-        pid, recorded = self.holder.get("pid"), self.holder.get("start")
-        if is_pid(pid) and pid == me["pid"] and recorded == me["start"]:
-            return self.token not in _held
-        return liveness(pid, recorded) == "dead"
-
-
-def read_claim(path: str) -> ClaimInfo | None:
-    """The claim at ``path``, or None when there is none. Never follows a link."""
-    try:
-        fd = os.open(path, READ)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ESTALE:
-            return None  # replaced under us: look again
-        if exc.errno != errno.ELOOP:
-            raise
-        return ClaimInfo(path, None, ("link",))  # planted symlink: nobody's claim
-    try:
-        st = os.fstat(fd)
-        raw = os.read(fd, _MAX_CLAIM_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        holder = json.loads(raw)
-    except ValueError:
-        holder = None
-    if not isinstance(holder, dict):
-        holder = None
-    key = (holder.get("token") if holder else raw, st.st_ino, st.st_size, st.st_mtime_ns)
-    return ClaimInfo(path, holder, key)
-
-
 def forget() -> None:
     """In a forked child: the parent's claims and observations are not the child's."""
-    _held.clear()
+    held.clear()
     with _seen_guard:
         _seen.clear()
 
 
 def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> bool:
     """Whether the claim ``info`` may be broken now (see the module docstring)."""
+    if info.kind not in ("file", "unreadable"):
+        return False  # no writer makes it: see ``blocked``
     if info.same_machine():
         return info.holder_dead(me)
-    if info.holder is None:
+    if info.kind == "file" and info.holder is None:
         # Empty or not ours to parse: a live writer fills its claim right after creating
         # it, so one that stays so died in between (a wrong guess costs that writer only
-        # a retry: its fence refuses to publish).
+        # a retry: its fence refuses to publish). A claim we may not read at all may be a
+        # live writer's (one with another umask): it gets the whole stale time.
         stale = min(stale, _UNREADABLE_STALE)
     with _seen_guard:
         seen = _seen.get(info.path)
@@ -219,14 +162,28 @@ def _unlink(path: str) -> None:
         os.unlink(path)
 
 
-def _break(info: ClaimInfo, token: str) -> None:
-    """Move the stale claim ``info`` away; put back a fresh one moved by mistake."""
+def _break(info: ClaimInfo, token: str) -> str | None:
+    """Move the stale claim ``info`` away; put back a fresh one moved by mistake.
+
+    None when it is gone (moved by us or by another breaker, or released); ``""`` when
+    it was not moved for a reason that may pass (wait before looking again); else why
+    it cannot be moved (``EPERM``/``EACCES``: another user's claim in a sticky
+    directory, or a directory this user may not write), with what to do.
+    """
     directory, base = os.path.split(info.path)
     aside = os.path.join(directory, f".{base}-broken-{token}")
     try:
         os.rename(info.path, aside)
-    except OSError:
-        return  # another breaker was first, or its holder released it
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
+            return (
+                f"{info.path}: a stale claim held by {info.whose()}, which this user may "
+                f"not remove ({exc.strerror}): saves here cannot proceed until it is "
+                f"removed (rm '{info.path}', by its owner or root)"
+            )
+        if exc.errno in (errno.ENOENT, errno.ESTALE):
+            return None  # another breaker was first, or its holder released it
+        return ""  # not moved, for a reason that may pass: wait, then look again
     moved = read_claim(aside)
     if moved is not None and moved.key != info.key:
         # A claim taken (or touched) after we judged: give it back (EEXIST when a third
@@ -236,6 +193,7 @@ def _break(info: ClaimInfo, token: str) -> None:
     _unlink(aside)
     with _seen_guard:
         _seen.pop(info.path, None)
+    return None
 
 
 def _holds(path: str, token: str) -> bool:
@@ -245,7 +203,7 @@ def _holds(path: str, token: str) -> bool:
     except OSError:
         return False
     try:
-        raw = os.read(fd, _MAX_CLAIM_BYTES)
+        raw = os.read(fd, MAX_CLAIM_BYTES)
     except OSError:
         return False
     finally:
@@ -297,7 +255,7 @@ class Claim:
             self.fenced = False
             _unlink(self.path)
         self.released = True
-        _held.discard(self.token)
+        held.discard(self.token)
 
 
 class NoClaim:
@@ -331,6 +289,9 @@ def _create(path: str, token: str, me: dict[str, Any]) -> bool:
         return False
     try:
         try:
+            # Readable by every writer of the directory whatever our umask: a claim its
+            # breaker cannot read waits out the whole stale time.
+            os.fchmod(fd, 0o644)
             if os.write(fd, body) != len(body):
                 raise OSError(errno.ENOSPC, "short write of a claim", path)
         finally:
@@ -342,14 +303,20 @@ def _create(path: str, token: str, me: dict[str, Any]) -> bool:
 
 
 def pause(
-    delay: float, deadline: float, path: str, timeout: float, most: float = _POLL_MAX
+    delay: float,
+    deadline: float,
+    path: str,
+    timeout: float,
+    most: float = _POLL_MAX,
+    reason: Callable[[], str | None] | None = None,
 ) -> float:
     """Wait ``delay`` seconds (never past the monotonic ``deadline``) before the next
     attempt on the held lock or claim ``path``; the next delay, doubled up to ``most``.
-    Raises ``LockTimeoutError`` naming ``path`` once the deadline has passed."""
+    Raises ``LockTimeoutError`` naming ``path`` (and who holds it, from ``reason``) once
+    the deadline has passed."""
     now = time.monotonic()
     if now >= deadline:
-        raise LockTimeoutError(path, timeout)
+        raise LockTimeoutError(path, timeout, reason() if reason is not None else None)
     time.sleep(min(delay, deadline - now))
     return min(delay * 2, most)
 
@@ -365,7 +332,7 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
     token = f"{os.getpid()}-{os.urandom(8).hex()}"
     me = this_machine()
     stale = stale_after()
-    _held.add(token)
+    held.add(token)
     claim = Claim(path, token, min(_QUIET, stale / 4))
     if on_token is not None:
         on_token(claim)
@@ -373,15 +340,26 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
     try:
         while not _create(path, token, me):
             info = read_claim(path)
-            if info is not None and breakable(info, me, stale, time.monotonic()):
-                _break(info, token)
-                continue
-            delay = pause(delay, deadline, path, timeout)
+            if info is not None:
+                why = blocked(info)
+                if why is None and breakable(info, me, stale, time.monotonic()):
+                    why = _break(info, token)
+                    if why is None:
+                        continue  # gone: take it now
+                if why:
+                    # Nothing waiting can change: said once, at once (the save's record
+                    # stays pending and is rescued).
+                    raise LockTimeoutError(path, timeout, why, blocked=True)
+            delay = pause(delay, deadline, path, timeout, reason=_holder_of(info))
     except BaseException:
-        _held.discard(token)
+        held.discard(token)
         raise
     claim.taken = time.monotonic()
     return claim
+
+
+def _holder_of(info: ClaimInfo | None) -> Callable[[], str | None]:
+    return lambda: None if info is None else f"the claim is held by {info.whose()}"
 
 
 if hasattr(os, "register_at_fork"):

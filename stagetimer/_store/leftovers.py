@@ -2,7 +2,9 @@
 
 Each save's temporary file is named ``.<sidecar>.tmp-<host>-<pid>-<random>-<n>``, so the
 next save (under the lock and the claim) can tell a dead writer's file from a live one's;
-a claim moved aside by a breaker that was killed is judged like the claim it was.
+a claim moved aside by a breaker that was killed is judged like the claim it was. The
+host part names the pid namespace too (``<host>.ns<inode>``): a container's pid 9 is not
+ours, so its file is judged as another host's (kept for ``FOREIGN_AGE``).
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ unclean: set[str] = set()
 
 
 def token() -> str:
-    """``host-pid-random`` of this process (a fork gets its own)."""
+    """``host.ns<pidns>-pid-random`` of this process (a fork gets its own)."""
     global _token_cache
     me = identity()
     if _token_cache is None or _token_cache[0] is not me:
         host = re.sub(r"[^A-Za-z0-9_.]", "_", me.host)[:64] or "host"
+        if me.pidns is not None:
+            host = f"{host}.ns{me.pidns}"
         _token_cache = (me, f"{host}-{me.pid}-{os.urandom(4).hex()}")
     return _token_cache[1]
 

@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from stagetimer._errors import InvalidSettingError, short_repr
-from stagetimer._store import claim_policy, claims
+from stagetimer._store import claim_policy, claims, lock_holders
 from stagetimer._store.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
 __all__ = ["acquire", "check_lock_timeout", "release", "release_mine", "reset_after_fork"]
@@ -205,8 +205,10 @@ def acquire(
     (``claim_policy.needed``), after the flock (so the writers of one client contend for
     the claim one at a time, and the directory exists) and within the same deadline; the
     claim, or ``claims.NO_CLAIM`` where none is needed, is returned for the holder's
-    fence and release. Raises ``LockTimeoutError``, ``InvalidSettingError`` for a bad
-    ``STAGETIMER_CLAIM``, or ``OSError`` when the lock file cannot be opened or locked.
+    fence and release. Raises ``LockTimeoutError`` (naming the holders of the flock, or
+    of the claim), ``InvalidSettingError`` for a bad ``STAGETIMER_CLAIM`` or
+    ``STAGETIMER_CLAIM_STALE_SECONDS``, or ``OSError`` when the lock file cannot be
+    opened or locked.
     Pair with :func:`release`; the gate records what an interrupt leaves held.
     """
     lock_descriptor = _api()[0]
@@ -228,9 +230,12 @@ def acquire(
         gate.fd = _open(lock_path)
         delay = claims.POLL_FIRST
         while not lock_descriptor(gate.fd, blocking=False):
-            delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX)
+            delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX,
+                                 lambda: lock_holders.describe(lock_path))
         if sidecar is None:
             return None
+        # Checked by every save, claim or none: a typo must fail alike on every file system.
+        claims.stale_after()
         if not claim_policy.needed(os.path.dirname(sidecar) or ".")[0]:
             return claims.NO_CLAIM
 

@@ -133,6 +133,20 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _read_capped(fd: int) -> bytes:
+    """The file's bytes up to one past ``MARKER_MAX_BYTES`` (a read may return less than
+    asked: read until the end or the cap)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= MARKER_MAX_BYTES:
+        chunk = os.read(fd, MARKER_MAX_BYTES + 1 - total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
 def _read_one(dfd: int, name: str, path: str) -> Marker:
     try:
         fd = os.open(name, READ, dir_fd=dfd)
@@ -153,7 +167,7 @@ def _read_one(dfd: int, name: str, path: str) -> Marker:
                 f"is {st.st_size} bytes, larger than the {MARKER_MAX_BYTES}-byte limit of a marker"
             )
         try:
-            raw = os.read(fd, MARKER_MAX_BYTES + 1)
+            raw = _read_capped(fd)
         except OSError as exc:
             raise _Refused(f"cannot be read ({exc.strerror or exc})") from None
     finally:

@@ -36,6 +36,7 @@ from stagetimer._store.shape import check_hardware_shape, check_timings_shape, j
 __all__ = [
     "DuplicateKey",
     "decode_unique",
+    "file_kind",
     "is_utf8",
     "open_sidecar",
     "parse_hardware",
@@ -50,9 +51,13 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words ("a directory", "a FIFO (named
+    pipe)", "a regular file"...)."""
     for test, name in (
+        (stat.S_ISREG, "a regular file"),
         (stat.S_ISDIR, "a directory"),
+        (stat.S_ISLNK, "a symbolic link"),
         (stat.S_ISFIFO, "a FIFO (named pipe)"),
         (stat.S_ISCHR, "a character device"),
         (stat.S_ISBLK, "a block device"),
@@ -99,7 +104,7 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise SidecarCorruptError(path, f"is {_kind(st.st_mode)}, not a regular file")
+            raise SidecarCorruptError(path, f"is {file_kind(st.st_mode)}, not a regular file")
         if st.st_size > MAX_BYTES:
             raise _too_large(path, st.st_size)
         return fd, st

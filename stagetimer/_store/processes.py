@@ -40,6 +40,7 @@ __all__ = [
     "proc_stat",
     "record",
     "start_time",
+    "user_name",
     "where",
 ]
 
@@ -103,6 +104,16 @@ def record(make: Callable[[Identity], dict[str, Any]]) -> dict[str, Any]:
         me = identity()
         made = _records[make] = (me, make(me))
     return made[1]
+
+
+def user_name(uid: int) -> str:
+    """A user in words: ``name (uid N)``, or ``uid N`` when the name is unknown."""
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def _read(path: str) -> str | None:
@@ -175,11 +186,13 @@ def liveness(
     """Whether the writer a record names (``pid`` started at ``started``) still runs.
 
     Give the fields the record holds (``host`` in its JSON text form); leave out those
-    its kind of record never holds. The record names this machine when its host is ours
-    (records with a host), or else when its boot is ours. On our host, a record of another
-    boot was written before a reboot (dead). A record that does not say enough (no start
-    time, or no boot id where a host is recorded) is taken as live when its pid runs:
-    leaving a file alone is safe, taking a live writer's file is not.
+    its kind of record never holds. The record names this machine when its host, its
+    boot and its pid namespace are ours. Another boot under our host name may be a
+    reboot, or another machine given the same name (nodes cloned from one image): it is
+    ``"elsewhere"``, as is another pid namespace (a container), since no pid of ours can
+    prove such a writer dead. A record that does not say enough (no start time, or no
+    boot id where a host is recorded) is taken as live when its pid runs: leaving a file
+    alone is safe, taking a live writer's file is not.
     """
     verdict = where(host=host, boot=boot, pidns=pidns)
     if verdict is not None:
@@ -204,7 +217,7 @@ def where(
         if host != json_text(me.host):
             return "elsewhere"
         if boot is not UNRECORDED and None not in (boot, me.boot_id) and boot != me.boot_id:
-            return "dead"  # written before a reboot: every process of that boot is gone
+            return "elsewhere"  # a reboot, or another machine of the same name
         return None
     if boot is not UNRECORDED and (me.boot_id is None or boot != me.boot_id):
         return "elsewhere"  # no host to go by: another boot may be another machine

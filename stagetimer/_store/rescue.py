@@ -5,12 +5,16 @@ A recorder keeps, per process, a rescue file beside the sidecar holding exactly 
 records not yet saved (``_record/rescue_file.py``). ``recover(directory)`` (``stagetimer
 recover DIR``) folds the files whose writer is gone back into ``timings.json``:
 
-- A rescued record is *put back where it is missing*, by stage, ``run_idx``, ``label``
-  and ``rank``, never replayed through the replacement rules: it is older than anything
-  saved since, so a stale sequential ``run_idx=0`` must not reset a stage that a rerun
-  filled, nor an upsert replace a newer run. Two identical records are two records.
-- A file whose writer still runs (``_store/processes.py``) is left alone and named: that
-  process saves or rewrites its records itself, so nothing is stored twice or lost.
+- Rescued records are *replayed by when they started* (``rules.replay_run``): one
+  newer than what is stored is applied by the replacement rules as its save would have
+  been (a rerun's records are stored), one older than the run of its place (stage,
+  ``run_idx``, ``label``, ``rank``) is superseded, so a stale sequential ``run_idx=0``
+  never resets a stage that a rerun filled, nor an upsert replaces a newer run. Two
+  identical records are two records.
+- A file whose writer still runs, or cannot be proven dead (another host, boot or pid
+  namespace: ``_store/processes.py``), is left alone and named: that process saves or
+  rewrites its records itself. A file is removed under the sidecar's lock, and a live
+  writer checks for it under the same lock, so nothing is stored twice or lost.
 - Content is checked like a sidecar's (``rescue_content.py``); a bad record or file is
   named and skipped, the others are folded in.
 - A file owned by another user than ``timings.json``'s owner (or root) is named and
@@ -40,24 +44,25 @@ from stagetimer._store.leftovers import FOREIGN_AGE, written_ago
 from stagetimer._store.lock import check_lock_timeout
 from stagetimer._store.owner import Liveness, liveness
 from stagetimer._store.parse import parse_hardware, parse_timings
-from stagetimer._store.processes import is_pid
+from stagetimer._store.processes import is_pid, user_name
 from stagetimer._store.processes import liveness as process_liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
-from stagetimer._store.rules import insert_run, is_stage, run_key
+from stagetimer._store.rules import is_stage, replay_run
 from stagetimer._store.sidecar import (
     add_descriptions,
     timings_bytes,
     update_file,
 )
 
-__all__ = ["Recovered", "recover", "rescue_files"]
+__all__ = ["REWRITTEN", "Recovered", "inode", "recover", "rescue_files"]
 
 @attrs.frozen
 class Recovered:
     """What ``recover`` did with one rescue file.
 
-    ``stored``: records put back into ``timings.json``; ``already``: records whose place
-    (stage, ``run_idx``, ``label``, ``rank``) was taken, by them or by a newer run;
+    ``stored``: records stored into ``timings.json``; ``already``: records stored
+    before (the same record or attempt) or superseded by a run of their place (stage,
+    ``run_idx``, ``label``, ``rank``) that started later;
     ``refused``: one line per record no writer could have written, or for the whole
     file when it does not parse (never stored; the file is then kept); ``skipped``: why
     the file was left alone by design (its writer runs, another user owns it, it is a
@@ -95,13 +100,6 @@ def _uid_of(owner: str | int) -> int:
             if owner.isdecimal():
                 return int(owner)
     raise InvalidTypeError(f"owner {owner!r} is not valid: expected a user name or a uid", owner)
-
-
-def _user(uid: int) -> str:
-    try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
 
 
 def _trusted(directory: str, owners: Iterable[str | int]) -> set[int]:
@@ -155,9 +153,11 @@ class _Fold:
     refused: list[str]
     stored: int = 0
     already: int = 0
+    skipped: str | None = None
 
     def result(self) -> Recovered:
-        return Recovered(self.content.path, self.stored, self.already, tuple(self.refused))
+        return Recovered(self.content.path, self.stored, self.already, tuple(self.refused),
+                         self.skipped)
 
 
 def _fold(directory: str, contents: list[RescueContent], lock_timeout: float) -> list[Recovered]:
@@ -167,10 +167,6 @@ def _fold(directory: str, contents: list[RescueContent], lock_timeout: float) ->
     folds = [_Fold(c, list(c.records), list(c.refused)) for c in contents]
     _fold_hardware(directory, folds, lock_timeout)
     _fold_timings(directory, folds, lock_timeout)
-    for fold in folds:
-        if not fold.refused:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(fold.content.path)
     return [fold.result() for fold in folds]
 
 
@@ -208,36 +204,77 @@ def _fold_hardware(directory: str, folds: list[_Fold], lock_timeout: float) -> N
 
 
 def _fold_timings(directory: str, folds: list[_Fold], lock_timeout: float) -> None:
-    """Put each record back into ``timings.json`` unless a run with its key is there
-    (file by file: two identical records of one file are two records)."""
+    """Replay every rescued record into ``timings.json``, oldest first (``_put_back``),
+    in one save; under the same lock, remove each file whose records are all stored or
+    provably older than what is stored (its writer, should it still run, finds its file
+    gone at its next save, under this lock, and stores none of them again)."""
     def change(data: dict[str, Any]) -> bytes | None:
         for fold in folds:
-            _put_back(data, fold)
+            if inode(fold.content.path) != fold.content.ino:
+                # Rewritten (or removed) by its writer since it was read: its writer runs
+                # and owns its records; nothing of the file read is stored.
+                fold.records, fold.skipped = [], REWRITTEN
+        _put_back(data, folds)
         return timings_bytes(data) if any(fold.stored for fold in folds) else None
 
-    update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout)
+    def settled() -> None:
+        for fold in folds:
+            if not fold.refused and fold.skipped is None:
+                _remove(fold.content)
+
+    update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout,
+                after=settled)
 
 
-def _put_back(data: dict[str, Any], fold: _Fold) -> None:
-    """Insert the records of ``fold`` whose place (stage, ``run_idx``, ``label``, ``rank``)
-    is free in ``data``; count those put back, those already there, refuse the others."""
-    taken = {
-        (name, run_key(run))
-        for name in {r.stage for r in fold.records}
-        if is_stage(data.get(name))
-        for run in data[name]["runs"]
-    }
-    for record in fold.records:
-        if (record.stage, run_key(record.run)) in taken:
-            fold.already += 1
-            continue
+REWRITTEN = "rewritten or removed by its writer while recover ran: that writer runs"
+
+
+def inode(path: str) -> int | None:
+    """The inode at ``path`` (not followed), None when there is nothing: which rescue
+    file a name holds now (``recover`` and the writer both go by it)."""
+    try:
+        return os.lstat(path).st_ino
+    except OSError:
+        return None
+
+
+def _remove(content: RescueContent) -> None:
+    """Remove a folded rescue file, unless its writer replaced it since it was read (the
+    new file holds records this fold did not see)."""
+    if inode(content.path) == content.ino:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(content.path)
+
+
+def _put_back(data: dict[str, Any], folds: list[_Fold]) -> None:
+    """Replay the records of ``folds`` as their saves would have, oldest first
+    (``rules.replay_run``); count them stored, already there (or provably older), or
+    refused."""
+    order = sorted(
+        ((fold, record) for fold in folds for record in fold.records),
+        key=lambda pair: _started(pair[1].run),
+    )
+    made_by: dict[int, _Fold] = {}  # id of a run put back -> its fold
+    for fold, record in order:
+        stage: Any = data.get(record.stage)
+        runs: list[Any] = stage["runs"] if is_stage(stage) else []
+        before = [r for r in runs if made_by.get(id(r)) is not fold]
         try:
-            insert_run(data, record.stage, record.run)
+            verdict = replay_run(data, record.stage, record.run, fold.content.policy, before)
         except InvalidRecordError as exc:
             fold.refused.append(str(exc))
             continue
-        fold.stored += 1
-        _note_expected(data, record, fold.content.expected_runs)
+        if verdict == "stored":
+            made_by[id(record.run)] = fold
+            fold.stored += 1
+            _note_expected(data, record, fold.content.expected_runs)
+        else:
+            fold.already += 1
+
+
+def _started(run: dict[str, Any]) -> str:
+    value = run.get("started_at")
+    return value if isinstance(value, str) else ""
 
 
 def _note_expected(data: dict[str, Any], record: RescueRecord, expected: int | None) -> None:
@@ -248,7 +285,7 @@ def _note_expected(data: dict[str, Any], record: RescueRecord, expected: int | N
 
 def _not_trusted(uid: int) -> str:
     return (
-        f"owned by {_user(uid)}, not by the owner of {TIMINGS_FILE}: not trusted (fold it "
+        f"owned by {user_name(uid)}, not by the owner of {TIMINGS_FILE}: not trusted (fold it "
         "only if you trust that user: recover(..., owners=[user]) or stagetimer recover "
         "--trust-owner USER)"
     )
@@ -292,10 +329,10 @@ def recover(
 ) -> list[Recovered]:
     """Fold the rescue files of ``directory`` back into its ``timings.json``.
 
-    Each rescued record is put back where ``timings.json`` has no run of the same
-    stage, ``run_idx``, ``label`` and ``rank`` (a newer run there is never replaced),
-    under the file's lock. A file is left alone and named (``Recovered.skipped``) while
-    the process that wrote it runs, when it does not parse, or when another user than
+    Each rescued record is replayed, oldest first, as its save would have been (a newer
+    run is never replaced, a newer rescued record never dropped), under the file's
+    lock. A file is left alone and named (``Recovered.skipped``) while the process that
+    wrote it runs (or cannot be proven dead), when it does not parse, or when another user than
     the owner of ``timings.json`` (or root) owns it, unless ``owners`` names that user
     (a name or a uid). A record no writer could have written is refused and named
     (``Recovered.refused``), never stored; the file then stays. A file folded in whole

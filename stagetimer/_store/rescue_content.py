@@ -49,6 +49,10 @@ class RescueContent:
     refused: tuple[str, ...]
     #: the software descriptions its records reference (written since 0.3)
     software: dict[str, Any] = attrs.Factory(dict)
+    #: the policy its writer saved by: ``recover`` applies its rules
+    policy: str = "sequential"
+    #: its inode as read: it is removed only while its name still holds that file
+    ino: int = 0
 
 
 def _read(path: str) -> tuple[bytes, os.stat_result]:
@@ -70,7 +74,7 @@ def _read(path: str) -> tuple[bytes, os.stat_result]:
 
 def _header(
     path: str, payload: object
-) -> tuple[int | None, list[Any], dict[str, Any], dict[str, Any]]:
+) -> tuple[int | None, list[Any], dict[str, Any], dict[str, Any], str]:
     """The file-wide fields; a file whose own structure is wrong is refused whole (a
     ``policy`` that is none is too, though records are put back by no policy's rules)."""
     if type(payload) is not dict:
@@ -88,7 +92,7 @@ def _header(
     expected = payload.get("expected_runs")
     if expected is not None and (type(expected) is not int or expected < 1):
         raise SidecarCorruptError(path, f"expected_runs {short_repr(expected)} is not an int >= 1")
-    return expected, records, hardware, software
+    return expected, records, hardware, software, policy
 
 
 def _well_shaped(
@@ -117,7 +121,7 @@ def read_rescue(path: str) -> RescueContent:
     # Twice a sidecar's depth: a record nested too deep is refused on its own (by
     # check_run) rather than with the whole file; past this, the file is refused.
     payload = parse_json(path, raw, 2 * MAX_FILE_DEPTH)
-    expected, entries, hardware, software = _header(path, payload)
+    expected, entries, hardware, software, policy = _header(path, payload)
     good_hardware = _well_shaped(hardware, hardware_problem)
     records: list[RescueRecord] = []
     refused: list[str] = []
@@ -146,4 +150,6 @@ def read_rescue(path: str) -> RescueContent:
         records=tuple(records),
         refused=tuple(refused),
         software=_well_shaped(software, software_problem),
+        policy=policy,
+        ino=st.st_ino,
     )

@@ -25,6 +25,7 @@ __all__ = [
     "is_stage",
     "is_valid_seconds",
     "keep_completed_prefix",
+    "replay_run",
     "run_is_stored",
     "run_key",
     "valid_durations",
@@ -247,6 +248,86 @@ def insert_run(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
     else:
         existing["runs"] = grown
         existing["total_seconds"] = total
+
+
+def _started(run: object) -> str | None:
+    """A run's ``started_at`` (ISO-8601 UTC, ordered as text), None when it has none."""
+    value = run.get("started_at") if isinstance(run, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _same_attempt(a: object, b: dict[str, Any]) -> bool:
+    """Whether two runs record the same entry into a stage (the same ``attempt_id``)."""
+    ident = b.get("attempt_id")
+    return ident is not None and isinstance(a, dict) and a.get("attempt_id") == ident
+
+
+def replay_run(
+    data: dict[str, Any], name: str, run: dict[str, Any], policy: str, before: list[Any]
+) -> str:
+    """Put a rescued ``run`` into stage ``name`` as its save would have, had it not failed.
+
+    ``before``: the stage's runs before this rescue file's records (a rescue file's two
+    identical records are two records). Returns ``"already"`` (that record, or the same
+    attempt, is stored), ``"older"`` (a run of its place started later; or one of the
+    two has no ``started_at``, as ``record_timing`` without one writes, and the stored
+    run is kept as it always was), or ``"stored"``.
+
+    A run newer than every run of its rank in the stage is applied by ``policy``'s
+    rules exactly as a direct save (``apply_run``). An older one replays them at its
+    time: under ``upsert`` it replaces the older run of its place; under ``sequential``
+    a ``run_idx`` of 0 (or none) drops the runs of its rank that started before it and
+    of its continuation, and a ``run_idx > 0`` is put in ``run_idx`` order. Refused
+    like ``apply_run``; nothing is changed then.
+    """
+    if any(r == run or _same_attempt(r, run) for r in before):
+        return "already"
+    existing = _existing_stage(data, name)
+    runs: list[Any] = existing["runs"] if existing is not None else []
+    started = _started(run)
+    key = run_key(run)
+    times = [_started(r) for r in before if run_key(r) == key]
+    if times and (started is None or None in times):
+        return "older"  # nothing tells which is newer: the stored run is kept
+    if started is None:
+        insert_run(data, name, run)
+        return "stored"
+    if any(t is not None and t >= started for t in times):
+        return "older"
+    rank = run.get("rank")
+    mine = [r for r in runs if r not in _other_ranks(runs, rank)]
+    later = [r for r in mine if (_started(r) or "") > started]
+    if not later:
+        apply_run(data, name, run, policy)
+    elif policy == "upsert":
+        apply_run(data, name, run, policy)  # its place holds only older runs
+    elif run.get("run_idx") in (None, 0):
+        _reset_before(data, name, run, started)
+    else:
+        insert_run(data, name, run)
+    return "stored"
+
+
+def _reset_before(data: dict[str, Any], name: str, run: dict[str, Any], started: str) -> None:
+    """A sequential reset at ``started`` replayed: the runs of its rank that started
+    before it (or say not when) are dropped, here and in the continuation."""
+    rank = run.get("rank")
+
+    def kept(runs: list[Any]) -> list[Any]:
+        others = _other_ranks(runs, rank)
+        return [r for r in runs if r in others or (_started(r) or "") > started]
+
+    stage = data[name]
+    grown = sorted([*kept(stage["runs"]), run], key=lambda r: (_started(r) or ""))
+    _checked_total(name, add_seconds(0.0, grown), run)
+    _set_runs(stage, grown)
+    continuation = name + AUTO_RESUME_SUFFIX
+    if can_continue(name) and is_stage(data.get(continuation)):
+        left = kept(data[continuation]["runs"])
+        if left:
+            _set_runs(data[continuation], left)
+        else:
+            del data[continuation]
 
 
 def keep_completed_prefix(data: dict[str, Any], completed_runs: int) -> None:

@@ -273,6 +273,7 @@ def update_file(
     attempt: Attempt | None = None,
     sweep: bool = True,
     deadline: float | None = None,
+    after: Callable[[], None] | None = None,
 ) -> None:
     """One save: under the lock, parse the file, let ``change`` edit it and write the result.
 
@@ -282,6 +283,8 @@ def update_file(
     clear what killed writers left (a recorder does at its first save of each file, and
     after an interrupted save of this process). ``deadline`` (monotonic), when given,
     bounds the wait for the lock instead of ``timeout``, which the error then names.
+    ``after``, when given, runs once the change is durable (or nothing needed writing),
+    still under the lock and the claim (``recover`` removes the rescue files it folded).
     """
     with locked(path, timeout, deadline) as claim:
         if sweep or path in _unclean:
@@ -293,9 +296,15 @@ def update_file(
             cache.raw = None
         content = change(data)
         if content is None:
+            if after is not None:
+                after()
             return
         encoded = content.encode("utf-8") if isinstance(content, str) else content
-        write_atomic(path, encoded, mode, attempt, claim.fence, claim.release)
+        if after is None:
+            write_atomic(path, encoded, mode, attempt, claim.fence, claim.release)
+        else:
+            write_atomic(path, encoded, mode, attempt, claim.fence)
+            after()  # the claim is released with the lock, after it
         if cache is not None:
             cache.raw, cache.data = encoded, data
 

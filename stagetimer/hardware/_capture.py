@@ -79,8 +79,8 @@ def _probe_cpu(root: str, cgroups: Cgroups | str) -> tuple[CpuInfo, dict[str, st
 
 
 _END = r"(?=[/\s),;:]|$)"
-#: cgroup path components that name one job, step, task, container or login session,
-#: and what stands for them in ``sources``: the kind of component stays, its id goes.
+#: path components that name one job, step, task, container, login session or CPU, and
+#: what stands for them in ``sources``: the kind of component stays, its id goes.
 _IDENTITIES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(r"(?<=/)" + pattern + _END), replacement)
     for pattern, replacement in (
@@ -91,6 +91,9 @@ _IDENTITIES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # PBS's cgroup hook (pbs_jobs.service/jobid/4711.server) and Torque (torque/4711.server)
         (r"(?<=jobid/)[^/\s),;:]+", "<job>"),
         (r"(?<=torque/)[^/\s),;:]+", "<job>"),
+        # a CPU's sysfs directory (cpu0/acpi_cppc): which CPU was probed is placement, the
+        # CPUs the process is pinned to (the clock and topology probes also say cpuN)
+        (r"(?<=/sys/devices/system/cpu/)cpu\d+", "cpuN"),
         # systemd login sessions and transient units
         (r"session-[0-9a-zA-Z]+\.scope", "session-N.scope"),
         (r"run-[0-9a-zA-Z]+\.scope", "run-N.scope"),

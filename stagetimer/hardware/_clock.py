@@ -7,10 +7,10 @@ would split one machine's description), except in the KVM case, where the
 
 from __future__ import annotations
 
-from stagetimer.hardware._cpu import _CPU_DIR, cpuinfo_blocks
+from stagetimer.hardware._cpu import _CPU_DIR, any_cpu, cpuinfo_blocks
 from stagetimer.hardware._files import read_int, read_int_or_reason
 
-__all__ = ["cppc_max_mhz", "cpufreq_range", "kvm_cpuinfo_mhz", "probe_clock"]
+__all__ = ["cppc_max_mhz", "cpufreq_range", "first_problem", "kvm_cpuinfo_mhz", "probe_clock"]
 
 # 255 is the largest 8-bit perf value; firmware that fills the field with it has been
 # seen where the value means nothing (AMD preferred-core parts rank cores through
@@ -19,7 +19,18 @@ _MEANINGLESS_PERF = 255
 _KVM_TOLERANCE_MHZ = 0.1
 
 
+def first_problem(problems: list[str]) -> str:
+    """One reason out of the affine CPUs' reasons, whichever CPUs those are: the first
+    in sorted order (each already written with ``any_cpu``)."""
+    return min(problems) if problems else "no affine CPUs known"
+
+
 def _cpufreq_one(root: str, cpu: int) -> tuple[int, int] | str:
+    found = _cpufreq_read(root, cpu)
+    return any_cpu(found, cpu) if isinstance(found, str) else found
+
+
+def _cpufreq_read(root: str, cpu: int) -> tuple[int, int] | str:
     base = f"{_CPU_DIR}/cpu{cpu}/cpufreq"
     high, why = read_int_or_reason(root, f"{base}/cpuinfo_max_freq")
     if high is None:
@@ -49,7 +60,7 @@ def cpufreq_range(root: str, cpus: tuple[int, ...]) -> tuple[float | None, float
             lows.append(found[0])
             highs.append(found[1])
     if not highs:
-        return None, None, f"no cpufreq: {problems[0] if problems else 'no affine CPUs known'}"
+        return None, None, f"no cpufreq: {first_problem(problems)}"
     where = f"{_CPU_DIR}/cpuN/cpufreq/cpuinfo_{{min,max}}_freq over {len(highs)} affine CPUs"
     if len(highs) < len(cpus):
         where += f" (of {len(cpus)}; the others have no cpufreq)"
@@ -57,6 +68,11 @@ def cpufreq_range(root: str, cpus: tuple[int, ...]) -> tuple[float | None, float
 
 
 def _cppc_one(root: str, cpu: int) -> float | str:
+    found = _cppc_read(root, cpu)
+    return any_cpu(found, cpu) if isinstance(found, str) else found
+
+
+def _cppc_read(root: str, cpu: int) -> float | str:
     base = f"{_CPU_DIR}/cpu{cpu}/acpi_cppc"
     nominal_freq = read_int(root, f"{base}/nominal_freq")
     highest = read_int(root, f"{base}/highest_perf")
@@ -91,7 +107,7 @@ def cppc_max_mhz(root: str, cpus: tuple[int, ...]) -> tuple[float | None, str]:
         else:
             values.append(value)
     if not values:
-        return None, problems[0] if problems else "no affine CPUs known"
+        return None, first_problem(problems)
     best = max(values)
     where = (
         f"{_CPU_DIR}/cpuN/acpi_cppc nominal_freq * highest_perf / nominal_perf "

@@ -18,6 +18,7 @@ from stagetimer.hardware._files import (
 
 __all__ = [
     "affinity",
+    "any_cpu",
     "cpu_quota",
     "cpuinfo_blocks",
     "model_name",
@@ -127,6 +128,15 @@ def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
     return (package, die if die is not None else 0, core), _TRIPLE
 
 
+def any_cpu(reason: str, cpu: int) -> str:
+    """``reason`` about CPU ``cpu`` with its number written ``N`` (``.../cpuN/...``).
+
+    Reasons enter the hashed description: the CPU a process happens to be pinned to is
+    placement, not hardware, and must not split one machine's id.
+    """
+    return reason.replace(f"/cpu{cpu}/", "/cpuN/")
+
+
 def physical_cores(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
     """Distinct physical cores among ``cpus``, from sysfs topology (or why unknown).
 
@@ -144,7 +154,7 @@ def physical_cores(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
             continue
         found = _core_key(root, cpu)
         if isinstance(found, str):
-            return None, f"no topology for cpu{cpu}: {found}"
+            return None, f"no topology for a CPU: {any_cpu(found, cpu)}"
         key, how = found
         keys.add(key)
         used.add(how)

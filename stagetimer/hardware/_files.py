@@ -1,5 +1,10 @@
 """Tiny helpers that read ``/proc`` and ``/sys`` files under a root without raising.
 
+Every read is bounded: a file is opened without blocking (a FIFO planted where a file
+is read would wait for a writer for good, ``fifo(7)``), read only when it is a regular
+file (``/proc``, ``/sys`` and cgroup files are; a link to ``/dev/zero`` never ends) and
+at most ``MAX_BYTES`` of it.
+
 Paths are written as the system sees them (``/proc/self/cgroup``) and joined to
 ``root`` only when read, so a fixture tree in ``tmp_path`` and the live system
 are read the same way, and the ``sources`` of a description name the path a
@@ -9,8 +14,10 @@ person would look at on the machine, not the fixture's temporary directory.
 from __future__ import annotations
 
 import os
+import stat
 
 __all__ = [
+    "MAX_BYTES",
     "find_field",
     "host_path",
     "kernel_lines",
@@ -18,8 +25,15 @@ __all__ = [
     "read_int",
     "read_int_or_reason",
     "read_or_reason",
+    "read_regular",
     "read_text",
 ]
+
+#: the most bytes read of one file: 16 MiB, past the largest real ones (the mount table
+#: of a node with thousands of mounts, the RECORD of the largest wheels, a few MiB)
+MAX_BYTES = 16 << 20
+_CHUNK = 1 << 16
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def host_path(root: str, path: str) -> str:
@@ -27,22 +41,67 @@ def host_path(root: str, path: str) -> str:
     return os.path.join(root, path.lstrip("/"))
 
 
+def read_regular(
+    path: str, limit: int = MAX_BYTES, stop: bytes | None = None
+) -> tuple[bytes | None, str]:
+    """The bytes of the regular file ``path`` and ``""``, or None and a short reason.
+
+    Opened without blocking; anything but a regular file (a FIFO, a device, a socket,
+    a directory) is refused, and so is a file longer than ``limit`` bytes. ``stop``:
+    read no further than the first chunk holding it (the headers of a ``METADATA``).
+    """
+    try:
+        fd = os.open(path, _FLAGS)
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        # ValueError: a NUL in the path, which names no file either.
+        return None, "does not exist"
+    except OSError as err:
+        return None, f"is unreadable ({err.strerror or type(err).__name__})"
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            return None, f"is unreadable ({_kind(mode)}, not a regular file)"
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                return b"".join(chunks), ""
+            chunks.append(chunk)
+            size += len(chunk)
+            if stop is not None and stop in chunk:
+                return b"".join(chunks), ""
+        return None, f"is unreadable (larger than {limit} bytes)"
+    except OSError as err:
+        return None, f"is unreadable ({err.strerror or type(err).__name__})"
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
+
+
 def read_or_reason(root: str, path: str) -> tuple[str | None, str]:
     """The text of ``path`` under ``root`` and ``""``, or None and a short reason from the error.
 
-    The reason is ``<path> does not exist`` or ``<path> is unreadable (<strerror>)``.
+    The reason is ``<path> does not exist`` or ``<path> is unreadable (<why>)``: the
+    error's ``strerror``, ``a FIFO, not a regular file`` or ``larger than <n> bytes``.
     """
-    try:
-        # newline="": the text as the kernel wrote it. Universal newlines would turn a
-        # carriage return in a mount point (mountinfo escapes only space, tab, newline
-        # and backslash) into a line break.
-        with open(host_path(root, path), encoding="utf-8", errors="replace", newline="") as f:
-            return f.read(), ""
-    except (FileNotFoundError, NotADirectoryError, ValueError):
-        # ValueError: a NUL in the path, which names no file either.
-        return None, f"{path} does not exist"
-    except OSError as err:
-        return None, f"{path} is unreadable ({err.strerror or type(err).__name__})"
+    data, reason = read_regular(host_path(root, path))
+    if data is None:
+        return None, f"{path} {reason}"
+    # The text as the kernel wrote it: no newline translation (universal newlines would
+    # turn a carriage return in a mount point, which mountinfo does not escape, into a
+    # line break).
+    return data.decode("utf-8", "replace"), ""
 
 
 def read_text(root: str, path: str) -> str | None:

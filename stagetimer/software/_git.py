@@ -24,6 +24,8 @@ __all__ = ["GIT_TIMEOUT", "GitProbe", "start_git"]
 
 #: seconds all git commands of one capture may take together
 GIT_TIMEOUT = 2.0
+# seconds to wait for a killed command to be reaped (a SIGKILLed process ends at once)
+_REAP_SECONDS = 0.1
 
 # The diff's text must not depend on the user's configuration (prefixes, renames,
 # algorithm, external tools, colour), or one set of edits would hash two ways. Plumbing
@@ -111,11 +113,24 @@ class GitProbe:
         self._stop_all()
 
     def _stop_all(self) -> None:
+        """Kill each command's process group, close its pipes unread and reap it.
+
+        Never read to the end here: a helper git started that left the group (an
+        fsmonitor daemon calls ``setsid``) survives the kill and may hold the pipes'
+        write ends for as long as it lives.
+        """
         for child in self._children:
             if child.poll() is None:
                 with contextlib.suppress(OSError):  # it ended meanwhile
                     os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()  # reaps it; its pipes' writers are gone with the group
+            for pipe in (child.stdout, child.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+            # SIGKILLed: it ends at once, unless stuck in the kernel (a dead NFS
+            # server); then it is left to subprocess to reap later, never waited for.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=_REAP_SECONDS)
         self._children = []
 
     def _run(self, child: subprocess.Popen[bytes]) -> tuple[int, bytes, bytes]:
@@ -134,6 +149,11 @@ class GitProbe:
                 return None, self._head_failed(code, err)
             code, patch, err = self._run(diff)
         except subprocess.TimeoutExpired:
+            if head.poll() is not None and diff.poll() is not None:
+                return None, (
+                    f"git ended but a process it started kept its output open past "
+                    f"{self._timeout:g} s (a helper such as an fsmonitor daemon)"
+                )
             return None, f"git did not answer within {self._timeout:g} s"
         finally:
             self._stop_all()

@@ -12,7 +12,10 @@ development environment on the build machine; and importing ``importlib.metadata
 (``email``, ``zipfile``, ``pathlib``, ``csv``) costs more than the whole capture may
 (50 ms with 200 distributions, benchmarks/bench_software.py). The same files are read
 here with one scan of each ``sys.path`` directory and a substring search per imported
-name; the ``METADATA`` headers only of the distributions that provide one.
+name; the ``METADATA`` headers only of the distributions that provide one. Each file is
+read as ``stagetimer.hardware._files`` reads: a regular file only, opened without
+blocking, of bounded size (a FIFO or a link to ``/dev/zero`` planted in a
+``.dist-info`` directory would hold the first save for good).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import re
 import sys
 
 from stagetimer.hardware import _nvml as nvml
-from stagetimer.hardware._files import read_text
+from stagetimer.hardware._files import read_regular, read_text
 
 __all__ = [
     "imported_packages", "imported_top_level", "normalized_name", "provides", "record_top_level",
@@ -102,22 +105,24 @@ def _name_and_version(directory: str) -> tuple[str, str] | None:
     """``Name`` and ``Version`` from the core metadata headers (``METADATA``, or
     ``PKG-INFO`` of an ``.egg-info``), read up to the blank line that ends them."""
     for filename in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(directory, filename), encoding="utf-8", errors="replace") as f:
-                found: dict[str, str] = {}
-                for line in f:
-                    if not line.strip():
-                        break  # the headers end; the description follows
-                    # Field names are case-insensitive, as in email headers
-                    # (importlib.metadata reads "name: x" as the Name).
-                    key, sep, value = line.partition(":")
-                    key = key.lower()
-                    if sep and key in ("name", "version") and key not in found:
-                        found[key] = value.strip()
-                        if len(found) == 2:
-                            return found["name"], found["version"]
-        except OSError:
+        # A regular file only, opened without blocking, read up to the headers' end.
+        data = read_regular(os.path.join(directory, filename), stop=b"\n\n")[0]
+        if data is None:
             continue
+        found: dict[str, str] = {}
+        # Universal newlines, as a file opened as text splits them.
+        text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+        for line in text.split("\n"):
+            if not line.strip():
+                break  # the headers end; the description follows
+            # Field names are case-insensitive, as in email headers
+            # (importlib.metadata reads "name: x" as the Name).
+            key, sep, value = line.partition(":")
+            key = key.lower()
+            if sep and key in ("name", "version") and key not in found:
+                found[key] = value.strip()
+                if len(found) == 2:
+                    return found["name"], found["version"]
     return None
 
 

@@ -144,13 +144,15 @@ def test_a_live_pid_with_another_start_time_is_a_reused_pid_and_the_writer_kille
     assert "killed" == found.state and f"process {os.getpid()}" in found.evidence
 
 
-def test_a_marker_of_this_host_and_another_boot_was_killed_by_the_reboot(tmp_path: Path) -> None:
+def test_a_marker_of_this_host_name_and_another_boot_is_not_decided_by_a_pid(
+    tmp_path: Path,
+) -> None:
+    # A reboot, or another node given the same name: this machine's pids prove nothing.
     plant(tmp_path, marker(writer={"boot_id": "00000000-0000-0000-0000-000000000000"}))
 
-    (found,) = attempts(tmp_path)
+    (found,) = attempts(tmp_path, now=NOW)
 
-    assert ("killed", "killed") == (found.state, found.cause)
-    assert "rebooted" in found.evidence
+    assert ("unknown", None) == (found.state, found.cause)
 
 
 def test_a_marker_of_another_machine_without_other_evidence_is_unknown(tmp_path: Path) -> None:
@@ -255,3 +257,12 @@ def test_a_killed_attempt_started_after_now_is_still_bounded_by_its_start(
     low, high = found.ended_between
     assert low is not None and found.started_at <= low
     assert high is None and "clocks disagree" in found.evidence
+
+
+def test_a_writer_of_another_pid_namespace_is_not_looked_up_here(tmp_path: Path) -> None:
+    # Same host and boot, another container's pids: our pid of that number says nothing.
+    plant(tmp_path, marker(writer={"pidns": 1}))
+
+    (found,) = attempts(tmp_path, now=NOW)
+
+    assert ("unknown", None) == (found.state, found.cause)

@@ -122,3 +122,17 @@ def test_compute_says_of_which_n_lost(tmp_path: Path) -> None:
     text = run_cli("compute", tmp_path).stdout
     # (3660 + 4200) s x 4 GPUs = 8.73 GPU-hours, of which 4.67 lost.
     assert "with 2 failed or killed attempts, 8.73 GPU-hours, of which 4.67 lost" in text
+
+
+def test_an_unreadable_hardware_sidecar_is_named_and_the_rest_still_summed(
+    tmp_path: Path,
+) -> None:
+    art = tree(tmp_path)
+    (art / "timings_hardware.json").write_text("{")
+
+    done = run_cli("lost", tmp_path)
+
+    assert 1 == done.returncode
+    assert f"{art / 'timings_hardware.json'}: does not parse as JSON" in done.stderr
+    assert "GPU-hours lost" not in done.stdout  # no description says how many GPUs
+    assert "train run 1 failed (raised)" in done.stdout

@@ -144,3 +144,23 @@ def test_a_job_id_that_is_not_one_is_never_asked_about(
 
     assert SlurmLookup()(job_id) is None
     assert not (tmp_path / "asked").exists()
+
+
+@pytest.mark.root
+def test_another_users_job_is_no_evidence_for_a_marker(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a marker to another user")
+    from helpers.attempt_markers import marker, plant
+
+    from stagetimer._analysis.attempts import scan_attempts
+
+    # User 54321's marker names job 3, which Slurm says is root's and ended by TIMEOUT.
+    ended = parse_scontrol("3", LINE.replace("JobState=RUNNING", "JobState=TIMEOUT"))
+    path = plant(tmp_path, marker(job={"scheduler": "slurm", "job_id": "3"},
+                                  writer={"host": "node-elsewhere", "uid": 54321}))
+    os.chown(path, 54321, 54321)
+
+    (found,), _ = scan_attempts([tmp_path], slurm=lambda job_id: ended)
+
+    assert ("unknown", None) == (found.state, found.cause)
+    assert "belongs to another user" in found.evidence

@@ -274,3 +274,82 @@ def test_another_host_s_claim_where_saves_take_none_says_to_set_always(
     (finding,) = [f for f in report.findings if f.kind == "foreign_claim"]
     assert "pid 4242 on node7" in finding.message
     assert "set STAGETIMER_CLAIM=always for every writer" in finding.message
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "socket"])
+def test_a_non_file_at_a_claims_name_is_named_with_how_to_clear_it_and_stops_saves_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    import socket
+
+    monkeypatch.setenv("STAGETIMER_CLAIM", "always")
+    art = tmp_path / "art"
+    art.mkdir()
+    claim = art / "timings.json.claim"
+    if kind == "directory":
+        claim.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(claim)
+    else:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(claim))
+        server.close()
+    before = _snapshot(art)
+
+    report = doctor(art)
+    # Before: no finding for a directory (it read as no claim) nor for a socket; a FIFO
+    # was "held by pid None".
+    (blocked,) = [f for f in report.findings if f.kind == "blocked_claim"]
+    assert blocked.severity == "stop" and "rm" in blocked.message and str(claim) in blocked.message
+    assert before == _snapshot(art)
+
+    rec = Recorder(art, lock_timeout=30)
+    with pytest.warns(stagetimer.StageTimerWarning, match="not a claim any writer makes"):
+        record_timing("train", 1.0, recorder=rec)  # at once, not after 30 s
+    assert rec.pending == 1 and claim.exists()
+
+
+@pytest.mark.parametrize("what", ["file", "fifo", "devnull", "dangling link"])
+def test_a_path_that_is_no_directory_is_called_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str
+) -> None:
+    path = tmp_path / what
+    if what == "file":
+        path.write_text("x")
+    elif what == "fifo":
+        os.mkfifo(path)
+    elif what == "devnull":
+        path = Path(os.devnull)
+    else:
+        path.symlink_to(tmp_path / "nowhere")
+
+    status = main(["doctor", str(path)])
+    err = capsys.readouterr().err
+
+    expected = {"file": "is a regular file, not a directory",
+                "fifo": "is a FIFO (named pipe), not a directory",
+                "devnull": "is a character device, not a directory",
+                "dangling link": "no such directory"}[what]
+    # Before: "no such directory" for each.
+    assert status == 1 and expected in err
+
+
+def test_a_bad_stale_time_fails_every_save_alike_and_doctor_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAGETIMER_CLAIM_STALE_SECONDS", "thirty")
+    monkeypatch.delenv("STAGETIMER_CLAIM", raising=False)
+    art = tmp_path / "art"
+    rec = Recorder(art)  # a local disk: saves take no claim
+    # Before: ignored here (and on a shared file system every save failed unexplained).
+    with pytest.warns(stagetimer.StageTimerWarning, match="STAGETIMER_CLAIM_STALE_SECONDS="):
+        record_timing("train", 1.0, recorder=rec)
+    assert rec.pending == 1
+    (bad,) = [f for f in doctor(art).findings if f.kind == "bad_setting"]
+    assert bad.severity == "stop" and "'thirty'" in bad.message
+
+
+def test_compare_help_prints_one_percent_sign(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["compare", "--help"])
+    out = capsys.readouterr().out
+    assert "%%" not in out and "95 % interval" in " ".join(out.split())

@@ -348,6 +348,10 @@ def test_no_source_names_the_job_the_task_or_the_node(tmp_path: Path) -> None:
             "/sys/fs/cgroup/system.slice/docker-<id>.scope/memory.max",
         ),
         (
+            "no ACPI CPPC: /sys/devices/system/cpu/cpu17/acpi_cppc/nominal_freq is 0",
+            "no ACPI CPPC: /sys/devices/system/cpu/cpuN/acpi_cppc/nominal_freq is 0",
+        ),
+        (
             "/sys/fs/cgroup/memory/docker/" + "ab12" * 16 + "/memory.limit_in_bytes",
             "/sys/fs/cgroup/memory/docker/<id>/memory.limit_in_bytes",
         ),

@@ -16,6 +16,7 @@ MODULES_WITH_STATE = [
     "stagetimer._store.lock",  # locks held, their descriptors
     "stagetimer._store.leftovers",  # unfinished writes to clear
     "stagetimer._store.claims",  # claims held, other writers' claims seen
+    "stagetimer._record.resources",  # the counters probe; forks since a stage began
 ]
 
 

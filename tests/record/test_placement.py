@@ -232,3 +232,35 @@ def test_a_pickled_recorder_keeps_every_setting(art: Path) -> None:
     )
     assert (rec.timings_path, rec.hardware_path) == (clone.timings_path, clone.hardware_path)
     assert str(art / "timings.json") == rec.timings_path
+
+
+def test_a_rank_a_framework_declares_is_held_by_runs_and_markers(tmp_path: Path) -> None:
+    """Lightning's launcher sets WORLD_SIZE but no RANK: the callback declares the rank it
+    knows; a world of one declares none; a forked child reads its own environment again."""
+    code = textwrap.dedent("""
+        import json, os, sys
+        from stagetimer import Recorder, stage
+        from stagetimer._record.pending import declare_rank
+        rec = Recorder(sys.argv[1], policy="upsert")
+        declare_rank(1, 2)
+        with stage("fit_train", run_idx=0, recorder=rec):
+            markers = os.listdir(os.path.join(sys.argv[1], "timings.attempts"))
+            with open(os.path.join(sys.argv[1], "timings.attempts", markers[0])) as f:
+                marker = json.load(f)
+        pid = os.fork()
+        if pid == 0:
+            rec.record("child", 1.0, run_idx=0)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        declare_rank(0, 1)
+        rec.record("alone", 1.0, run_idx=0)
+        print(json.dumps([marker["rank"], marker["world_size"]]))
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, env=env, check=True)
+    assert [1, 2] == json.loads(done.stdout)
+    runs = {name: stage.runs[0] for name, stage in load_timings(tmp_path).stages.items()}
+    assert (1, 2) == (runs["fit_train"].rank, runs["fit_train"].world_size)
+    assert (None, None) == (runs["child"].rank, runs["child"].world_size)
+    assert (None, None) == (runs["alone"].rank, runs["alone"].world_size)

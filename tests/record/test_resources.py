@@ -217,3 +217,45 @@ def test_resources_are_measured_in_the_fork_child_afresh(tmp_path: Path) -> None
     assert result["status"] == 0
     assert result["child"]["memory_peak_bytes"] >= 50 * MIB
 
+
+
+@pytest.mark.slow
+def test_a_child_forked_inside_a_stage_counts_its_own_cpu_from_the_fork(tmp_path: Path) -> None:
+    # The parent burns 1 s before the stage; the child, forked inside it, burns 0.5 s
+    # and leaves the stage. Its getrusage starts at 0 at the fork (getrusage(2)): its
+    # counters must start there, not at the parent's entry (which gave max(0.5 - 1, 0)).
+    result = run_case(tmp_path, """
+        def cpu():
+            r = resource.getrusage(resource.RUSAGE_SELF)
+            return r.ru_utime + r.ru_stime
+        def burn(seconds):
+            end = cpu() + seconds
+            while cpu() < end:
+                pass
+        burn(1.0)
+        own = tmp_path = sys.argv[1] + ".own"
+        with rec:
+            try:
+                with stage("forked"):
+                    pid = os.fork()
+                    if pid == 0:
+                        burn(0.5)
+                        mine = cpu()
+                    else:
+                        _, status = os.waitpid(pid, 0)
+                        raise LookupError("the parent leaves by raising: no run of its own")
+            except LookupError:
+                pass
+        if pid == 0:
+            with open(own, "w") as f:
+                json.dump(mine, f)
+            os._exit(0)
+        print(json.dumps({"status": status, "own": json.load(open(own)),
+                          "runs": len(load_timings(sys.argv[1]).stages["forked"].runs),
+                          **used("forked")}))
+    """)
+    assert (0, 1) == (result["status"], result["runs"])
+    assert result["own"] >= 0.5
+    # The child's CPU, counted from the fork (it also ran a little before burning).
+    assert result["own"] - 0.01 <= result["cpu_seconds"] <= result["own"] + 0.05, result
+    assert result["children_cpu_seconds"] == 0.0

@@ -36,10 +36,12 @@ def test_a_running_process_with_its_start_time_is_live(sleeper: subprocess.Popen
     ("change", "expected"),
     [
         ({"start_time": 1}, "dead"),  # the pid was reused by a later process
-        ({"boot_id": "00000000-0000-0000-0000-000000000000"}, "dead"),  # before a reboot
+        # a reboot, or another node given the same host name: nothing here proves it dead
+        ({"boot_id": "00000000-0000-0000-0000-000000000000"}, "elsewhere"),
         ({"host": "another-node"}, "elsewhere"),  # this host cannot see it
+        ({"pidns": 1}, "elsewhere"),  # a container's pid is not ours to look up
     ],
-    ids=["pid reused", "other boot", "other host"],
+    ids=["pid reused", "other boot", "other host", "other pid namespace"],
 )
 def test_a_pid_alone_does_not_make_a_writer_live(
     sleeper: subprocess.Popen[bytes], change: dict[str, object], expected: str

@@ -1,0 +1,59 @@
+"""``stagetimer export {mlflow,tensorboard,otlp} PATH… --to DEST``: the runs under PATH
+into another tool, adding only what DEST does not hold yet."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from stagetimer._cli.stderr import error
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Export; 1 when a path is unreadable, an extra is missing or DEST refuses."""
+    from stagetimer._errors import MissingExtraError
+    from stagetimer._export.runs import ExportError, read_groups
+
+    command = f"export {args.destination}"
+    try:
+        if args.destination == "otlp":
+            from stagetimer._export.otlp import export_otlp
+
+            exported, problems = export_otlp(args.paths, args.to)
+            unit = "spans"
+        else:
+            read = read_groups(args.paths)
+            problems = read.problems
+            if args.destination == "mlflow":
+                # An unreachable server fails in seconds, not after MLflow's minutes of retries.
+                os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+                os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+                # A server's client prints two links per finished run on standard output.
+                os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+                # MLflow's own progress lines and the tracebacks it logs before raising:
+                # the error is told once, in one line, below.
+                logging.getLogger("mlflow").setLevel(logging.CRITICAL)
+                logging.getLogger("alembic").setLevel(logging.WARNING)
+                from stagetimer._export.mlflow import export_mlflow
+
+                exported = export_mlflow(read.groups, args.to, args.experiment)
+                unit = "metric points"
+            else:
+                from stagetimer._export.tensorboard import export_tensorboard
+
+                exported = export_tensorboard(read.groups, args.to)
+                unit = "scalars"
+    except (MissingExtraError, ExportError) as exc:
+        error(command, str(exc))
+        return 1
+    for problem in problems:
+        error(command, problem.line())
+    sys.stdout.write(
+        f"{exported.points} new {unit} from {exported.runs} recorded "
+        f"{'attempts' if args.destination == 'otlp' else 'runs'} to {args.to}\n"
+    )
+    return 1 if problems else 0

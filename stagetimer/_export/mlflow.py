@@ -1,0 +1,188 @@
+"""``stagetimer export mlflow``: one MLflow run per (artifact directory, run index, rank).
+
+Each stage is a metric of that MLflow run: its value the run's seconds, its timestamp the
+recorded start, its step the number the run's label ends with (``epoch3`` -> 3; else 0).
+The hardware and software the first run recorded are the MLflow run's params; its key, its
+directory and every hardware id are tags. An MLflow run is found again by its key tag
+(``stagetimer.key``, a hash of directory, run index and rank), and a metric point is
+written only when the run's history does not hold it already: a second export adds
+nothing, one after new runs adds exactly those.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from stagetimer._analysis.wall_span import posix_seconds
+from stagetimer._export.runs import (
+    Exported,
+    ExportError,
+    Group,
+    digest,
+    label_step,
+    need,
+    readable,
+)
+
+__all__ = ["export_mlflow", "metric_key"]
+
+KEY_TAG = "stagetimer.key"
+_MAX_KEY = 250  # MLflow's limit on a metric, param or tag key
+_MAX_VALUE = 5000  # within every MLflow release's limit on a tag or param value
+_BATCH = 1000  # metrics per log_batch (MLflow's limit); params and tags: 100
+
+
+def metric_key(stage: str) -> str:
+    """``stage`` as a metric key MLflow accepts: characters other than letters, digits,
+    ``_ - .`` and space become ``_``; a name MLflow would read as a path gets a leading
+    ``_``; past 250 characters it is cut and ends in ``-`` and a hash of the whole."""
+    key = re.sub(r"[^\w.\- ]", "_", stage)
+    if key.strip(".") == "" or key.startswith(".."):
+        key = "_" + key
+    if len(key) > _MAX_KEY:
+        key = key[: _MAX_KEY - 17] + "-" + digest(stage, size=8)
+    return key
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
+
+
+def export_mlflow(
+    groups: Iterable[Group], tracking_uri: str, experiment: str
+) -> Exported:
+    """Export ``groups`` into ``experiment`` at ``tracking_uri``; :class:`ExportError` when
+    the store refuses or cannot be reached (what was written stays; a rerun completes it)."""
+    need("mlflow", "mlflow")
+    from mlflow.tracking import MlflowClient
+
+    try:
+        client = MlflowClient(tracking_uri=tracking_uri)
+        experiment_id = _experiment(client, experiment)
+        known = _known_runs(client, experiment_id)
+        created = points = runs = 0
+        for group in groups:
+            runs += len(group.rows)
+            run_id = known.get(group.key)
+            if run_id is None:
+                run_id = _create(client, experiment_id, group)
+                created += 1
+            points += _log_new(client, run_id, group)
+    except ExportError:
+        raise
+    except Exception as exc:  # the store's own errors: one line, never a traceback
+        raise ExportError(
+            f"cannot export to MLflow at {tracking_uri!r}: {_reason(exc)}"
+        ) from exc
+    return Exported(created, points, runs)
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause's first line (``attempt to write a readonly database``,
+    ``Connection refused``): what the layers above it wrap in longer words."""
+    seen = {id(exc)}
+    while True:
+        inner = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            break
+        seen.add(id(inner))
+        exc = inner
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+
+
+def _experiment(client: Any, name: str) -> str:
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        return str(client.create_experiment(name))
+    if found.lifecycle_stage != "active":
+        raise ExportError(f"MLflow experiment {name!r} is deleted; restore it or name another")
+    return str(found.experiment_id)
+
+
+def _known_runs(client: Any, experiment_id: str) -> dict[str, str]:
+    """Key tag -> MLflow run id, for every run this exporter made in the experiment."""
+    known: dict[str, str] = {}
+    token = None
+    while True:
+        page = client.search_runs(
+            [experiment_id], filter_string=f"tags.`{KEY_TAG}` != ''",
+            max_results=1000, page_token=token,
+        )
+        for run in page:
+            key = run.data.tags.get(KEY_TAG)
+            if key:
+                known.setdefault(key, run.info.run_id)
+        token = page.token
+        if not token:
+            return known
+
+
+def _create(client: Any, experiment_id: str, group: Group) -> str:
+    """The group's MLflow run, created with its key tag in the same call (so a rerun
+    after a failure finds it) and its params."""
+    from mlflow.entities import Param
+
+    starts = [s for s in (posix_seconds(r["started_at"]) for r in group.rows) if s is not None]
+    tags = {
+        KEY_TAG: group.key,
+        "stagetimer.directory": _short(readable(group.directory)),
+        "mlflow.runName": _short(group.name),
+    }
+    if group.run_idx is not None:
+        tags["stagetimer.run_idx"] = str(group.run_idx)
+    if group.rank is not None:
+        tags["stagetimer.rank"] = str(group.rank)
+    run = client.create_run(
+        experiment_id, start_time=int(min(starts) * 1000) if starts else None, tags=tags,
+    )
+    run_id: str = run.info.run_id
+    params = [Param(k, _short(v)) for k, v in group.described().items()]
+    for i in range(0, len(params), 100):
+        client.log_batch(run_id, params=params[i : i + 100])
+    ends = [
+        s + float(r["seconds"])
+        for r in group.rows if (s := posix_seconds(r["started_at"])) is not None
+    ]
+    client.set_terminated(run_id, "FINISHED", end_time=int(max(ends) * 1000) if ends else None)
+    return run_id
+
+
+def _points(group: Group) -> Iterator[tuple[str, str, float, int, int]]:
+    """(key, stage, value, timestamp in ms, step) for each recorded run of the group."""
+    for row in group.rows:
+        started = posix_seconds(row["started_at"])
+        yield (
+            metric_key(row["stage"]), row["stage"], float(row["seconds"]),
+            round(started * 1000) if started is not None else 0, label_step(row["label"]),
+        )
+
+
+def _log_new(client: Any, run_id: str, group: Group) -> int:
+    """Write the group's points the MLflow run does not hold yet; how many were written."""
+    from mlflow.entities import Metric, RunTag
+
+    points = list(_points(group))
+    held: set[tuple[str, float, int, int]] = set()
+    data = client.get_run(run_id).data
+    for key in {p[0] for p in points}:
+        if key in data.metrics:
+            held.update(
+                (key, m.value, m.timestamp, m.step) for m in client.get_metric_history(run_id, key)
+            )
+    new = [p for p in points if (p[0], p[2], p[3], p[4]) not in held]
+    tags = [
+        RunTag(f"stagetimer.stage.{key}"[:_MAX_KEY], _short(stage))
+        for key, stage in {(p[0], p[1]) for p in new} if key != stage
+    ]
+    hardware = sorted({r["hardware_id"] for r in group.rows if r.get("hardware_id")})
+    if hardware and data.tags.get("stagetimer.hardware_ids") != ",".join(hardware):
+        tags.append(RunTag("stagetimer.hardware_ids", _short(",".join(hardware))))
+    for i in range(0, len(tags), 100):
+        client.log_batch(run_id, tags=tags[i : i + 100])
+    metrics = [Metric(key, value, timestamp, step) for key, _, value, timestamp, step in new]
+    for i in range(0, len(metrics), _BATCH):
+        client.log_batch(run_id, metrics=metrics[i : i + _BATCH])
+    return len(new)

@@ -1,0 +1,93 @@
+"""``stagetimer export tensorboard``: event files TensorBoard reads, one scalar per run.
+
+A TensorBoard run (a sub-directory of the destination) per artifact directory, and per
+rank where runs have one (``<relpath>/rank<r>``); a scalar tag per stage
+(``<stage>/<label>`` for labelled runs); its step the run index (0 when none), its value
+the seconds, its wall time the recorded start. The events already in a run's directory
+are read back first and only the missing ones are written, into one new event file: a
+second export writes nothing, one after new runs writes exactly those.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from stagetimer._analysis.wall_span import posix_seconds
+from stagetimer._export.runs import Exported, ExportError, Group, need
+
+__all__ = ["export_tensorboard", "run_directory"]
+
+_Point = tuple[str, int, float]  # tag, step, wall time (ms precision)
+
+
+def run_directory(group: Group) -> str:
+    """The group's TensorBoard run, relative to the destination (``/``-separated)."""
+    parts = [p for p in group.relpath.split("/") if p not in ("", ".", "..")] or ["."]
+    if group.rank is not None:
+        parts.append(f"rank{group.rank}")
+    return "/".join(parts)
+
+
+def export_tensorboard(groups: Iterable[Group], destination: str) -> Exported:
+    """Write the scalars ``destination`` does not hold yet; :class:`ExportError` when it
+    cannot be read or written."""
+    need("tensorboard", "tensorboard")
+    by_run: dict[str, list[tuple[_Point, float]]] = {}
+    runs = 0
+    for group in groups:
+        runs += len(group.rows)
+        points = by_run.setdefault(run_directory(group), [])
+        for row in group.rows:
+            tag = row["stage"] if row["label"] is None else f"{row['stage']}/{row['label']}"
+            step = group.run_idx if group.run_idx is not None else 0
+            started = posix_seconds(row["started_at"]) or 0.0
+            points.append(((tag, step, round(started, 3)), float(row["seconds"])))
+    written = created = 0
+    for run, points in sorted(by_run.items()):
+        path = os.path.join(destination, *run.split("/"))
+        try:
+            held = _held(path)
+            new = [(p, v) for p, v in points if p not in held]
+            if new:
+                created += not held
+                _write(path, sorted(new, key=lambda pv: (pv[0][1], pv[0][2], pv[0][0])))
+                written += len(new)
+        except ExportError:
+            raise
+        except Exception as exc:  # the writer's and the file system's errors: one line
+            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            raise ExportError(
+                f"cannot write TensorBoard events into {path!r}: {type(exc).__name__}: {reason}"
+            ) from exc
+    return Exported(created, written, runs)
+
+
+def _held(path: str) -> set[_Point]:
+    """The scalars the event files in ``path`` (not below it) already hold."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    held: set[_Point] = set()
+    for file in sorted(glob.glob(os.path.join(glob.escape(path), "*tfevents*"))):
+        for event in EventFileLoader(file).Load():
+            if event.HasField("summary"):
+                for value in event.summary.value:
+                    held.add((value.tag, int(event.step), round(event.wall_time, 3)))
+    return held
+
+
+def _write(path: str, new: list[tuple[_Point, float]]) -> None:
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    os.makedirs(path, exist_ok=True)  # an unwritable destination fails here, plainly
+    writer: Any = EventFileWriter(path, max_queue_size=len(new) + 1)
+    try:
+        for (tag, step, wall), seconds in new:
+            summary = Summary(value=[Summary.Value(tag=tag, simple_value=seconds)])
+            writer.add_event(Event(wall_time=wall, step=step, summary=summary))
+    finally:
+        writer.close()

@@ -1,0 +1,190 @@
+"""``stagetimer report --html``: the report as one page.
+
+The stage table of every directory (the figures of the text report, in its units),
+each stage's runs as a chart (every run a mark, the median and the range over them),
+the suite's timeline, what the stages used, the hardware and the warnings. A suite of
+more than ``PER_DIRECTORY`` directories is charted per stage name, its directories'
+runs pooled; a chart never holds more than ``ROWS`` rows (the table holds them all).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._render.duration import format_duration
+from stagetimer._render.html_page import html_text, page
+from stagetimer._render.html_resources import resources_section
+from stagetimer._render.html_svg import MARKS_PER_ROW, Mark, Row, chart, log_or_linear
+from stagetimer._render.html_timeline import timeline
+from stagetimer._render.report_text import directory_progress, rank_line, suite_line
+from stagetimer._store.rules import is_valid_seconds
+
+__all__ = ["PER_DIRECTORY", "ROWS", "render_html"]
+
+#: up to this many directories, each gets a chart of its own
+PER_DIRECTORY = 12
+#: the most rows a chart draws
+ROWS = 200
+_HEADER = ("runs", "total", "mean", "median", "sd", "min", "max")
+
+
+def _cells(s: StageStats) -> str:
+    runs = f"{s.runs}*" if s.flagged_runs else str(s.runs)
+    figures = (s.total_seconds, s.mean_seconds, s.median_seconds, s.stdev_seconds,
+               s.min_seconds, s.max_seconds)
+    return f"<td>{runs}</td>" + "".join(f"<td>{format_duration(v)}</td>" for v in figures)
+
+
+def stage_table(reports: Sequence[ArtifactReport]) -> str:
+    """Every directory's stages: one ``<tbody>`` per directory, its path the group header."""
+    head = "".join(f'<th scope="col">{h}</th>' for h in _HEADER)
+    parts = [
+        '<p class="filter js-only"><label>Filter directories and stages: '
+        '<input type="search" data-filter="stages"></label></p>',
+        '<table id="stages"><thead><tr><th scope="col" class="t">stage</th>'
+        f"{head}</tr></thead>",
+    ]
+    for r in reports:
+        parts.append(f'<tbody><tr><th scope="rowgroup" colspan="8" class="path">'
+                     f"{html_text(r.path)}</th></tr>")
+        parts.extend(
+            f'<tr><th scope="row">{html_text(s.name)}</th>{_cells(s)}</tr>' for s in r.stages
+        )
+        parts.append("</tbody>")
+    parts.append("</table>")
+    if any(s.flagged_runs for r in reports for s in r.stages):
+        parts.append('<p class="note">* some runs hold values no writer stores; they are '
+                     "left out of the figures (see the warnings).</p>")
+    return "\n".join(parts) + "\n"
+
+
+def _mark(stage: str, run: dict[str, Any], seconds: float) -> Mark:
+    words = [stage]
+    if (idx := run.get("run_idx")) is not None:
+        words.append(f"run {idx}")
+    if (text := run.get("label")) is not None:
+        words.append(f"label {text}")
+    if (rank := run.get("rank")) is not None:
+        words.append(f"rank {rank}")
+    return Mark(seconds, f"{', '.join(map(str, words))}: {format_duration(seconds)}")
+
+
+def _row(name: str, runs: list[tuple[float, dict[str, Any]]]) -> Row:
+    """The row of a stage's runs (seconds, the run as stored): each run a mark with its
+    tooltip, or (past ``MARKS_PER_ROW``, drawn as a histogram) its value alone."""
+    values = [seconds for seconds, _ in runs]
+    if len(runs) > MARKS_PER_ROW:
+        marks = [Mark(seconds, "") for seconds in values]
+    else:
+        marks = [_mark(name, run, seconds) for seconds, run in runs]
+    if not values:
+        return Row(name, (), summary=f"{name}: no valid run")
+    median = statistics.median(values)
+    low, high = min(values), max(values)
+    summary = (f"{name}: {len(values)} runs, median {format_duration(median)}, from "
+               f"{format_duration(low)} to {format_duration(high)}")
+    return Row(name, tuple(marks), median, (low, high), summary)
+
+
+def _stage_runs(report: ArtifactReport, name: str) -> list[tuple[float, dict[str, Any]]]:
+    """The stage's runs with a valid duration: (seconds, the run as stored)."""
+    runs = []
+    for run in report.stored_runs(name):
+        seconds = run.get("seconds")
+        if type(seconds) in (int, float) and is_valid_seconds(float(seconds)):
+            runs.append((float(seconds), run))
+    return runs
+
+
+def _runs_charts(reports: Sequence[ArtifactReport]) -> str:
+    groups: list[tuple[str, list[Row]]] = []
+    if len(reports) <= PER_DIRECTORY:
+        for r in reports:
+            groups.append((r.path, [_row(s.name, _stage_runs(r, s.name)) for s in r.stages]))
+        intro = "Each stage's runs per directory"
+    else:
+        pooled: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+        for r in reports:
+            for s in r.stages:
+                pooled.setdefault(s.name, []).extend(_stage_runs(r, s.name))
+        groups.append(("", [_row(name, runs) for name, runs in pooled.items()]))
+        intro = (f"Each stage's runs, the {len(reports)} directories' runs of a stage name "
+                 "pooled in one row")
+    parts = [f"<h2>Runs</h2>\n<p>{intro}: every run a dot, the median a black tick, the "
+             "range from the fastest to the slowest run a band. Hover a mark for its value. "
+             f"A row of more than {MARKS_PER_ROW} runs is drawn as a histogram of them.</p>"]
+    for title, rows in groups:
+        shown = rows[:ROWS]
+        values = [m.value for row in shown for m in row.marks]
+        scale = log_or_linear(values)
+        axis = "logarithmic" if scale.log else "linear"
+        what = f" of {title}" if title else ""
+        alt = (f"Runs{what}: {len(shown)} stages, {len(values)} runs, on a {axis} time axis"
+               + (f"; {len(rows) - ROWS} more stages are in the table only" if len(rows) > ROWS
+                  else ""))
+        if title:
+            parts.append(f'<h3 class="path">{html_text(title)}</h3>')
+        if len(rows) > ROWS:
+            parts.append(f'<p class="note">The first {ROWS} of {len(rows)} stages are drawn; '
+                         "all are in the table.</p>")
+        if shown:
+            parts.append(chart(shown, scale, alt=alt))
+    return "\n".join(parts) + "\n"
+
+
+def _details(reports: Sequence[ArtifactReport]) -> str:
+    """Per directory: progress, ranks, the hardware it was measured on and its warnings."""
+    from stagetimer.hardware import summary_line
+
+    parts = ["<h2>Hardware and warnings</h2>"]
+    for r in reports:
+        items = []
+        if (progress := directory_progress(r)) is not None:
+            items.append(f"progress: {progress}")
+        items.extend(f"ranks: {line}" for s in r.stages if (line := rank_line(s)) is not None)
+        items.extend(
+            f"measured on {hw_id}: " + ("not described" if hw is None else summary_line(hw))
+            for hw_id, hw in r.hardware.items()
+        )
+        items.extend(f"warning: {w}" for w in r.warnings)
+        if items:
+            listed = "".join(f"<li>{html_text(i)}</li>" for i in items[:ROWS])
+            more = f"<li>{len(items) - ROWS} more</li>" if len(items) > ROWS else ""
+            parts.append(f'<h3 class="path">{html_text(r.path)}</h3><ul>{listed}{more}</ul>')
+    return "\n".join(parts) + "\n" if len(parts) > 1 else ""
+
+
+def render_html(
+    reports: Sequence[ArtifactReport], paths: Sequence[str | os.PathLike[str]],
+    attempts: Sequence[Attempt],
+) -> str:
+    """The report of ``reports`` (found under ``paths``) as one self-contained page."""
+    named = ", ".join(os.fsdecode(p) for p in paths)
+    body = [f"<h1>stagetimer report</h1>\n<p class=\"path\">{html_text(named)}</p>"]
+    if not reports:
+        body.append("<p>No timings.json was found under these paths.</p>")
+        return page(f"stagetimer report: {named}", "\n".join(body) + "\n")
+    body.append(f"<p>{html_text(suite_line(reports))}</p>")
+    body.append("<h2>Stages</h2>\n<p>Durations in the text report's units; sd is the "
+                "sample standard deviation, each seed counted once.</p>")
+    body.append(stage_table(reports))
+    body.append(_runs_charts(reports))
+    body.append("<h2>Timeline</h2>")
+    if attempts:
+        hosts = {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
+                 if hw is not None and hw.host}
+        svg, sentence = timeline(attempts, hosts)
+        body.append(f"<p>{html_text(sentence)} Each attempt a bar on its node and rank: "
+                    "finished in blue, failed in red, killed in purple (its faint end: the "
+                    "interval the evidence leaves), running or unknown in grey.</p>")
+        body.append(svg)
+    else:
+        body.append("<p>No run has a start time to draw.</p>")
+    body.append(resources_section(reports, pooled=len(reports) > PER_DIRECTORY))
+    body.append(_details(reports))
+    return page(f"stagetimer report: {named}", "\n".join(body))

@@ -1,0 +1,96 @@
+"""What the stages used, on the report's page: a table and a chart per figure (CPU use,
+memory peak against the limit, GPU energy), from ``stage_use`` as the text report's
+"used:" lines have them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from stagetimer._analysis.compute import StageUse, stage_use
+from stagetimer._analysis.report import ArtifactReport
+from stagetimer._render.duration import format_duration
+from stagetimer._render.html_page import html_text
+from stagetimer._render.html_svg import Bar, bars
+from stagetimer.hardware import Hardware, format_bytes
+from stagetimer.hardware._units import format_energy, significant
+
+__all__ = ["resources_section", "uses"]
+
+_ROWS = 200
+
+
+def uses(reports: Sequence[ArtifactReport], *, pooled: bool) -> list[tuple[str, StageUse]]:
+    """``(row name, use)`` per directory and stage that recorded resources; ``pooled``: per
+    stage name, over every directory's runs."""
+    found: list[tuple[str, StageUse]] = []
+    if pooled:
+        runs: dict[str, list[object]] = {}
+        hardware: dict[str, Hardware | None] = {}
+        for r in reports:
+            hardware.update(r.hardware)
+            for s in r.stages:
+                runs.setdefault(s.name, []).extend(r.stored_runs(s.name))
+        for name, stored in runs.items():
+            if (use := stage_use(name, stored, hardware)) is not None:  # type: ignore[arg-type]
+                found.append((name, use))
+        return found
+    for r in reports:
+        for s in r.stages:
+            use = stage_use(s.name, r.stored_runs(s.name), r.hardware)
+            if use is not None:
+                found.append((s.name if len(reports) == 1 else f"{r.relpath}: {s.name}", use))
+    return found
+
+
+def _cell(value: float | None, shown: Callable[[float], str]) -> str:
+    return "<td>-</td>" if value is None else f"<td>{html_text(shown(value))}</td>"
+
+
+def _table(rows: Sequence[tuple[str, StageUse]]) -> str:
+    head = "".join(f'<th scope="col">{h}</th>' for h in (
+        "CPU use", "children CPU", "memory peak", "memory limit", "GPU energy"))
+    body = "".join(
+        f'<tr><th scope="row">{html_text(name)}</th>'
+        f"{_cell(u.cpu_use, significant)}{_cell(u.children_cpu_seconds, format_duration)}"
+        f"{_cell(u.peak_bytes, format_bytes)}{_cell(u.limit_bytes, format_bytes)}"
+        f"{_cell(u.energy_joules, format_energy)}</tr>"
+        for name, u in rows
+    )
+    return (f'<table id="resources"><thead><tr><th scope="col" class="t">stage</th>{head}'
+            f"</tr></thead><tbody>{body}</tbody></table>\n")
+
+
+def resources_section(reports: Sequence[ArtifactReport], *, pooled: bool) -> str:
+    """The "Resources" section; empty when no stage recorded any."""
+    rows = uses(reports, pooled=pooled)
+    if not rows:
+        return ""
+    shown = rows[:_ROWS]
+    parts = ["<h2>Resources</h2>\n<p>CPU use is CPU time over wall time (above 1: several "
+             "threads busy); the memory peak is the largest of a run, the red line that run's "
+             "memory limit; GPU energy is summed over the runs that recorded it.</p>",
+             _table(rows)]
+    cpu = [Bar(n, u.cpu_use, f"{n}: CPU use {significant(u.cpu_use)}")
+           for n, u in shown if u.cpu_use is not None]
+    if cpu:
+        parts.append("<h3>CPU use</h3>" + bars(
+            cpu, alt=f"CPU use of {len(cpu)} stages, CPU time over wall time", kind="cpu",
+            shown=significant))
+    memory = [
+        Bar(n, float(u.peak_bytes), f"{n}: memory peak {format_bytes(u.peak_bytes)}",
+            None if u.limit_bytes is None else float(u.limit_bytes),
+            "" if u.limit_bytes is None else f"{n}: memory limit {format_bytes(u.limit_bytes)}")
+        for n, u in shown if u.peak_bytes is not None
+    ]
+    if memory:
+        parts.append("<h3>Memory peak against the limit</h3>" + bars(
+            memory, alt=f"Memory peak of {len(memory)} stages, each against its memory limit "
+            "where known", kind="peak", shown=format_bytes))
+    energy = [Bar(n, u.energy_joules, f"{n}: GPU energy {format_energy(u.energy_joules)} "
+                  f"({u.energy_runs} of {u.runs} runs)")
+              for n, u in shown if u.energy_joules is not None]
+    if energy:
+        parts.append("<h3>GPU energy</h3>" + bars(
+            energy, alt=f"GPU energy of {len(energy)} stages", kind="energy",
+            shown=format_energy))
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,77 @@
+"""The Hugging Face Trainer's StageTimerCallback on real fits (CPU, real torch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integrations.conftest import FITS, free_port, require, run_python, runs_of, stages
+
+pytestmark = pytest.mark.slow
+
+FIT = FITS / "transformers_fit.py"
+
+
+@pytest.fixture(autouse=True)
+def _transformers() -> None:
+    require("torch", "transformers", "accelerate")
+
+
+def test_a_fit_records_the_hook_table_under_the_seed(tmp_path: Path) -> None:
+    run_python(FIT, tmp_path, "plain", 2)
+    found = stages(tmp_path)
+    epochs = [(5, "epoch0", None), (5, "epoch1", None)]
+    assert [(5, None, None)] == runs_of(found, "fit_train")
+    assert epochs == runs_of(found, "train_epoch")
+    assert epochs == runs_of(found, "data_wait")
+    # 32 samples, batches of 8: an evaluation and a save after steps 4 and 8
+    steps = [(5, "step4", None), (5, "step8", None)]
+    assert steps == runs_of(found, "validate")
+    assert steps == runs_of(found, "checkpoint_save")
+    fit = found["fit_train"][0]["seconds"]
+    assert all(0 < r["seconds"] < fit for r in found["validate"] + found["checkpoint_save"])
+
+
+def test_a_two_process_ddp_fit_records_both_ranks(tmp_path: Path) -> None:
+    run_python(
+        "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port()),
+        FIT, tmp_path, "ddp", 1, timeout=120, env={"OMP_NUM_THREADS": "1"},
+    )
+    found = stages(tmp_path)
+    assert [(5, None, 0), (5, None, 1)] == runs_of(found, "fit_train")
+    assert [(5, "epoch0", 0), (5, "epoch0", 1)] == runs_of(found, "train_epoch")
+    assert {2} == {r["world_size"] for r in found["fit_train"]}
+
+
+def test_a_killed_fit_resumed_from_its_checkpoint_is_the_continuation(tmp_path: Path) -> None:
+    killed = run_python(FIT, tmp_path, "kill", 4, check=False)
+    assert -9 == killed.returncode, killed.stderr[-2000:]
+    found = stages(tmp_path)
+    assert "fit_train" not in found
+    assert [(5, "epoch0", None), (5, "epoch1", None)] == runs_of(found, "train_epoch")
+
+    run_python(FIT, tmp_path, "resume", 4)
+    found = stages(tmp_path)
+    assert "fit_train" not in found
+    assert [(5, None, None)] == runs_of(found, "fit_train_auto_resume")
+    assert [(5, f"epoch{i}", None) for i in range(4)] == runs_of(found, "train_epoch")
+    assert {"step4", "step8"} == {r["label"] for r in found["checkpoint_save"]}
+    assert {"step12", "step16"} == {r["label"] for r in found["checkpoint_save_auto_resume"]}
+
+
+def test_a_version_outside_the_range_is_refused_at_construction(tmp_path: Path) -> None:
+    done = run_python("-c", (
+        "import transformers; transformers.__version__ = '4.30.2'\n"
+        "from stagetimer.integrations.transformers import StageTimerCallback\n"
+        "try:\n"
+        f"    StageTimerCallback({str(tmp_path)!r})\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    ))
+    assert (
+        "UnsupportedVersionError stagetimer's transformers callback supports transformers "
+        ">=4.40,<6.0; transformers 4.30.2 is installed\n"
+    ) == done.stdout
+
+
