@@ -565,3 +565,16 @@ def test_a_problem_line_escapes_control_characters_in_the_path(tmp_path: Path) -
 
     assert (1, "\x1b" in result.stderr) == (result.returncode, False)
     assert "bad\\x1b[2J" in result.stderr
+
+
+def test_the_html_page_gives_the_progress_line_the_text_report_gives(tmp_path: Path) -> None:
+    record(tmp_path / "a", "ippo_train", [30.0, 20.0, 25.0])
+    edit(tmp_path / "a", lambda d: d["ippo_train"].update(expected_runs=8))
+    page = tmp_path / "page.html"
+
+    text = run("report", str(tmp_path)).stdout.splitlines()
+    run("report", str(tmp_path), "--html", str(page))
+
+    [line] = [t for t in text if t.startswith("  progress: ")]
+    assert line.removeprefix("  progress: ") in page.read_text()
+    assert "to go (90 %: " in line
