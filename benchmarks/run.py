@@ -474,14 +474,19 @@ def main() -> int:
     import bench_integrations
     import bench_software
     import bench_suite
+    import bench_watch
+    import replay
 
     turns = 3 if args.quick else 5
     for figures in (
         bench_suite.figures, bench_compare.figures, bench_software.figures,
-        bench_html.figures, bench_integrations.figures,
+        bench_html.figures, bench_integrations.figures, bench_watch.figures,
     ):
         for figure, value, goal, ok in figures(turns):
             row(figure, value, goal, ok)
+
+    for figure, value, goal, ok in replay.figures(100 if args.quick else 400):
+        row(figure, value, goal, ok)
 
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")

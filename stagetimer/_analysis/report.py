@@ -14,6 +14,7 @@ the span of the runs in time in ``wall_span`` (all three named here too).
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Callable, Iterable
 from itertools import repeat
@@ -21,6 +22,8 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.eta import StageProgress, stage_progress
 from stagetimer._analysis.id_pairs import PairCache, distinct_ids
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.report_model import ArtifactReport, LegacyRun, StageStats
@@ -35,7 +38,7 @@ from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
 from stagetimer._analysis.wall_span import start_range, wall_span
-from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX
+from stagetimer._format import HARDWARE_FILE, LEGACY_KEYS, MAX_RUN_IDX, continued_stage
 from stagetimer._store.rules import is_stage, valid_durations
 from stagetimer.hardware import Hardware, hardware_differences
 from stagetimer.software import Software
@@ -46,6 +49,7 @@ __all__ = [
     "Problem",
     "StageStats",
     "build_report",
+    "expected_runs",
     "report_from",
     "wall_span",
 ]
@@ -55,7 +59,8 @@ _get: Callable[[dict[str, Any], str], Any] = dict.get
 _RUN_IDX, _HARDWARE_ID, _STARTED_AT = repeat("run_idx"), repeat("hardware_id"), repeat("started_at")
 
 
-def _expected_runs(stage: dict[str, Any]) -> int | None:
+def expected_runs(stage: dict[str, Any]) -> int | None:
+    """The stage's ``expected_runs`` where it is one a recorder can write; else None."""
     value = stage.get("expected_runs")
     if type(value) is int and 0 < value <= MAX_RUN_IDX:  # what a recorder can write
         return value
@@ -94,7 +99,7 @@ def _stage_stats(
     first, last = start_range(starts)
     stats = StageStats(
         name, len(runs), total, mean, median, stdev, low, high, distinct_ids(runs, "hardware_id"),
-        tuple(seconds), ids.count(None), flagged, _expected_runs(stage),
+        tuple(seconds), ids.count(None), flagged, expected_runs(stage),
         first, last,
         software_ids=distinct_ids(runs, "software_id"),
     )
@@ -116,7 +121,30 @@ def _software_cache() -> PairCache[Software]:
     return PairCache(software_differences)
 
 
-def _analyse(artifact: Artifact, caches: _Caches) -> ArtifactReport:
+def _progress(
+    artifact: Artifact, stages: list[StageStats], now: datetime.datetime
+) -> dict[str, StageProgress]:
+    """The progress of the stages told how many runs to expect, every seed running them
+    (a continuation runs only for the interrupted seeds)."""
+    tracked = {s.name: s.expected_runs for s in stages
+               if s.expected_runs is not None and continued_stage(s.name) is None}
+    if not tracked:
+        return {}
+    from stagetimer._analysis.attempts import scan_attempts
+
+    by_stage: dict[str, list[Attempt]] = {name: [] for name in tracked}
+    real = os.path.realpath(artifact.path)
+    found, _ = scan_attempts([artifact.path], now)  # what it could not read: said by lost
+    for attempt in found:
+        if attempt.stage in by_stage and os.path.realpath(attempt.directory) == real:
+            by_stage[attempt.stage].append(attempt)
+    return {
+        name: stage_progress(name, by_stage[name], now, expected=tracked[name])
+        for name in tracked
+    }
+
+
+def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> ArtifactReport:
     """One artifact directory's report: each stage summarised, every warning gathered."""
     data = artifact.data
     stages: list[StageStats] = []
@@ -145,6 +173,7 @@ def _analyse(artifact: Artifact, caches: _Caches) -> ArtifactReport:
             k: v for k, v in data.items() if k in LEGACY_KEYS and not is_stage(v)
         },
         legacy_runs=tuple(legacy_runs),
+        progress=_progress(artifact, stages, now),
     )
 
 
@@ -213,7 +242,8 @@ def _referenced_hardware(
 def report_from(artifacts: Iterable[Artifact]) -> list[ArtifactReport]:
     """The report of artifacts already read (``scan_tree`` / ``load_tree``)."""
     caches = _Caches()
-    return [_analyse(a, caches) for a in artifacts]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return [_analyse(a, caches, now) for a in artifacts]
 
 
 def build_report(

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.eta import StageProgress
 from stagetimer._analysis.raw import stored_runs
 from stagetimer._analysis.seeds import RankSpread
 from stagetimer._analysis.tree import Artifact
@@ -76,6 +77,9 @@ class ArtifactReport:
     #: top-level legacy values of the file (they describe the writer, not the reader)
     legacy_top_level: dict[str, Any]
     legacy_runs: tuple[LegacyRun, ...]
+    #: the stages told how many runs to expect (continuations aside) -> their progress and
+    #: time to go, as ``stagetimer watch`` gives them
+    progress: dict[str, StageProgress] = attrs.field(factory=dict)
 
     @property
     def path(self) -> str:

@@ -11,6 +11,10 @@
 - ``migrate --root DIR --from T --to T``: copy sidecars to the canonical layout (``migrate``);
 - ``doctor DIR…``: what a directory's file system gives saves, and what would stop them
   (``doctor``);
+- ``watch PATH…``: a running suite refreshed until everything expected is done, with
+  the time to go (``watch``; 0 once done, 130 on Ctrl-C);
+- ``plan PATH…``: the ``--time`` and ``--mem`` under which a fraction of runs fit
+  (``plan``);
 - ``export {mlflow,tensorboard,otlp} PATH… --to DEST``: the runs into MLflow, TensorBoard
   event files or OTLP spans, adding only what DEST does not hold (``export``).
 

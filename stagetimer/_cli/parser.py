@@ -13,9 +13,11 @@ from stagetimer._cli import (
     hardware,
     lost,
     migrate,
+    plan,
     recover,
     report,
     table,
+    watch,
 )
 from stagetimer._cli.stderr import PROG
 
@@ -37,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
     for add in (
         _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute, _lost,
-        _export,
+        _watch, _plan, _export,
     ):
         add(commands)
     return parser
@@ -269,6 +271,81 @@ def _compute(commands: _Commands) -> None:
     _paths(command)
     _formats(command, markdown="GitHub Markdown", latex=_LATEX_HELP, json="JSON")
     command.set_defaults(run=compute.run, parser=command, format="text")
+
+
+def _positive_int(text: str) -> int:
+    """--expect: a whole number of runs, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of runs >= 1, not {text!r}")
+    return value
+
+
+def _interval(text: str) -> float:
+    """--interval: seconds between refreshes, a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value < 86_400.0:
+        raise argparse.ArgumentTypeError(
+            f"expected seconds between refreshes, above 0 and below 86400, not {text!r}"
+        )
+    return value
+
+
+def _quantile(text: str) -> float:
+    """--quantile: the fraction of runs that must fit, strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1 such as 0.95, "
+                                         f"not {text!r}")
+    return value
+
+
+def _watch(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "watch",
+        help="a running suite: done, running, failed, pending and the time to go",
+        description="Refresh, every --interval seconds, per artifact directory and stage: "
+        "runs done, running, failed, killed, unknown and pending, the elapsed time and the "
+        "time to go (median and 90 %% bound, from the finished runs and the running ones' "
+        "elapsed time). Redraws in place on a terminal, prints a block per refresh when "
+        "piped. Reads only: never writes, takes no lock. Exit status 0 once everything "
+        "expected is done, 1 a path cannot be read, 2 a usage error, 130 on Ctrl-C.",
+    )
+    _paths(command)
+    command.add_argument("--interval", type=_interval, default=10.0, metavar="S",
+                         help="seconds between refreshes (default 10)")
+    command.add_argument("--once", action="store_true", help="print one refresh and exit")
+    command.add_argument("--json", action="store_true",
+                         help="print one JSON object per refresh (JSON lines)")
+    command.add_argument("--expect", type=_positive_int, metavar="N",
+                         help="runs each stage should end with (default: the stage's "
+                         "expected_runs, else the Slurm array's tasks, else the runs seen)")
+    command.set_defaults(run=watch.run, parser=command)
+
+
+def _plan(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "plan",
+        help="the --time and --mem to ask for, per stage and hardware",
+        description="From the recorded durations and memory peaks of each stage on each "
+        "hardware description, the Slurm --time and --mem under which a fraction Q of runs "
+        "fit, with the margin said. Attempts killed by the time limit count as at least "
+        "the time they ran. Reads only.",
+    )
+    _paths(command)
+    command.add_argument("--quantile", type=_quantile, default=0.95, metavar="Q",
+                         help="the fraction of runs that must fit (default 0.95)")
+    command.add_argument("--json", action="store_true", help="print JSON instead of text")
+    command.set_defaults(run=plan.run, parser=command)
 
 
 def _lost(commands: _Commands) -> None:

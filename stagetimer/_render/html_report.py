@@ -144,7 +144,7 @@ def _details(reports: Sequence[ArtifactReport]) -> str:
     parts = ["<h2>Hardware and warnings</h2>"]
     for r in reports:
         items = []
-        if (progress := directory_progress(r.stages)) is not None:
+        if (progress := directory_progress(r)) is not None:
             items.append(f"progress: {progress}")
         items.extend(f"ranks: {line}" for s in r.stages if (line := rank_line(s)) is not None)
         items.extend(

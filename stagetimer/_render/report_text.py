@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from stagetimer._analysis.eta import Eta, StageProgress, suite_eta
 from stagetimer._analysis.report import ArtifactReport, StageStats, wall_span
 from stagetimer._analysis.wall_span import start_range
 from stagetimer._escape import escape_text
@@ -41,21 +42,30 @@ def _tracked(stats: StageStats) -> bool:
     return stats.expected_runs is not None and continued_stage(stats.name) is None
 
 
-def progress_line(stats: StageStats) -> str | None:
-    """``ippo_train 3 of 10 seeds, about 2 h 10 min to go at the median so far``, for a
-    stage whose recorder was told how many runs to expect; None otherwise (and for a
-    continuation, which only some seeds run)."""
-    expected = stats.expected_runs
-    if expected is None or not _tracked(stats):
+def _counts(progress: StageProgress) -> str:
+    """``, 2 running, 1 failed`` for the counts that are not zero."""
+    counts = [(progress.running, "running"), (progress.unknown, "unknown"),
+              (progress.failed, "failed"), (progress.killed, "killed")]
+    return "".join(f", {count} {word}" for count, word in counts if count)
+
+
+def _to_go(eta: Eta | None) -> str:
+    if eta is None:
+        return "none finished yet"
+    return f"about {format_duration(eta.p50)} to go (90 %: {format_duration(eta.p90)})"
+
+
+def progress_line(stats: StageStats, progress: StageProgress | None = None) -> str | None:
+    """``ippo_train 3 of 10 seeds, 2 running, about 2 h 10 min to go (90 %: 2 h 40 min)``
+    for a stage whose recorder was told how many runs to expect (the estimate and counts
+    ``stagetimer watch`` gives); None otherwise (and for a continuation, which only some
+    seeds run)."""
+    if stats.expected_runs is None or not _tracked(stats) or progress is None:
         return None
-    done = stats.runs - stats.flagged_runs
-    head = f"{stats.name} {done} of {expected} seeds"
-    if done >= expected:
+    head = f"{stats.name} {progress.done} of {stats.expected_runs} seeds"
+    if progress.complete:
         return f"{head}, done"
-    if stats.median_seconds is None:
-        return f"{head}, none finished yet"
-    left = (expected - done) * stats.median_seconds
-    return f"{head}, about {format_duration(left)} to go at the median so far"
+    return f"{head}{_counts(progress)}, {_to_go(progress.eta)}"
 
 
 def rank_line(stats: StageStats) -> str | None:
@@ -72,38 +82,26 @@ def rank_line(stats: StageStats) -> str | None:
     )
 
 
-def _left(stats: StageStats) -> float:
-    """Seconds still to go for the stage at the median so far (0 when done or unknown)."""
-    assert stats.expected_runs is not None
-    done = stats.runs - stats.flagged_runs
-    if done >= stats.expected_runs or stats.median_seconds is None:
-        return 0.0
-    return (stats.expected_runs - done) * stats.median_seconds
-
-
-def directory_progress(stages: Sequence[StageStats]) -> str | None:
+def directory_progress(report: ArtifactReport) -> str | None:
     """One line for the directory's progress over the stages every seed runs; None when no
     recorder was told how many runs to expect.
 
-    ``3 stages, 3 of 10 seeds (ippo_train 3, nashconv 4), about 5 h 15 min to go at the
-    medians so far``; one stage reads as ``progress_line``.
+    ``3 stages, 3 of 10 seeds (ippo_train 3, nashconv 4), about 5 h 15 min to go (90 %:
+    6 h)``: the stages' times to go summed (a seed runs them one after another); one
+    stage reads as ``progress_line``.
     """
-    tracked = [s for s in stages if _tracked(s)]
+    tracked = [s for s in report.stages if _tracked(s) and s.name in report.progress]
     if not tracked:
         return None
     if len(tracked) == 1:
-        return progress_line(tracked[0])
-    done = {s.name: s.runs - s.flagged_runs for s in tracked}
+        return progress_line(tracked[0], report.progress[tracked[0].name])
+    progress = [report.progress[s.name] for s in tracked]
     expected = max(s.expected_runs or 0 for s in tracked)
-    if all(done[s.name] >= (s.expected_runs or 0) for s in tracked):
+    if all(p.complete for p in progress):
         return f"{len(tracked)} stages, {expected} of {expected} seeds each, done"
-    behind = [s for s in tracked if done[s.name] < (s.expected_runs or 0)]
-    detail = ", ".join(f"{s.name} {done[s.name]}" for s in behind)
-    head = f"{len(tracked)} stages, {min(done.values())} of {expected} seeds ({detail})"
-    left = sum(map(_left, tracked))
-    if left == 0:
-        return f"{head}, none finished yet"
-    return f"{head}, about {format_duration(left)} to go at the medians so far"
+    detail = ", ".join(f"{p.name} {p.done}" for p in progress if not p.complete)
+    head = f"{len(tracked)} stages, {min(p.done for p in progress)} of {expected} seeds ({detail})"
+    return f"{head}, {_to_go(suite_eta(progress))}"
 
 
 def _table(report: ArtifactReport) -> list[str]:
@@ -174,7 +172,7 @@ def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
         lines.append("  (no stages recorded)")
     else:
         lines += _table(report)
-    if (progress := directory_progress(report.stages)) is not None:
+    if (progress := directory_progress(report)) is not None:
         lines.append(f"  progress: {progress}")
     lines.extend(f"  ranks: {line}" for s in report.stages if (line := rank_line(s)) is not None)
     lines += used_lines(report)  # what the stages used besides wall time
@@ -232,12 +230,9 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
     if starts:
         first, last = start_range(starts)  # by time: the stages' forms may differ
         line += f", started {first} to {last}"
-    pending = [_left(s) for r in reports for s in r.stages if _tracked(s) and _left(s) > 0]
-    if pending:
-        line += (
-            f"; {_plural(len(pending), 'stage')} in progress, about "
-            f"{format_duration(sum(pending))} to go at their medians"
-        )
+    going = [p for r in reports for p in r.progress.values() if not p.complete]
+    if going:
+        line += f"; {_plural(len(going), 'stage')} in progress, {_to_go(suite_eta(going))}"
     return line
 
 

@@ -15,6 +15,7 @@ import pytest
 from helpers.cli import Ran, run_cli
 
 from stagetimer import Recorder, record_timing
+from stagetimer._render.duration import format_duration
 from stagetimer._render.report_text import progress_line
 
 
@@ -179,25 +180,34 @@ def test_one_progress_line_per_directory_over_its_stages(tmp_path: Path) -> None
     lines = [line for line in run("report", str(tmp_path)).stdout.splitlines()
              if line.startswith("  progress")]
 
+    # record_timing stores no start: no concurrency is seen, the seeds left run one at a
+    # time, and each stage's durations are all alike (no spread: the bound is the median):
     # (2 x 100 s) + (1 x 1 s) + (2 x 10 s) = 221 s to go
     assert [
         "  progress: 3 stages, 2 of 4 seeds (ippo_train 2, checkpoint_save 3, nashconv 2), "
-        "about 3 min 41 s to go at the medians so far"
+        "about 3 min 41 s to go (90 %: 3 min 41 s)"
     ] == lines
 
 
 
-def test_progress_says_seeds_done_and_time_to_go_at_the_median(tmp_path: Path) -> None:
+def test_progress_says_seeds_done_and_time_to_go_as_watch_does(tmp_path: Path) -> None:
+    """The report's progress line and its suite line give the estimate and the counts
+    ``stagetimer watch`` gives for the same files."""
     record(tmp_path, "ippo_train", [3000.0, 2600.0, 2700.0])
     edit(tmp_path, lambda d: d["ippo_train"].update(expected_runs=10))
 
     lines = run("report", str(tmp_path)).stdout.splitlines()
+    [watched] = [json.loads(line) for line in run(
+        "watch", "--once", "--json", str(tmp_path)).stdout.splitlines()]
 
-    # 7 seeds left at the median of 2700 s: 18900 s = 5 h 15 min
-    assert "  progress: ippo_train 3 of 10 seeds, about 5 h 15 min to go at the median so far" in (
-        lines
-    )
-    assert lines[-1].endswith("; 1 stage in progress, about 5 h 15 min to go at their medians")
+    [stage] = watched["directories"][0]["stages"]
+    assert (stage["done"], stage["pending"]) == (3, 7)
+    to_go = (f"about {format_duration(stage['eta_seconds']['p50'])} to go "
+             f"(90 %: {format_duration(stage['eta_seconds']['p90'])})")
+    assert f"  progress: ippo_train 3 of 10 seeds, {to_go}" in lines
+    assert lines[-1].endswith(f"; 1 stage in progress, {to_go}")
+    # 7 seeds left, one at a time (record_timing stores no start: no concurrency seen)
+    assert 6 * 2600 <= stage["eta_seconds"]["p50"] <= stage["eta_seconds"]["p90"] <= 7 * 3000
 
 
 def test_a_finished_stage_says_done(tmp_path: Path) -> None:
@@ -228,7 +238,7 @@ def test_expected_runs_from_the_recorder_drive_the_progress_line(tmp_path: Path)
     rec = Recorder(tmp_path, expected_runs=4)
     record_timing("ippo_train", 10.0, run_idx=0, recorder=rec)
 
-    assert "  progress: ippo_train 1 of 4 seeds, about 30.0 s to go at the median so far" in (
+    assert "  progress: ippo_train 1 of 4 seeds, about 30.0 s to go (90 %: 30.0 s)" in (
         run("report", str(tmp_path)).stdout.splitlines()
     )
 
@@ -555,3 +565,16 @@ def test_a_problem_line_escapes_control_characters_in_the_path(tmp_path: Path) -
 
     assert (1, "\x1b" in result.stderr) == (result.returncode, False)
     assert "bad\\x1b[2J" in result.stderr
+
+
+def test_the_html_page_gives_the_progress_line_the_text_report_gives(tmp_path: Path) -> None:
+    record(tmp_path / "a", "ippo_train", [30.0, 20.0, 25.0])
+    edit(tmp_path / "a", lambda d: d["ippo_train"].update(expected_runs=8))
+    page = tmp_path / "page.html"
+
+    text = run("report", str(tmp_path)).stdout.splitlines()
+    run("report", str(tmp_path), "--html", str(page))
+
+    [line] = [t for t in text if t.startswith("  progress: ")]
+    assert line.removeprefix("  progress: ") in page.read_text()
+    assert "to go (90 %: " in line

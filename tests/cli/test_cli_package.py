@@ -31,8 +31,8 @@ def test_the_package_docstring_names_every_command_and_the_exit_statuses() -> No
     doc = cli.__doc__ or ""
 
     assert [
-        "compare", "compute", "doctor", "export", "hardware", "lost", "migrate", "recover",
-        "report", "table",
+        "compare", "compute", "doctor", "export", "hardware", "lost", "migrate", "plan",
+        "recover", "report", "table", "watch",
     ] == _commands()
     assert [] == [name for name in _commands() if f"``{name}" not in doc]
     assert all(f"{status} " in doc for status in ("0", "1", "2"))

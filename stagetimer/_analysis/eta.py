@@ -1,0 +1,298 @@
+"""How far a stage has come and how long it has to go, from its attempts alone.
+
+Counts are per run (one seed: ``run_idx`` and ``label``; ranks above 0 are counted with
+their rank 0): *done* (a finished attempt), *running*, *unknown* (its latest attempt's
+state could not be decided), and *pending* (expected, neither done nor running nor
+unknown: not started yet, or failed or killed and waiting for another attempt). *failed*
+and *killed* count attempts.
+
+The time to go is simulated (``simulations`` times, a fixed seed: the same attempts at
+the same instant give the same answer):
+
+1. durations are drawn from the Kaplan-Meier estimate of the finished attempts, with the
+   running ones right-censored at their elapsed time and the failed and killed ones at
+   theirs (:mod:`survival`);
+2. each running attempt's remaining time is drawn given how long it has run;
+3. the pending runs are scheduled on ``slots`` slots (the array's throttle, or the
+   concurrency observed in the attempts), each starting as a slot frees;
+4. each attempt fails at the observed rate (failed and killed ÷ ended), partway through
+   (a fraction drawn uniformly), and its run queues again.
+
+The median and the 90th percentile of the simulated finish are the estimate.
+"""
+
+from __future__ import annotations
+
+import datetime
+import heapq
+import random
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.survival import Survival, kaplan_meier
+
+__all__ = [
+    "Eta",
+    "StageProgress",
+    "observed_concurrency",
+    "stage_progress",
+    "suite_eta",
+    "time_to_go",
+]
+
+#: simulations per estimate (the 90 % bound's draws)
+SIMULATIONS = 400
+#: at most this many draws per estimate (simulations x runs), never under the minimum
+_WORK = 400_000
+_MIN_SIMULATIONS = 40
+#: the failure rate used is never above this (a stage that only fails has no end)
+_MAX_FAILURE_RATE = 0.9
+_SEED = 20260412
+_NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+
+
+@attrs.frozen
+class Eta:
+    """Seconds to go: the median and the 90 % bound."""
+
+    p50: float
+    p90: float
+
+
+@attrs.frozen
+class StageProgress:
+    """One stage of one directory, at one instant."""
+
+    name: str
+    done: int
+    running: int
+    failed: int
+    killed: int
+    unknown: int
+    pending: int
+    #: from the stage's first start to now (to its last end once nothing is left)
+    elapsed_seconds: float
+    #: None while nothing allows an estimate (no attempt has finished)
+    eta: Eta | None
+    #: the slots the pending runs were scheduled on
+    slots: int
+
+    @property
+    def complete(self) -> bool:
+        """Nothing left: no run running, unknown or pending."""
+        return self.running == 0 and self.unknown == 0 and self.pending == 0
+
+
+def _end(attempt: Attempt) -> datetime.datetime | None:
+    """When the attempt ended (a killed one: the lower end of its interval); None while
+    running or unknown, or where nothing bounds it."""
+    if attempt.started_at is None:
+        return None
+    if attempt.seconds is not None:
+        try:
+            return attempt.started_at + datetime.timedelta(seconds=attempt.seconds)
+        except OverflowError:  # past the year 9999: no end that a clock can show
+            return None
+    if attempt.ended_between is not None:
+        return attempt.ended_between[0]
+    return None
+
+
+def _age(attempt: Attempt, now: datetime.datetime) -> float:
+    if attempt.started_at is None:
+        return 0.0
+    return max(0.0, (now - attempt.started_at).total_seconds())
+
+
+def _observation(attempt: Attempt, now: datetime.datetime) -> tuple[float, bool] | None:
+    """``(seconds, ended)`` for Kaplan-Meier: finished attempts end; the others are
+    censored at the time they ran (a killed one at its interval's lower end)."""
+    if attempt.state == "finished" and attempt.seconds is not None:
+        return attempt.seconds, True
+    if attempt.state == "running":
+        return _age(attempt, now), False
+    if attempt.state == "failed" and attempt.seconds is not None:
+        return attempt.seconds, False
+    end = _end(attempt)
+    if attempt.state == "killed" and end is not None and attempt.started_at is not None:
+        return max(0.0, (end - attempt.started_at).total_seconds()), False
+    return None
+
+
+def observed_concurrency(attempts: Iterable[Attempt], now: datetime.datetime) -> int:
+    """The most attempts that ran at one instant (running ones up to now)."""
+    edges: list[tuple[datetime.datetime, int]] = []
+    for attempt in attempts:
+        start = attempt.started_at
+        end = now if attempt.state == "running" else _end(attempt)
+        if start is None or end is None or end < start:
+            continue
+        edges += [(start, 1), (end, -1)]
+    edges.sort(key=lambda edge: (edge[0], edge[1]))  # an end before a start at one instant
+    most = current = 0
+    for _, step in edges:
+        current += step
+        most = max(most, current)
+    return most
+
+
+def _runs(attempts: Sequence[Attempt]) -> dict[tuple[object, object], list[Attempt]]:
+    runs: dict[tuple[object, object], list[Attempt]] = {}
+    for attempt in attempts:
+        if attempt.rank not in (None, 0):
+            continue
+        key = (attempt.run_idx, attempt.label) if attempt.run_idx is not None or \
+            attempt.label is not None else (attempt.attempt_id, None)
+        runs.setdefault(key, []).append(attempt)
+    return runs
+
+
+def stage_progress(
+    name: str,
+    attempts: Sequence[Attempt],
+    now: datetime.datetime,
+    *,
+    expected: int | None = None,
+    slots: int | None = None,
+    simulations: int = SIMULATIONS,
+) -> StageProgress:
+    """The progress and time to go of one stage from its attempts (one directory's).
+
+    ``expected``: the runs the stage should end with (default: the runs seen);
+    ``slots``: how many may run at once (default: the concurrency observed, at least 1).
+    """
+    runs = _runs(attempts)
+    done = running = unknown = 0
+    running_ages: list[float] = []
+    for tries in runs.values():
+        states = {a.state for a in tries}
+        if "finished" in states:
+            done += 1
+        elif "running" in states:
+            running += 1
+            running_ages += [_age(a, now) for a in tries if a.state == "running"][:1]
+        elif max(tries, key=_start).state == "unknown":
+            unknown += 1
+    total = len(runs) if expected is None else max(expected, 0)
+    pending = max(total - done - running - unknown, 0)
+    failed = sum(a.state == "failed" for a in attempts)
+    killed = sum(a.state == "killed" for a in attempts)
+    if slots is None or slots < 1:
+        slots = max(observed_concurrency(attempts, now), running, 1)
+    complete = running == 0 and unknown == 0 and pending == 0
+    eta: Eta | None
+    if complete:
+        eta = Eta(0.0, 0.0)
+    else:
+        ended = [o for a in attempts if (o := _observation(a, now)) is not None]
+        ends = done + failed + killed
+        rate = min((failed + killed) / ends, _MAX_FAILURE_RATE) if ends else 0.0
+        # fewer simulations where each is long (thousands of runs): a refresh stays short
+        work = len(ended) + len(running_ages) + pending
+        draws = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
+        eta = time_to_go(ended, running_ages, pending, slots, rate, simulations=draws)
+    return StageProgress(
+        name, done, running, failed, killed, unknown, pending,
+        _elapsed(attempts, now, complete), eta, slots,
+    )
+
+
+def _start(attempt: Attempt) -> datetime.datetime:
+    return attempt.started_at or _NEVER
+
+
+def _elapsed(attempts: Sequence[Attempt], now: datetime.datetime, complete: bool) -> float:
+    starts = [a.started_at for a in attempts if a.started_at is not None]
+    if not starts:
+        return 0.0
+    first = min(starts)
+    last = now
+    if complete:
+        ends = [end for a in attempts if (end := _end(a)) is not None]
+        last = max(ends, default=now)
+    return max(0.0, (last - first).total_seconds())
+
+
+def _attempt(survival: Survival, rng: random.Random, rate: float, elapsed: float = 0.0,
+             ) -> tuple[float, bool]:
+    """One attempt's remaining seconds (given ``elapsed`` already run) and whether it fails."""
+    remaining = survival.draw(rng, elapsed) - elapsed
+    if rate and rng.random() < rate:
+        return remaining * rng.random(), True
+    return remaining, False
+
+
+def time_to_go(
+    observations: Sequence[tuple[float, bool]],
+    running: Sequence[float],
+    pending: int,
+    slots: int,
+    failure_rate: float = 0.0,
+    *,
+    simulations: int = SIMULATIONS,
+    seed: int = _SEED,
+) -> Eta | None:
+    """The median and 90th percentile of the simulated finish: the ``running`` attempts
+    (their elapsed seconds) finish, then ``pending`` runs on ``slots`` slots, each
+    attempt failing (and its run queued again) at ``failure_rate``; None when no
+    observation has ended.
+
+    Each simulation draws from the Kaplan-Meier estimate of a bootstrap resample of
+    ``observations`` (``(seconds, ended)``), so that the bound holds the doubt about the
+    durations as well as the luck of the draws to come."""
+    # in one order whatever order the files were read in: the same answer for the same files
+    observations = sorted(observations)
+    running = sorted(running)
+    whole = kaplan_meier(observations)
+    if whole is None:
+        return None
+    rng = random.Random(seed)
+    finishes = []
+    count = len(observations)
+    for _ in range(simulations):
+        resample = [observations[rng.randrange(count)] for _ in range(count)]
+        survival = kaplan_meier(resample) or whole
+        queue = pending
+        free: list[float] = []
+        for age in running:
+            remaining, failed = _attempt(survival, rng, failure_rate, age)
+            queue += failed
+            free.append(remaining)
+        free += [0.0] * max(slots - len(running), 0)
+        if not free:
+            free.append(0.0)
+        heapq.heapify(free)
+        while queue:
+            start = heapq.heappop(free)
+            remaining, failed = _attempt(survival, rng, failure_rate)
+            queue += failed - 1
+            heapq.heappush(free, start + remaining)
+        finishes.append(max(free))
+    finishes.sort()
+    return Eta(_quantile(finishes, 0.5), _quantile(finishes, 0.9))
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def suite_eta(stages: Iterable[StageProgress]) -> Eta | None:
+    """The time to go of several stages: the sum of theirs (a seed runs its stages one
+    after another; where they run side by side this is an upper bound). Zero when none
+    has work left; None when one with work left has no estimate yet, or there is none."""
+    p50 = p90 = 0.0
+    count = 0
+    for stage in stages:
+        count += 1
+        if stage.complete:
+            continue
+        if stage.eta is None:
+            return None
+        p50 += stage.eta.p50
+        p90 += stage.eta.p90
+    return Eta(p50, p90) if count else None

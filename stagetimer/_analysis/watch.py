@@ -1,0 +1,225 @@
+"""A suite being watched: one :class:`Snapshot` per refresh, re-reading only what changed.
+
+A directory's files are read again only when the ``(inode, size, mtime)`` of its
+``timings.json`` or of its ``timings.attempts/`` folder changed since the last refresh,
+or when some attempt of it was running or unknown (whether its writer still runs is
+decided again each time). Nothing is written and no lock is taken: sidecars are replaced
+whole by rename, and markers are created and replaced the same way, so a read sees one
+version or the other. A file that vanishes or changes mid-read, a directory removed
+while watched and a Slurm that cannot be asked give a problem line in the snapshot, and
+the refresh goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Callable, Iterable, Sequence
+
+import attrs
+
+from stagetimer._analysis.attempts import Attempt, scan_attempts
+from stagetimer._analysis.eta import Eta, StageProgress, stage_progress, suite_eta
+from stagetimer._analysis.raw import raw_stages, read_data
+from stagetimer._analysis.report import expected_runs
+from stagetimer._analysis.slurm_array import ArrayUnreadable, ArrayView, array_view
+from stagetimer._analysis.slurm_jobs import SlurmLookup
+from stagetimer._analysis.tree import find_artifact_dirs
+from stagetimer._format import ATTEMPTS_DIR, TIMINGS_FILE
+
+__all__ = ["DirectoryProgress", "Snapshot", "Watcher", "directory_progress"]
+
+ArrayReader = Callable[[str], ArrayView]
+
+
+@attrs.frozen
+class DirectoryProgress:
+    path: str
+    stages: tuple[StageProgress, ...]
+
+
+@attrs.frozen
+class Snapshot:
+    """The suite at one refresh."""
+
+    time: datetime.datetime
+    directories: tuple[DirectoryProgress, ...]
+    #: the whole suite's time to go; None while nothing allows an estimate
+    eta: Eta | None
+    #: what could not be read this time, one line each
+    problems: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        """Every directory has stages and nothing left in any."""
+        return bool(self.directories) and all(
+            d.stages and all(s.complete for s in d.stages) for d in self.directories
+        )
+
+
+def _signature(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+@attrs.define
+class _Read:
+    """One directory as last read."""
+
+    signature: tuple[object, ...]
+    attempts: list[Attempt]
+    expected: dict[str, int]
+    #: the progress drawn from them once everything was done (it no longer changes)
+    complete: DirectoryProgress | None = None
+
+    @property
+    def live(self) -> bool:
+        return any(a.state in ("running", "unknown") for a in self.attempts)
+
+
+def _array_id(attempts: Iterable[Attempt]) -> str | None:
+    for attempt in attempts:
+        job = attempt.job or {}
+        if job.get("scheduler") == "slurm" and isinstance(job.get("array_job_id"), str):
+            return str(job["array_job_id"])
+    return None
+
+
+def _task_ids(attempts: Iterable[Attempt], array_id: str) -> set[int]:
+    ids = set()
+    for attempt in attempts:
+        job = attempt.job or {}
+        task = job.get("array_task_id")
+        if job.get("array_job_id") == array_id and isinstance(task, str) and task.isdigit():
+            ids.add(int(task))
+    return ids
+
+
+def directory_progress(
+    path: str,
+    attempts: Sequence[Attempt],
+    now: datetime.datetime,
+    *,
+    expected: dict[str, int] | None = None,
+    expect: int | None = None,
+    array: ArrayView | None = None,
+) -> DirectoryProgress:
+    """Each stage's progress in one directory: runs expected from ``expect`` (``--expect``),
+    else the stage's ``expected_runs``, else the array's tasks (those Slurm knows and those
+    the attempts name); slots from the array's throttle, else the concurrency observed."""
+    by_stage: dict[str, list[Attempt]] = {}
+    for attempt in attempts:
+        by_stage.setdefault(attempt.stage, []).append(attempt)
+    for name in expected or {}:
+        by_stage.setdefault(name, [])
+    stages = []
+    for name, tries in by_stage.items():
+        count = expect if expect is not None else (expected or {}).get(name)
+        if count is None and array is not None:
+            count = len(array.task_ids | _task_ids(tries, array.array_job_id)) or None
+        slots = array.throttle if array is not None else None
+        stages.append(stage_progress(name, tries, now, expected=count, slots=slots))
+    return DirectoryProgress(path, tuple(stages))
+
+
+class Watcher:
+    """Refreshes of the suite under ``paths``; each keeps what did not change."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        expect: int | None = None,
+        read_array: ArrayReader = array_view,
+    ) -> None:
+        self.paths = list(paths)
+        self.expect = expect
+        self._read_array = read_array
+        self._known: dict[str, _Read] = {}
+        #: directories read (not reused) by the last refresh
+        self.reread = 0
+
+    def _directories(self, problems: list[str]) -> list[str]:
+        attempted: list[str] = []
+        found, walk_problems = find_artifact_dirs(self.paths, attempted=attempted)
+        directories = [f.path for f in found]
+        if attempted:
+            known = {os.path.realpath(d) for d in directories}
+            directories += [d for d in attempted if os.path.realpath(d) not in known]
+        if directories:  # "nothing here yet" is no problem while the suite starts
+            problems += [p.line() for p in walk_problems]
+        return directories
+
+    def _read(self, directory: str, now: datetime.datetime, problems: list[str],
+              slurm: SlurmLookup) -> _Read:
+        signature = (
+            _signature(os.path.join(directory, TIMINGS_FILE)),
+            _signature(os.path.join(directory, ATTEMPTS_DIR)),
+        )
+        known = self._known.get(directory)
+        if known is not None and known.signature == signature and not known.live:
+            return known
+        self.reread += 1
+        try:
+            data = read_data(directory)
+        except (OSError, ValueError) as exc:
+            problems.append(f"{directory}: {exc}")
+            if known is not None:
+                return known
+            data = {}
+        expected = {
+            name: count for name, stage in raw_stages(data)
+            if (count := expected_runs(stage)) is not None
+        }
+        found, trouble = scan_attempts([directory], now, slurm)
+        problems += [p.line() for p in trouble]
+        real = os.path.realpath(directory)
+        attempts = [a for a in found if os.path.realpath(a.directory) == real]
+        read = _Read(signature, attempts, expected)
+        self._known[directory] = read
+        return read
+
+    def refresh(self, now: datetime.datetime | None = None) -> Snapshot:
+        """The suite now: every directory under the paths, its stages and the time to go."""
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        problems: list[str] = []
+        self.reread = 0
+        directories = self._directories(problems)
+        arrays: dict[str, ArrayView | None] = {}
+        slurm = SlurmLookup()  # Slurm asked afresh each refresh, each job once
+        shown = []
+        for directory in directories:
+            if not os.path.isdir(directory):
+                continue  # removed since the walk: said below
+            read = self._read(directory, now, problems, slurm)
+            if read.complete is not None:
+                shown.append(read.complete)
+                continue
+            array = None
+            array_id = _array_id(read.attempts)
+            if array_id is not None:
+                if array_id not in arrays:
+                    arrays[array_id] = self._array(array_id, problems)
+                array = arrays[array_id]
+            progress = directory_progress(
+                directory, read.attempts, now, expected=read.expected, expect=self.expect,
+                array=array,
+            )
+            if progress.stages and all(s.complete for s in progress.stages):
+                read.complete = progress
+            shown.append(progress)
+        for gone in sorted(set(self._known) - {d.path for d in shown}):
+            problems.append(f"{gone}: no longer there (removed while watched)")
+            del self._known[gone]
+        stages = [s for d in shown for s in d.stages]
+        return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems))
+
+    def _array(self, array_id: str, problems: list[str]) -> ArrayView | None:
+        try:
+            return self._read_array(array_id)
+        except ArrayUnreadable as exc:
+            problems.append(f"slurm array {array_id}: {exc}")
+            return None

@@ -1,0 +1,170 @@
+"""The time to go: Kaplan-Meier with censoring, the conditional remaining time, slots,
+failures, the counts, and the replay harness at a small size."""
+
+from __future__ import annotations
+
+import datetime
+import random
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+import scipy.stats
+
+from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.eta import (
+    observed_concurrency,
+    stage_progress,
+    suite_eta,
+    time_to_go,
+)
+from stagetimer._analysis.survival import kaplan_meier
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import replay  # benchmarks/ is no package; the harness lives there
+
+NOW = datetime.datetime(2026, 6, 1, 12, 0, tzinfo=datetime.timezone.utc)
+
+
+def attempt(run_idx: int | None, state: str, *, started: float, seconds: float | None = None,
+            stage: str = "train", rank: int | None = None, ended: float | None = None,
+            label: str | None = None) -> Attempt:
+    """An attempt that started ``started`` seconds before NOW."""
+    start = NOW - datetime.timedelta(seconds=started)
+    between = None
+    if ended is not None:
+        end = start + datetime.timedelta(seconds=ended)
+        between = (end, end + datetime.timedelta(seconds=30))
+    return Attempt(
+        attempt_id=f"{random.getrandbits(128):032x}", directory="d", stage=stage,
+        run_idx=run_idx, label=label, rank=rank, started_at=start, state=state,  # type: ignore[arg-type]
+        cause={"failed": "raised", "killed": "killed"}.get(state),  # type: ignore[arg-type]
+        exception=None, seconds=seconds, ended_between=between, evidence="test",
+    )
+
+
+def test_kaplan_meier_matches_scipy_on_censored_data() -> None:
+    rng = random.Random(3)
+    data = [(round(rng.lognormvariate(0, 0.7), 2), rng.random() < 0.6) for _ in range(80)]
+    ours = kaplan_meier(data)
+    assert ours is not None
+    censored = scipy.stats.CensoredData(
+        uncensored=[s for s, e in data if e], right=[s for s, e in data if not e]
+    )
+    theirs = scipy.stats.ecdf(censored).sf
+    for t in [*ours.times, 0.1, 0.5, 1.0, 2.0, 5.0]:
+        assert ours.survival(t) == pytest.approx(float(theirs.evaluate(t)), abs=1e-12)
+
+
+def test_no_ended_observation_gives_no_estimate() -> None:
+    assert kaplan_meier([(10.0, False), (20.0, False)]) is None
+    progress = stage_progress("train", [attempt(0, "running", started=50)], NOW, expected=4)
+    assert progress.eta is None
+    assert suite_eta([progress]) is None
+
+
+def test_a_draw_given_elapsed_is_longer_than_elapsed() -> None:
+    survival = kaplan_meier([(float(s), True) for s in range(1, 101)])
+    assert survival is not None
+    rng = random.Random(0)
+    draws = [survival.draw(rng, 80.0) for _ in range(2000)]
+    assert min(draws) > 80.0
+    # given 80 s run, the remaining durations are those of 81..100: median about 90
+    assert 87 <= statistics.median(draws) <= 93
+    # past the longest seen, the tail goes on (never capped at the longest run)
+    beyond = [survival.draw(rng, 150.0) for _ in range(200)]
+    assert min(beyond) > 150.0 and max(beyond) > 160.0
+
+
+def test_running_attempts_raise_the_estimate_over_finished_ones_alone() -> None:
+    """The fast seeds finish first: 4 finished in about 100 s while 4 have run 400 s.
+    Censoring them at 400 s must give a longer time to go than the finished alone."""
+    finished = [attempt(i, "finished", started=500, seconds=100 + i) for i in range(4)]
+    running = [attempt(4 + i, "running", started=400) for i in range(4)]
+    with_running = stage_progress("train", finished + running, NOW, expected=16, slots=4)
+    only_finished = time_to_go([(100.0 + i, True) for i in range(4)], [], 12, 4)
+    assert with_running.eta is not None and only_finished is not None
+    assert with_running.eta.p50 > 2 * only_finished.p50
+
+
+def test_the_same_attempts_give_the_same_answer() -> None:
+    attempts = [attempt(i, "finished", started=900, seconds=60 + 7 * i) for i in range(10)]
+    attempts += [attempt(10 + i, "running", started=30 * i) for i in range(3)]
+    first = stage_progress("train", attempts, NOW, expected=30)
+    again = stage_progress("train", list(reversed(attempts)), NOW, expected=30)
+    assert first == again and first.eta is not None
+    assert first.eta.p50 <= first.eta.p90
+
+
+def test_fewer_slots_take_longer_in_proportion() -> None:
+    observations = [(100.0, True)] * 20
+    eight = time_to_go(observations, [], 64, 8)
+    two = time_to_go(observations, [], 64, 2)
+    assert eight is not None and two is not None
+    assert two.p50 == pytest.approx(4 * eight.p50, rel=0.05)
+    assert eight.p50 == pytest.approx(800.0, rel=0.05)
+
+
+def test_failures_at_their_observed_rate_lengthen_the_estimate() -> None:
+    finished = [attempt(i, "finished", started=1000, seconds=100) for i in range(10)]
+    clean = stage_progress("train", finished, NOW, expected=40, slots=4)
+    failing = finished + [attempt(20 + i, "failed", started=900, seconds=50) for i in range(10)]
+    failed = stage_progress("train", failing, NOW, expected=40, slots=4)
+    assert clean.eta is not None and failed.eta is not None
+    assert failed.failed == 10
+    assert failed.eta.p50 > 1.3 * clean.eta.p50
+
+
+def test_counts_per_run_with_requeues_ranks_and_unknowns() -> None:
+    attempts = [
+        attempt(0, "finished", started=500, seconds=100),
+        attempt(1, "killed", started=500, ended=50),      # killed, then requeued and done
+        attempt(1, "finished", started=300, seconds=100),
+        attempt(2, "failed", started=400, seconds=20),    # failed, waiting for a retry
+        attempt(3, "running", started=100),
+        attempt(3, "running", started=100, rank=1),       # a rank of the same seed
+        attempt(4, "unknown", started=100),
+    ]
+    progress = stage_progress("train", attempts, NOW, expected=8)
+    assert (progress.done, progress.running, progress.failed, progress.killed,
+            progress.unknown, progress.pending) == (2, 1, 1, 1, 1, 4)
+    assert progress.elapsed_seconds == 500
+    assert not progress.complete
+
+
+def test_complete_stage_is_done_and_elapsed_ends_at_its_last_end() -> None:
+    attempts = [attempt(i, "finished", started=1000 - 100 * i, seconds=100) for i in range(3)]
+    progress = stage_progress("train", attempts, NOW, expected=3)
+    assert progress.complete and progress.eta is not None and progress.eta.p90 == 0.0
+    assert progress.elapsed_seconds == 300
+
+
+def test_a_clock_stepped_back_gives_no_negative_time() -> None:
+    future = [attempt(0, "running", started=-600), attempt(1, "finished", started=-900,
+                                                            seconds=100)]
+    progress = stage_progress("train", future, NOW, expected=3)
+    assert progress.elapsed_seconds == 0.0
+    assert progress.eta is not None and progress.eta.p50 >= 0.0
+
+
+def test_observed_concurrency() -> None:
+    attempts = [attempt(i, "finished", started=1000 - 50 * i, seconds=120) for i in range(6)]
+    assert observed_concurrency(attempts, NOW) == 3
+    progress = stage_progress("train", attempts, NOW, expected=12)
+    assert progress.slots == 3
+
+
+@pytest.mark.slow
+def test_replays_at_a_small_size_keep_the_estimate_honest() -> None:
+    """The benchmark's harness, 12 replays: the median estimate within 15 % of the
+    truth at half done and the 90 % bound covering most finishes (the full size is in
+    benchmarks/replay.py: its goals are 10 % and 85 %)."""
+    runs = [replay.replay(seed, simulations=100) for seed in range(12)]
+    rows = replay.summary(runs)
+    assert rows[-1].error <= 0.15
+    covered = sum(p.truth <= p.p90 for r in runs for p in r) / (3 * len(runs))
+    assert covered >= 0.7
+    # the estimate is not biased: about as many replays over as under at half done
+    over = sum(r[-1].p50 > r[-1].truth for r in runs)
+    assert 2 <= over <= 10
