@@ -8,13 +8,11 @@ record of the array raise :class:`ArrayUnreadable` with the reason, never more.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import signal
-import subprocess
 
 import attrs
+
+from stagetimer.hardware._command import CommandUnavailable, run_bounded
 
 __all__ = ["ArrayUnreadable", "ArrayView", "array_view", "parse_array"]
 
@@ -78,23 +76,10 @@ def array_view(array_job_id: str, timeout: float = _TIMEOUT) -> ArrayView:
         raise ArrayUnreadable(f"array job id {array_job_id!r} is not a number")
     command = ["scontrol", "show", "job", "--oneliner", array_job_id]
     try:
-        # its own session: on a timeout the whole group goes, a wrapper's children too
-        # (one left holding the pipe would keep the read waiting)
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                 start_new_session=True)
-    except FileNotFoundError:
-        raise ArrayUnreadable("scontrol is not installed here") from None
-    except OSError as exc:
-        raise ArrayUnreadable(f"scontrol could not be run: {exc.strerror or exc}") from None
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        raise ArrayUnreadable(f"scontrol gave no answer within {timeout:g} s") from None
-    if child.returncode != 0:
-        said = (err.strip().splitlines() or ["no reason given"])[-1][:200]
-        raise ArrayUnreadable(f"scontrol refused (exit {child.returncode}): {said}")
-    return parse_array(array_job_id, out)
+        code, out, err = run_bounded(command, timeout)
+    except CommandUnavailable as exc:
+        raise ArrayUnreadable(str(exc)) from None
+    if code != 0:
+        said = (err.decode("utf-8", "replace").strip().splitlines() or ["no reason given"])
+        raise ArrayUnreadable(f"scontrol refused (exit {code}): {said[-1][:200]}")
+    return parse_array(array_job_id, out.decode("utf-8", "replace"))

@@ -14,10 +14,10 @@ from __future__ import annotations
 import datetime
 import os
 import re
-import shutil
-import subprocess
 
 import attrs
+
+from stagetimer.hardware._command import CommandUnavailable, run_bounded
 
 __all__ = ["JobView", "SlurmLookup", "job_cause", "parse_sacct", "parse_scontrol"]
 
@@ -154,19 +154,12 @@ def parse_sacct(job_id: str, text: str) -> JobView | None:
 
 def _run(command: list[str]) -> str | None:
     """The standard output of a Slurm command, or None when it cannot say."""
-    if shutil.which(command[0]) is None:
-        return None
     environ = dict(os.environ, TZ="UTC", SLURM_TIME_FORMAT="standard")
     try:
-        done = subprocess.run(
-            command, capture_output=True, timeout=COMMAND_TIMEOUT, env=environ,
-            stdin=subprocess.DEVNULL, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        code, out, _ = run_bounded(command, COMMAND_TIMEOUT, env=environ)
+    except CommandUnavailable:
         return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", "replace")
+    return out.decode("utf-8", "replace") if code == 0 else None
 
 
 class SlurmLookup:

@@ -114,6 +114,7 @@ def _command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None
 
 @pytest.mark.parametrize("body", [
     "exec sleep 60",  # hangs
+    "setsid sleep 60 & exit 0",  # ends, a child out of its session holding the pipe
     "echo 'JobId=3 JobState=TIMEOUT EndTime=yesterday'; exit 0",  # nonsense
     "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1",
     "head -c 100000 /dev/urandom",  # binary

@@ -213,6 +213,8 @@ def _scontrol(tmp_path: Path, body: str) -> str:
     ("echo 'slurm_load_jobs error: Invalid job id' >&2; exit 1", "Invalid job id"),
     ("sleep 30", "no answer within 0.5 s"),
     ("sleep 30 & wait", "no answer within 0.5 s"),  # a wrapper's child holds the pipe
+    # a child that left the session (as daemons do) holds it after scontrol ended
+    ("setsid sleep 30 & exit 0", "kept its output open past 0.5 s"),
 ])
 def test_scontrol_missing_hanging_or_talking_nonsense_is_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, said: str
