@@ -8,8 +8,8 @@ Nothing beats unless asked: the library starts no thread of its own otherwise.
 
 Each beat is ``utimensat`` on the marker's name through a descriptor of the markers'
 directory opened without following links, and never follows a link at the name.
-The files are touched outside the lock, so a stage's exit never waits for a beat's
-I/O (a slow network file system).
+Starting and stopping beats take no lock, so a stage's entry and exit never wait for
+a beat's I/O (a slow network file system), and an interrupt cannot leave one held.
 
 ``fork()``: the child starts with no beats and no thread (``os.register_at_fork``): a
 stage the parent runs is the parent's to beat, also when the child leaves its block.
@@ -17,8 +17,10 @@ stage the parent runs is the parent's to beat, also when the child leaves its bl
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import queue
 import threading
 import time
 
@@ -69,35 +71,47 @@ def from_environment() -> float | None:
 
 class _Beats:
     """The markers this process beats: attempt id -> (artifact directory, interval,
-    next beat on the monotonic clock), and the thread that beats them."""
+    first beat on the monotonic clock), and the thread that beats them.
+
+    No thread lock: an interrupt between a ``with lock:`` body and the call of the
+    lock's ``__exit__`` leaves the lock held, and every other thread that starts a
+    stage would then wait on it forever. Each step here is one atomic operation: a
+    ``dict`` item set or popped, a ``SimpleQueue`` put or get (C calls).
+    """
 
     def __init__(self) -> None:
-        # Re-entrant: a signal handler's stage may start beating while this thread is
-        # inside ``start``.
-        self.cond = threading.Condition(threading.RLock())
         self.due: dict[str, tuple[str, float, float]] = {}
-        self.thread: threading.Thread | None = None
+        self.wake: queue.SimpleQueue[None] = queue.SimpleQueue()  # a stage came or went
+        # _RUNNER -> the beating thread: taken by ``setdefault``, given back by ``pop``.
+        self.post: dict[str, threading.Thread] = {}
 
 
+_RUNNER = "runner"
 _beats = _Beats()
 
 
 def start(attempt_id: str, directory: str, interval: float) -> None:
     """Beat the marker of ``attempt_id`` in ``directory`` every ``interval`` seconds."""
     beats = _beats
-    with beats.cond:
-        beats.due[attempt_id] = (directory, interval, time.monotonic() + interval)
-        if beats.thread is None:
-            beats.thread = threading.Thread(
-                target=_run, args=(beats,), name="stagetimer-heartbeat", daemon=True
-            )
-            beats.thread.start()
-        beats.cond.notify()
+    beats.due[attempt_id] = (directory, interval, time.monotonic() + interval)
+    beats.wake.put(None)
+    runner = beats.post.get(_RUNNER)
+    if runner is not None and runner.is_alive():
+        return  # it sees the new marker on waking (it re-checks before it leaves)
+    if runner is not None:  # never started (an interrupt), or gone: replace it
+        beats.post.pop(_RUNNER, None)
+    thread = threading.Thread(
+        target=_run, args=(beats,), name="stagetimer-heartbeat", daemon=True
+    )
+    if beats.post.setdefault(_RUNNER, thread) is thread:
+        thread.start()
 
 
 def stop(attempt_id: str) -> None:
-    """No more beats for ``attempt_id`` (one atomic ``dict.pop``: no lock, no wait)."""
-    _beats.due.pop(attempt_id, None)
+    """No more beats for ``attempt_id`` (atomic steps: no lock, no wait)."""
+    beats = _beats
+    beats.due.pop(attempt_id, None)
+    beats.wake.put(None)  # the thread leaves at once when nothing beats any more
 
 
 def beating() -> set[str]:
@@ -106,23 +120,26 @@ def beating() -> set[str]:
 
 
 def _run(beats: _Beats) -> None:
-    while True:
-        with beats.cond:
-            if not beats.due:
-                beats.thread = None  # ``start`` makes a new one when a stage beats again
-                return
-            now = time.monotonic()
-            soonest = min(due for _, _, due in beats.due.values())
-            if soonest > now:
-                beats.cond.wait(soonest - now)
+    me = threading.current_thread()
+    upcoming: dict[str, float] = {}  # attempt id -> its next beat (this thread's own)
+    while beats.post.get(_RUNNER) is me:  # else another took over: leave it the work
+        due = dict(beats.due)  # one atomic copy
+        if not due:
+            beats.post.pop(_RUNNER, None)
+            # A stage that started meanwhile may have seen this thread at its post.
+            if beats.due and beats.post.setdefault(_RUNNER, me) is me:
                 continue
-            todo = []
-            for attempt_id, (directory, interval, due) in list(beats.due.items()):
-                if due <= now:
-                    todo.append((attempt_id, directory))
-                    beats.due[attempt_id] = (directory, interval, now + interval)
-        for attempt_id, directory in todo:
-            if attempt_id in beats.due:  # not stopped meanwhile
+            return  # ``start`` makes a new one when a stage beats again
+        upcoming = {key: upcoming.get(key, first) for key, (_, _, first) in due.items()}
+        now = time.monotonic()
+        soonest = min(upcoming.values())
+        if soonest > now:
+            with contextlib.suppress(queue.Empty):
+                beats.wake.get(timeout=soonest - now)
+            continue
+        for attempt_id, (directory, interval, _) in due.items():
+            if upcoming[attempt_id] <= now and attempt_id in beats.due:  # not stopped
+                upcoming[attempt_id] = now + interval
                 _touch(directory, attempt_id)
 
 

@@ -39,7 +39,7 @@ from stagetimer._record.active import (
 )
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.lifetime import instances, with_pending
-from stagetimer._record.reentry import defer, reentered, section
+from stagetimer._record.reentry import defer, hold, reentered, section
 from stagetimer._record.settings import (
     as_path,
     check_completed_runs,
@@ -393,7 +393,7 @@ class Recorder:
     def _save_now(self, pending: Pending) -> None:
         """A stage's own save: its caller gets a refusal (and, if strict, a failure)."""
         saver = self._saver
-        with saver.lock:
+        with hold(saver.lock):
             outcome = saver.save(waiting=pending)
             self._track()
             if isinstance(outcome, _saver_module.HandedBack):
@@ -406,14 +406,14 @@ class Recorder:
     def _flush(self) -> None:
         """Save what signal handlers queued; a failure warns and rescues, never raises."""
         saver = self._saver
-        with saver.lock:
+        with hold(saver.lock):
             if saver.pending:
                 self._report(saver.save())
                 self._track()
 
     def _close_now(self) -> None:
         saver = self._saver
-        with saver.lock:
+        with hold(saver.lock):
             if not saver.pending:
                 saver.remove_markers()  # those an interrupt left noted
                 self._track()

@@ -3,6 +3,11 @@
 A save runs as its thread's *section*. A stage recorded while the thread is already
 inside one (a signal handler that interrupted the save, or code the save calls) is
 queued on its recorder, never waits, and is saved before the outer section returns.
+
+A thread lock a section takes goes through :func:`hold`: an interrupt at the bytecodes
+between a ``with lock:`` body and the call of the lock's ``__exit__`` leaves the lock
+held (other threads would then wait on it forever), so when the outermost section ends,
+whatever its thread still holds of the locks it took is released.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Protocol
 
 from stagetimer._store.lock import release_mine
 
-__all__ = ["Deferrable", "current_frame", "defer", "reentered", "section"]
+__all__ = ["Deferrable", "current_frame", "defer", "hold", "reentered", "section"]
 
 
 class Deferrable(Protocol):
@@ -28,8 +33,9 @@ class Deferrable(Protocol):
     def _make_safe(self) -> None: ...  # after an interrupt: rescue what is pending
 
 
-# Per thread: ``frame``, the frame running the thread's outermost section, and
-# ``deferred``, the recorders given records while it runs.
+# Per thread: ``frame``, the frame running the thread's outermost section,
+# ``deferred``, the recorders given records while it runs, and ``held``, the locks
+# taken in it (``hold``).
 _local = threading.local()
 
 
@@ -64,6 +70,26 @@ def defer(saver: Deferrable) -> None:
     _local.deferred.append(saver)
 
 
+def hold(lock: threading.RLock) -> threading.RLock:
+    """``lock`` (re-entrant), noted so that the running section releases what this
+    thread still holds of it when it ends: use as ``with hold(lock):`` in a section."""
+    held: list[threading.RLock] | None = getattr(_local, "held", None)
+    if held is not None and lock not in held:
+        held.append(lock)
+    return lock
+
+
+def _let_go(held: list[threading.RLock]) -> None:
+    """Release every hold this thread still has on the locks in ``held``: only an
+    interrupt leaves one once the outermost section's work is over."""
+    for lock in held:
+        while True:
+            try:
+                lock.release()
+            except RuntimeError:  # not (or no longer) held by this thread
+                break
+
+
 def section(work: Callable[[], None]) -> None:
     """Run ``work`` as this thread's outermost save section.
 
@@ -74,7 +100,9 @@ def section(work: Callable[[], None]) -> None:
     failure: BaseException | None = None
     while True:
         deferred: list[Deferrable] = []
+        held: list[threading.RLock] = []
         _local.deferred = deferred
+        _local.held = held
         _local.frame = current_frame()
         try:
             work()
@@ -83,6 +111,7 @@ def section(work: Callable[[], None]) -> None:
                 failure = exc
         finally:
             _local.frame = None  # from here on, handlers save directly
+            _let_go(held)
             release_mine()
         if failure is not None and not isinstance(failure, Exception):
             for saver in dict.fromkeys(deferred):

@@ -37,7 +37,6 @@ import errno
 import json
 import math
 import os
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -83,8 +82,10 @@ _UNREADABLE_STALE = 1.0
 _QUIET = 1.0
 
 #: claim path -> (what we saw: token, inode, size, mtime_ns; monotonic time first seen)
+# No thread lock guards it (an interrupt between a ``with lock:`` body and its exit
+# leaves the lock held): each step is one atomic dict operation, and a first sighting
+# two threads race to record only moves the time a claim counts as stale from later.
 _seen: dict[str, tuple[tuple[Any, ...], float]] = {}
-_seen_guard = threading.Lock()
 
 
 def claim_path(sidecar: str) -> str:
@@ -133,8 +134,7 @@ def _claim_record(me: Identity) -> dict[str, Any]:
 def forget() -> None:
     """In a forked child: the parent's claims and observations are not the child's."""
     held.clear()
-    with _seen_guard:
-        _seen.clear()
+    _seen.clear()
 
 
 def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> bool:
@@ -149,12 +149,11 @@ def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> 
         # a retry: its fence refuses to publish). A claim we may not read at all may be a
         # live writer's (one with another umask): it gets the whole stale time.
         stale = min(stale, _UNREADABLE_STALE)
-    with _seen_guard:
-        seen = _seen.get(info.path)
-        if seen is None or seen[0] != info.key:
-            _seen[info.path] = (info.key, now)
-            return False
-        return now - seen[1] >= stale
+    seen = _seen.get(info.path)
+    if seen is None or seen[0] != info.key:
+        _seen[info.path] = (info.key, now)
+        return False
+    return now - seen[1] >= stale
 
 
 def _unlink(path: str) -> None:
@@ -191,8 +190,7 @@ def _break(info: ClaimInfo, token: str) -> str | None:
         with contextlib.suppress(OSError):
             os.link(aside, info.path)
     _unlink(aside)
-    with _seen_guard:
-        _seen.pop(info.path, None)
+    _seen.pop(info.path, None)
     return None
 
 

@@ -11,7 +11,11 @@ same file), tried without blocking; the waiting, the deadline and the polling ar
 
 Threads of one process take a per-file gate first (on file systems that emulate
 ``flock`` with POSIX record locks, such as NFS, two descriptors of one process do not
-exclude each other). Whatever an interrupt (``KeyboardInterrupt`` or any exception raised
+exclude each other). The gate is no thread lock: a thread owns it by one atomic
+``dict.setdefault`` and gives it back by one ``dict.pop``. (A ``with lock:`` block is
+not interrupt-safe: an interrupt at the bytecodes between its body and the call of the
+lock's ``__exit__`` leaves the lock held, and the next save of the process waits on it
+forever.) Whatever an interrupt (``KeyboardInterrupt`` or any exception raised
 by a signal handler) leaves half done is recorded on the gate, owned by the thread it
 interrupted, and undone by :func:`release_mine` or by that thread's next acquire. After
 ``fork()`` the child closes the descriptors it inherited (without unlocking them: the lock
@@ -66,17 +70,23 @@ _POLL_MAX = 0.02
 class _Gate:
     """This process's state for one lock file: which thread holds it, with which descriptor."""
 
-    __slots__ = ("claim", "fd", "guard", "owner")
+    __slots__ = ("claim", "fd", "held")
 
     def __init__(self) -> None:
         self.claim: claims.Claim | None = None  # the cross-client claim, once it may exist
-        self.guard = threading.Lock()  # only ever taken with ``with`` (interrupt-safe)
-        self.owner: int | None = None  # thread ident of the holder
+        # ``_OWNER`` -> the holder's thread ident: taken by one ``setdefault`` and given
+        # back by one ``pop``, each a single step no interrupt can split.
+        self.held: dict[str, int] = {}
         self.fd: int | None = None  # the holder's descriptor, locked or about to be
 
+    @property
+    def owner(self) -> int | None:
+        """The thread ident of the holder, or None."""
+        return self.held.get(_OWNER)
 
+
+_OWNER = "owner"
 _gates: dict[str, _Gate] = {}
-_gates_guard = threading.Lock()
 # The gates that may have an owner: a gate joins before its owner is set and leaves after
 # it is cleared, so whatever an interrupt leaves, every held gate is in it, and
 # ``release_mine`` after each save looks at the few held now, not every lock ever used.
@@ -132,8 +142,7 @@ def _api() -> tuple[Any, Any]:
 def _gate(lock_path: str) -> _Gate:
     gate = _gates.get(lock_path)
     if gate is None:
-        with _gates_guard:
-            gate = _gates.setdefault(lock_path, _Gate())
+        gate = _gates.setdefault(lock_path, _Gate())  # atomic: one gate per file
     return gate
 
 
@@ -152,7 +161,7 @@ def _drop(gate: _Gate) -> None:
         gate.fd = None
         with contextlib.suppress(OSError):
             os.close(fd)
-    gate.owner = None
+    gate.held.pop(_OWNER, None)
     _taken.discard(gate)
 
 
@@ -218,13 +227,13 @@ def acquire(
     gate = _gate(lock_path)
     delay = claims.POLL_FIRST
     while True:
-        with gate.guard:
-            if gate.owner == me:  # left by an interrupted save of this thread
-                _drop(gate)
-            if gate.owner is None:
-                _taken.add(gate)
-                gate.owner = me
-                break
+        _taken.add(gate)
+        if gate.held.setdefault(_OWNER, me) == me:
+            if gate.fd is None and gate.claim is None:
+                _taken.add(gate)  # again: another thread's ``release_mine`` may have
+                break  # let it go while it had no owner
+            _drop(gate)  # left by an interrupted save of this thread
+            continue
         delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX)
     try:
         gate.fd = _open(lock_path)
@@ -271,13 +280,12 @@ def reset_after_fork() -> None:
     They are closed, not unlocked: an flock belongs to the open file description the
     parent shares, and unlocking it here would release the parent's lock.
     """
-    global _gates, _gates_guard
+    global _gates
     for gate in _gates.values():
         if gate.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(gate.fd)
     _gates = {}
-    _gates_guard = threading.Lock()
     _taken.clear()
 
 

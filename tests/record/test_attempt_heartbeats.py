@@ -168,3 +168,42 @@ def test_a_bad_heartbeat_in_the_environment_warns_once_and_the_stages_are_record
     assert 3 == len(runs) and all("attempt_id" in r for r in runs)
     assert 1 == len(warned) and "STAGETIMER_HEARTBEAT='soon'" in warned[0], warned
     assert not os.listdir(tmp_path / "art" / ATTEMPTS_DIR)
+
+
+MANY_THREADS = """
+import json, os, sys, threading, time
+from stagetimer import Recorder, stage
+directory = sys.argv[1]
+rec = Recorder(directory, heartbeat=0.05)
+beaters = lambda: sum(t.name == "stagetimer-heartbeat" for t in threading.enumerate())
+most = [0]
+
+def churn(k):
+    for i in range(40):
+        with stage(f"s{k}", run_idx=i, recorder=rec):
+            most[0] = max(most[0], beaters())
+
+with stage("long", run_idx=0, recorder=rec):
+    (path,) = [os.path.join(directory, "timings.attempts", n)
+               for n in os.listdir(os.path.join(directory, "timings.attempts"))]
+    first = os.stat(path).st_mtime_ns
+    workers = [threading.Thread(target=churn, args=(k,)) for k in range(6)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    time.sleep(0.3)
+    beats_after = os.stat(path).st_mtime_ns - first
+rec.close()
+time.sleep(0.3)
+print(json.dumps({"most": most[0], "moved": beats_after / 1e9, "after": beaters()}))
+"""
+
+
+@pytest.mark.slow
+def test_threads_starting_and_stopping_stages_share_one_beating_thread(tmp_path: Path) -> None:
+    done = json.loads(run_script(MANY_THREADS, tmp_path / "art", timeout=120).stdout)
+
+    assert 1 == done["most"]  # one thread beats them all, whatever the churn
+    assert done["moved"] > 0.2  # the long stage kept beating through it
+    assert 0 == done["after"]  # and it leaves once none beats

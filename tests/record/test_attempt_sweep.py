@@ -2,10 +2,11 @@
 creation, the hand-over, the finish save and the marker's removal.
 
 At the n-th bytecode of stagetimer's recording code (``_record/``: the stage, the
-recorder, the saver) and of the markers' (``_store/markers.py``) a trace function
-raises ``KeyboardInterrupt`` or ``SystemExit``, as a signal handler does between two
-bytecodes. Each trial starts from a fresh directory and
-recorder in a child interpreter with a timeout. Afterwards, in every trial:
+recorder, the saver) and of its storage (``_store/``: the markers, the sidecar's lock
+and claim, the atomic write) a trace function raises ``KeyboardInterrupt`` or
+``SystemExit``, as a signal handler does between two bytecodes. Each trial starts from
+a fresh directory and recorder in a child interpreter with a timeout. Afterwards, in
+every trial (and ``rec.close()`` returns: no lock was left held):
 
 - the stage's run is in ``timings.json`` at most once, and once when ``.seconds`` said
   the stage finished;
@@ -29,7 +30,7 @@ import stagetimer
 from stagetimer import Recorder, stage
 warnings.simplefilter("ignore")
 PKG = os.path.dirname(stagetimer.__file__)
-TRACED = (os.path.join(PKG, "_record") + os.sep, os.path.join(PKG, "_store", "markers.py"))
+TRACED = (os.path.join(PKG, "_record") + os.sep, os.path.join(PKG, "_store") + os.sep)
 base, kind, first = sys.argv[1], sys.argv[2], int(sys.argv[3])
 Interrupt = KeyboardInterrupt if kind == "KeyboardInterrupt" else SystemExit
 
@@ -97,7 +98,7 @@ def trial(n):
 
 
 trial(0)  # first uses (caches of this process's identity) are not counted below
-points = trial(0)[0]
+points = trial(-1)[0]  # never fires; a fresh directory, as each trial below has
 bad, fired, windows = {}, 0, 0
 for n in range(first, points + 1, 2):
     events, problems, at, exit_entry = trial(n)
@@ -108,6 +109,9 @@ for n in range(first, points + 1, 2):
     if problems and not (left_only or exit_entry):
         bad[n] = [at, problems]
     windows += bool(problems)
+# Counted again: a count that met a slower path (a retry under load) would leave its
+# last trials unfired; the fewer of the two is the run's length.
+points = min(points, trial(-2)[0])
 print(json.dumps({"points": points, "fired": fired, "bad": bad, "windows": windows}))
 """
 
@@ -126,5 +130,5 @@ def test_an_interrupt_at_any_bytecode_of_a_stage_loses_doubles_and_leaves_nothin
     # of its code runs), or of __enter__'s handler, leaves the marker as written at entry,
     # as a kill would; readers then decide from the evidence (the writer's pid).
     assert result["windows"] <= 2, result
-    assert result["points"] > 500
+    assert result["points"] > 2000  # _record and _store: about 4000
     assert result["fired"] >= (result["points"] - 50) // 2, result

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from helpers.process_life import run_script
 
-# The sweep of _settle's class of bug: every bytecode of the save path (_record/, and
-# the started markers' module for stages) with a handler recording at that point;
+# The sweep of _settle's class of bug: every bytecode of the save path (_record/ and
+# _store/: the markers, the sidecar's lock, claim and write) with a handler recording
+# at that point;
 # afterwards both records are in timings.json once and no started marker is left.
 SETTLE_SWEEP = """
 import json, os, sys, warnings
@@ -25,7 +26,7 @@ import stagetimer
 from stagetimer import Recorder, record_timing, stage
 warnings.simplefilter("ignore")
 PKG = os.path.dirname(stagetimer.__file__)
-TRACED = (os.path.join(PKG, "_record") + os.sep, os.path.join(PKG, "_store", "markers.py"))
+TRACED = (os.path.join(PKG, "_record") + os.sep, os.path.join(PKG, "_store") + os.sep)
 base, how = sys.argv[1], sys.argv[2]
 
 def record(name, seconds, rec):
@@ -68,7 +69,7 @@ def trial(n):
     return state["events"], runs + [len(left)]
 
 trial(0)  # first uses (caches of this process's identity) are not counted below
-points, _ = trial(0)
+points, _ = trial(-1)  # never fires; a fresh directory, as each trial below has
 lost, fired = [], 0
 for n in range(1, points + 1):
     events, found = trial(n)
@@ -77,6 +78,7 @@ for n in range(1, points + 1):
     fired += ran
     if found != ([1, 1, 0] if ran else [1, 0, 0]):
         lost.append(n)
+points = min(points, trial(-2)[0])  # counted again: one count may meet a slower path
 print(json.dumps({"points": points, "lost": lost, "fired": fired}))
 """
 
