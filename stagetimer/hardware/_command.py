@@ -15,7 +15,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
-__all__ = ["CommandUnavailable", "run_bounded"]
+__all__ = ["CommandUnavailable", "run_bounded", "stop"]
 
 #: How long a SIGKILLed command is waited for (it ends at once unless stuck in the kernel;
 #: then it is left for subprocess to reap later).
@@ -46,7 +46,7 @@ def run_bounded(
         out, err = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         ended = child.poll() is not None
-        _stop(child)
+        stop(child)
         if ended:
             raise CommandUnavailable(
                 f"{name} ended but a process it started kept its output open past "
@@ -54,12 +54,12 @@ def run_bounded(
             ) from None
         raise CommandUnavailable(f"{name} gave no answer within {timeout:g} s") from None
     except BaseException:
-        _stop(child)  # an interrupt: nothing it started outlives the wait
+        stop(child)  # an interrupt: nothing it started outlives the wait
         raise
     return child.returncode, out, err
 
 
-def _stop(child: subprocess.Popen[bytes]) -> None:
+def stop(child: subprocess.Popen[bytes]) -> None:
     """Kill the command's session, close its pipes unread and reap it, briefly."""
     if child.poll() is None:
         with contextlib.suppress(OSError):  # it ended meanwhile

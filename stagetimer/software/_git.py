@@ -11,21 +11,18 @@ patch of a file touched but unchanged is empty.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
 import subprocess
 import time
 
+from stagetimer.hardware._command import stop
 from stagetimer.software._model import CodeInfo
 
 __all__ = ["GIT_TIMEOUT", "GitProbe", "start_git"]
 
 #: seconds all git commands of one capture may take together
 GIT_TIMEOUT = 2.0
-# seconds to wait for a killed command to be reaped (a SIGKILLed process ends at once)
-_REAP_SECONDS = 0.1
 
 # The diff's text must not depend on the user's configuration (prefixes, renames,
 # algorithm, external tools, colour), or one set of edits would hash two ways. Plumbing
@@ -120,17 +117,7 @@ class GitProbe:
         write ends for as long as it lives.
         """
         for child in self._children:
-            if child.poll() is None:
-                with contextlib.suppress(OSError):  # it ended meanwhile
-                    os.killpg(child.pid, signal.SIGKILL)
-            for pipe in (child.stdout, child.stderr):
-                if pipe is not None:
-                    with contextlib.suppress(OSError):
-                        pipe.close()
-            # SIGKILLed: it ends at once, unless stuck in the kernel (a dead NFS
-            # server); then it is left to subprocess to reap later, never waited for.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=_REAP_SECONDS)
+            stop(child)
         self._children = []
 
     def _run(self, child: subprocess.Popen[bytes]) -> tuple[int, bytes, bytes]:
