@@ -11,7 +11,6 @@ writer could have written count for nothing, as in the report.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.impossible_values import number, possible_cpus, possible_resources
 from stagetimer._analysis.lost import hardware_of_attempts, lost_bounds
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._format import continued_stage, is_training_name
@@ -36,7 +36,6 @@ __all__ = [
     "add_lost",
     "compute_statement",
     "family",
-    "possible_resources",
     "side_by_side",
     "stage_use",
     "statement_from",
@@ -64,18 +63,6 @@ def family(stage: str) -> str:
     return "the rest"
 
 
-def _number(resources: Mapping[str, Any] | None, key: str) -> float | None:
-    """A stored resource value a writer could have written (a finite number ≥ 0), else None."""
-    value: Any = None if resources is None else resources.get(key)
-    if type(value) not in (int, float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond a float
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
-
-
 def _with_resources(runs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The runs (parsed: mappings) that hold ``resources``: most stages of most suites
     recorded none, and then their callers build nothing."""
@@ -101,15 +88,15 @@ class _Tally:
         """Count one run; True when it holds the largest memory peak so far."""
         if type(resources) is not dict or not is_valid_seconds(seconds):
             return False
-        if (value := _number(resources, "cpu_seconds")) is not None:
+        if (value := number(resources, "cpu_seconds")) is not None:
             self.cpu += value
             self.wall += seconds
             self.cpu_runs += 1
-        if (value := _number(resources, "children_cpu_seconds")) is not None:
+        if (value := number(resources, "children_cpu_seconds")) is not None:
             self.children, self.children_runs = self.children + value, self.children_runs + 1
-        if (value := _number(resources, "gpu_energy_joules")) is not None:
+        if (value := number(resources, "gpu_energy_joules")) is not None:
             self.energy, self.energy_runs = self.energy + value, self.energy_runs + 1
-        value = _number(resources, "memory_peak_bytes")
+        value = number(resources, "memory_peak_bytes")
         if value is not None and (self.peak is None or value > self.peak):
             self.peak = int(value)
             return True
@@ -225,14 +212,14 @@ class Amounts:
         self.runs += 1
         self.wall_seconds += run.seconds
         self.gpu_hours += hours * gpus
-        cpu = _number(kept, "cpu_seconds")
+        cpu = number(kept, "cpu_seconds")
         if cpu is not None:
-            cpu += _number(kept, "children_cpu_seconds") or 0.0
+            cpu += number(kept, "children_cpu_seconds") or 0.0
             self.cpu_core_hours += cpu / 3600.0
             self.cpu_recorded_runs += 1
         else:
             self.cpu_core_hours += hours * logical_cpus
-        joules = _number(kept, "gpu_energy_joules")
+        joules = number(kept, "gpu_energy_joules")
         if joules is not None:
             self.energy_kwh += joules / _JOULES_PER_KWH
             self.energy_runs += 1
@@ -325,67 +312,10 @@ class ComputeStatement:
         }
 
 
-#: The resources a run may hold, and what a writer stores in each: a finite number ≥ 0.
-_RESOURCE_KEYS = ("cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules")
-#: Slack on CPU time against wall time x CPUs: the counters are read just outside the
-#: timed block (microseconds), and rounded to the microsecond.
-_CPU_SLACK_SECONDS = 0.01
-
-
-def _shown(value: object) -> str:
-    return f"{value:.17g}" if type(value) is float else repr(value)
-
-
-def possible_resources(
-    where: str, run: RunTiming, logical_cpus: int, flags: list[str]
-) -> dict[str, Any] | None:
-    """``run``'s resources without the values no writer could have stored, each named in
-    ``flags``: a value that is not a finite number ≥ 0, and a ``cpu_seconds`` beyond what
-    the run's ``logical_cpus`` give in its wall time (the process's threads run on those
-    CPUs only; ``children_cpu_seconds`` has no such bound: a child may have run long
-    before the stage waited for it)."""
-    resources = run.resources
-    if resources is None:
-        return None
-    kept = dict(resources)
-    for key in _RESOURCE_KEYS:
-        if key in resources and _number(resources, key) is None:
-            value = resources[key]
-            why = "negative" if type(value) in (int, float) and value < 0 else (
-                "not a finite number"
-            )
-            flags.append(f"{where}: {key} {_shown(value)} is {why}; no writer stores that, "
-                         "so it is left out")
-            del kept[key]
-    cpu = _number(kept, "cpu_seconds")
-    if cpu is not None and logical_cpus > 0 and (
-        cpu > run.seconds * logical_cpus + _CPU_SLACK_SECONDS
-    ):
-        flags.append(
-            f"{where}: cpu_seconds {_shown(resources['cpu_seconds'])} is more than "
-            f"{run.seconds:.6g} s of wall time on {logical_cpus} logical CPUs give; no writer "
-            "stores that, so wall time x logical CPUs is used"
-        )
-        del kept["cpu_seconds"]
-    return kept
-
-
-def _possible_cpus(hardware_id: str, hw: Hardware, flags: list[str]) -> int:
-    """The description's logical CPUs, or 0 (unknown) and a flag where no capture gives it."""
-    cpus: object = hw.cpu.logical_cpus
-    if type(cpus) is int and cpus >= 0:
-        return cpus
-    flags.append(
-        f"hardware {hardware_id}: logical_cpus {_shown(cpus)} is not a count of CPUs; no "
-        "writer stores that, so its runs without recorded CPU time count no CPU core-hours"
-    )
-    return 0
-
-
 def _describe(hardware_id: str, hw: Hardware, flags: list[str]) -> HardwareCompute:
     names = tuple(dict.fromkeys(g.name for g in hw.gpus if g.name))
     return HardwareCompute(
-        hardware_id, hw.cpu.model_name, _possible_cpus(hardware_id, hw, flags), len(hw.gpus),
+        hardware_id, hw.cpu.model_name, possible_cpus(hardware_id, hw, flags), len(hw.gpus),
         names, hw.memory.limit_bytes,
     )
 
