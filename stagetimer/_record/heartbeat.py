@@ -110,8 +110,10 @@ def start(attempt_id: str, directory: str, interval: float) -> None:
 def stop(attempt_id: str) -> None:
     """No more beats for ``attempt_id`` (atomic steps: no lock, no wait)."""
     beats = _beats
-    beats.due.pop(attempt_id, None)
-    beats.wake.put(None)  # the thread leaves at once when nothing beats any more
+    if beats.due.pop(attempt_id, None) is not None:
+        # Woken only for an attempt it beat: a stage without beats must leave nothing
+        # behind in the queue (no thread may be there to take it).
+        beats.wake.put(None)  # the thread leaves at once when nothing beats any more
 
 
 def beating() -> set[str]:

@@ -207,3 +207,19 @@ def test_threads_starting_and_stopping_stages_share_one_beating_thread(tmp_path:
     assert 1 == done["most"]  # one thread beats them all, whatever the churn
     assert done["moved"] > 0.2  # the long stage kept beating through it
     assert 0 == done["after"]  # and it leaves once none beats
+
+
+def test_stages_without_heartbeats_leave_nothing_queued_for_a_beating_thread(
+    tmp_path: Path,
+) -> None:
+    from stagetimer import stage
+    from stagetimer._record import heartbeat
+
+    rec = Recorder(tmp_path / "art", policy="upsert")
+    before = heartbeat._beats.wake.qsize()
+    for seed in range(200):
+        with stage("train", run_idx=seed, recorder=rec):
+            pass
+    rec.close()
+
+    assert (before, []) == (heartbeat._beats.wake.qsize(), sorted(heartbeat.beating()))
