@@ -22,6 +22,7 @@ import math
 import os
 
 from stagetimer._escape import escape_text
+from stagetimer._render.output_file import unwritable
 
 __all__ = ["check_path", "html_text", "number", "page", "write_page"]
 
@@ -125,14 +126,7 @@ def page(title: str, body: str) -> str:
 def check_path(path: str) -> str | None:
     """Why a page cannot be written at ``path``, or None: it must name a file in an existing,
     writable directory. Called before any reading is done."""
-    if os.path.isdir(path):
-        return "is a directory; name the page's file"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"its directory {folder} does not exist"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"its directory {folder} is not writable"
-    return None
+    return unwritable(path, "page")
 
 
 def write_page(path: str, text: str) -> None:

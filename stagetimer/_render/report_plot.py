@@ -26,6 +26,7 @@ from stagetimer._analysis.report import ArtifactReport
 from stagetimer._errors import PlotUnavailableError
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import Unit, unit_for
+from stagetimer._render.output_file import unwritable
 from stagetimer._render.report_plot_rows import FAMILIES, ROWS_PER_PAGE, Bar, Row
 from stagetimer._render.report_plot_rows import layout as _layout  # the tests read these two
 from stagetimer._render.report_plot_rows import rows as _rows  # here, beside _page
@@ -71,14 +72,7 @@ def check_path(path: str) -> str | None:
     (``report --plot`` and ``compare --plot``; matplotlib is checked apart)."""
     if os.path.splitext(path)[1].lower() not in FORMATS:
         return "the file name must end in .png or .svg"
-    if os.path.isdir(path):
-        return "is a directory; name the picture's file"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"its directory {folder} does not exist"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"its directory {folder} is not writable"
-    return None
+    return unwritable(path, "picture")
 
 
 def page_paths(path: str, pages: int) -> list[str]:
