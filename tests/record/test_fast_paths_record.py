@@ -346,9 +346,20 @@ def test_memory_peak_from_getrusage_is_the_one_from_vmhwm() -> None:
     rows = result["rows"]
     # The same peak, present in the same stages. The two are read one after the other,
     # and the kernel's RSS counters are per-CPU and folded in batches (percpu_counter,
-    # Linux 6.2+): two reads of one mark a moment apart may differ by some pages.
-    assert [r[2] is None for r in rows] == [r[3] is None for r in rows], rows
-    assert all(abs(r[2] - r[3]) <= 1 << 20 for r in rows if r[2] is not None), rows
+    # Linux 6.2+): two reads of one mark a moment apart may differ by some pages. The
+    # fast window holds the slow one (start a, start b, ..., finish b, finish a), so a
+    # page the reading itself touched can raise the mark in one window and not in the
+    # other: where only one path saw a rise, it is a rise of at most that noise over the
+    # peak known before the stage.
+    known = None
+    for row in rows:
+        fast_peak, slow_peak = row[2], row[3]
+        if (fast_peak is None) != (slow_peak is None):
+            seen = fast_peak if fast_peak is not None else slow_peak
+            assert known is not None and seen - known <= 1 << 20, (row, rows)
+        elif fast_peak is not None:
+            assert abs(fast_peak - slow_peak) <= 1 << 20, rows
+        known = max([v for v in (known, fast_peak, slow_peak) if v is not None], default=None)
     mirrored = [r[1] for r in rows]
     # the mark passed the inherited peak: fast from then on
     assert mirrored[-1] is True, (rows, result["hwm"], result["maxrss"])
