@@ -119,11 +119,12 @@ def marker_costs(existing: int, repeats: int) -> dict[str, float]:
     """Medians, in seconds, at ``existing`` runs: a recorded ``stage`` with its started
     marker (``marked``), the same without markers (``unmarked``), one whose marker cannot
     be written (``refused``: a file planted at ``timings.attempts``), the marker alone
-    (written durably, then removed: ``marker``) and the save floor (``floor``), in turns."""
+    (written durably, then removed: ``marker``), the same bytes through bare system calls
+    (``bare``: the marker's own floor) and the save floor (``floor``), in turns."""
     from stagetimer._store import markers
 
     times: dict[str, list[float]] = {
-        k: [] for k in ("marked", "unmarked", "refused", "marker", "floor")
+        k: [] for k in ("marked", "unmarked", "refused", "marker", "bare", "floor")
     }
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as top:
         dirs = {k: os.path.join(top, k) for k in ("marked", "unmarked", "refused")}
@@ -151,6 +152,9 @@ def marker_costs(existing: int, repeats: int) -> dict[str, float]:
                 markers.create(dirs["marked"], attempt_id, content)
                 markers.remove(dirs["marked"], [attempt_id])
                 times["marker"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                bare_marker(os.path.join(dirs["marked"], "timings.attempts"), content)
+                times["bare"].append(time.perf_counter() - t0)
                 with open(timings, "rb") as f:
                     written = f.read()
                 t0 = time.perf_counter()
@@ -158,6 +162,20 @@ def marker_costs(existing: int, repeats: int) -> dict[str, float]:
                 times["floor"].append(time.perf_counter() - t0)
     # The first turn creates the markers' directory: not a stage's usual cost.
     return {kind: statistics.median(values[1:]) for kind, values in times.items()}
+
+
+def bare_marker(directory: str, content: bytes) -> None:
+    """A marker's floor: a new file created, written, ``fsync``-ed, its directory
+    ``fsync``-ed (durable), then unlinked, by bare system calls."""
+    path = os.path.join(directory, "bare.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, content)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(directory)
+    os.unlink(path)
 
 
 CONTENTION_WRITER = """
@@ -409,7 +427,8 @@ def main() -> int:
         f"{costs['marked'] / floor_m:.2f}x (without markers {costs['unmarked'] / floor_m:.2f}x)",
         "<= 1.8x", costs["marked"] / floor_m <= 1.8)
     row("  the started marker alone (written durably, removed)",
-        f"{costs['marker'] * 1e3:.3f} ms = {costs['marker'] / floor_m:.2f}x the floor",
+        f"{costs['marker'] * 1e3:.3f} ms = {costs['marker'] / floor_m:.2f}x the floor "
+        f"(bare system calls: {costs['bare'] / floor_m:.2f}x)",
         "<= 0.5x the floor", costs["marker"] / floor_m <= 0.5)
     row("  a stage whose marker cannot be written",
         f"{costs['refused'] * 1e3:.2f} ms vs without markers {costs['unmarked'] * 1e3:.2f} ms"

@@ -26,14 +26,16 @@ from __future__ import annotations
 import datetime
 import heapq
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 import attrs
 
 from stagetimer._analysis.attempts import Attempt
-from stagetimer._analysis.survival import Survival, kaplan_meier
+from stagetimer._analysis.survival import kaplan_meier
 
 __all__ = [
+    "Durations",
     "Eta",
     "StageProgress",
     "observed_concurrency",
@@ -51,6 +53,14 @@ _MIN_SIMULATIONS = 40
 _MAX_FAILURE_RATE = 0.9
 _SEED = 20260412
 _NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+
+
+class Durations(Protocol):
+    """What the simulation draws durations from (:class:`survival.Survival`)."""
+
+    def draw(self, rng: random.Random, elapsed: float = 0.0) -> float:
+        """One duration, given that it is longer than ``elapsed``."""
+        ...
 
 
 @attrs.frozen
@@ -215,7 +225,7 @@ def _elapsed(attempts: Sequence[Attempt], now: datetime.datetime, complete: bool
     return max(0.0, (last - first).total_seconds())
 
 
-def _attempt(survival: Survival, rng: random.Random, rate: float, elapsed: float = 0.0,
+def _attempt(survival: Durations, rng: random.Random, rate: float, elapsed: float = 0.0,
              ) -> tuple[float, bool]:
     """One attempt's remaining seconds (given ``elapsed`` already run) and whether it fails."""
     remaining = survival.draw(rng, elapsed) - elapsed
@@ -233,6 +243,7 @@ def time_to_go(
     *,
     simulations: int = SIMULATIONS,
     seed: int = _SEED,
+    fit: Callable[[Sequence[tuple[float, bool]]], Durations | None] = kaplan_meier,
 ) -> Eta | None:
     """The median and 90th percentile of the simulated finish: the ``running`` attempts
     (their elapsed seconds) finish, then ``pending`` runs on ``slots`` slots, each
@@ -241,11 +252,12 @@ def time_to_go(
 
     Each simulation draws from the Kaplan-Meier estimate of a bootstrap resample of
     ``observations`` (``(seconds, ended)``), so that the bound holds the doubt about the
-    durations as well as the luck of the draws to come."""
+    durations as well as the luck of the draws to come. ``fit``: how observations become
+    a distribution to draw from (Kaplan-Meier; the replay harness compares others)."""
     # in one order whatever order the files were read in: the same answer for the same files
     observations = sorted(observations)
     running = sorted(running)
-    whole = kaplan_meier(observations)
+    whole = fit(observations)
     if whole is None:
         return None
     rng = random.Random(seed)
@@ -253,7 +265,7 @@ def time_to_go(
     count = len(observations)
     for _ in range(simulations):
         resample = [observations[rng.randrange(count)] for _ in range(count)]
-        survival = kaplan_meier(resample) or whole
+        survival = fit(resample) or whole
         queue = pending
         free: list[float] = []
         for age in running:

@@ -4,6 +4,7 @@ failures, the counts, and the replay harness at a small size."""
 from __future__ import annotations
 
 import datetime
+import math
 import random
 import statistics
 import sys
@@ -168,3 +169,24 @@ def test_replays_at_a_small_size_keep_the_estimate_honest() -> None:
     # the estimate is not biased: about as many replays over as under at half done
     over = sum(r[-1].p50 > r[-1].truth for r in runs)
     assert 2 <= over <= 10
+
+
+def test_the_replays_informed_reference_is_scipys_censored_maximum_likelihood() -> None:
+    """The harness's *informed* reference fits a log-normal to censored durations; its
+    parameters are scipy's maximum-likelihood fit of the same censored logs."""
+    rng = random.Random(11)
+    data = []
+    for _ in range(60):
+        seconds = rng.lognormvariate(1.0, 0.6)
+        cut = rng.uniform(0.5, 6.0)
+        data.append((min(seconds, cut), seconds <= cut))
+    fitted = replay.lognormal_fit(data)
+    assert fitted is not None
+    logs = [math.log(s) for s, _ in data]
+    censored = scipy.stats.CensoredData.right_censored(logs, [not e for _, e in data])
+    mu, sigma = scipy.stats.norm.fit(censored)
+    assert fitted.mu == pytest.approx(mu, abs=1e-4)
+    assert fitted.sigma == pytest.approx(sigma, abs=1e-4)
+    assert replay.lognormal_fit([(3.0, False)]) is None
+    # a draw given an elapsed time is never below it
+    assert all(fitted.draw(rng, 20.0) >= 20.0 for _ in range(200))
