@@ -171,8 +171,9 @@ def replay(seed: int, *, tasks: int = 200, throttle: int = 8, failure_rate: floa
         ages = [now - t.start for t in tries if t.start <= now < t.end]
         seen = [(min(t.end, now) - t.start, t.end <= now and not t.failed)
                 for t in tries if t.start <= now]
-        rate = sum(t.failed and t.end <= now for t in tries) / sum(t.end <= now for t in tries)
-        informed = time_to_go(seen, ages, progress.pending, throttle, rate,
+        failures = (sum(t.failed and t.end <= now for t in tries),
+                    sum(t.end <= now for t in tries))
+        informed = time_to_go(seen, ages, progress.pending, throttle, failures,
                               simulations=simulations, fit=lognormal_fit)
         oracle = time_to_go(known, ages, progress.pending, throttle, failure_rate,
                             simulations=40)

@@ -15,7 +15,8 @@ the same instant give the same answer):
 2. each running attempt's remaining time is drawn given how long it has run;
 3. the pending runs are scheduled on ``slots`` slots (the array's throttle, or the
    concurrency observed in the attempts), each starting as a slot frees;
-4. each attempt fails at the observed rate (failed and killed ÷ ended), partway through
+4. each attempt fails at the observed rate (failed and killed ÷ ended; each simulation
+   draws the rate from its Beta posterior, so the bound holds its doubt), partway through
    (a fraction drawn uniformly), and its run queues again.
 
 The median and the 90th percentile of the simulated finish are the estimate.
@@ -197,12 +198,16 @@ def stage_progress(
         eta = Eta(0.0, 0.0)
     else:
         ended = [o for a in attempts if (o := _observation(a, now)) is not None]
-        ends = done + failed + killed
-        rate = min((failed + killed) / ends, _MAX_FAILURE_RATE) if ends else 0.0
+        # Failures are seen only where attempts are tracked (a run saved with its
+        # ``attempt_id``): runs from record_timing or older files say nothing of them.
+        ends = failed + killed + sum(
+            a.state == "finished" and a.attempt_id is not None for a in attempts
+        )
         # fewer simulations where each is long (thousands of runs): a refresh stays short
         work = len(ended) + len(running_ages) + pending
         draws = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
-        eta = time_to_go(ended, running_ages, pending, slots, rate, simulations=draws)
+        eta = time_to_go(ended, running_ages, pending, slots, (failed + killed, ends),
+                         simulations=draws)
     return StageProgress(
         name, done, running, failed, killed, unknown, pending,
         _elapsed(attempts, now, complete), eta, slots,
@@ -234,12 +239,25 @@ def _attempt(survival: Durations, rng: random.Random, rate: float, elapsed: floa
     return remaining, False
 
 
+def _failure_rate(failures: tuple[int, int] | float, rng: random.Random) -> float:
+    """One simulation's failure rate: a known rate as it is; from ``(failed, ended)``
+    attempts, a draw from its Beta(failed + 1/2, ended - failed + 1/2) posterior, so that
+    the bound holds the doubt about the rate too (no failure seen in 20 ends does not
+    make failures impossible)."""
+    if not isinstance(failures, tuple):
+        return failures
+    failed, ended = failures
+    if not ended:
+        return 0.0
+    return min(rng.betavariate(failed + 0.5, max(ended - failed, 0) + 0.5), _MAX_FAILURE_RATE)
+
+
 def time_to_go(
     observations: Sequence[tuple[float, bool]],
     running: Sequence[float],
     pending: int,
     slots: int,
-    failure_rate: float = 0.0,
+    failures: tuple[int, int] | float = 0.0,
     *,
     simulations: int = SIMULATIONS,
     seed: int = _SEED,
@@ -247,8 +265,8 @@ def time_to_go(
 ) -> Eta | None:
     """The median and 90th percentile of the simulated finish: the ``running`` attempts
     (their elapsed seconds) finish, then ``pending`` runs on ``slots`` slots, each
-    attempt failing (and its run queued again) at ``failure_rate``; None when no
-    observation has ended.
+    attempt failing (and its run queued again) at a rate from ``failures`` (a known rate,
+    or the ``(failed, ended)`` attempts seen); None when no observation has ended.
 
     Each simulation draws from the Kaplan-Meier estimate of a bootstrap resample of
     ``observations`` (``(seconds, ended)``), so that the bound holds the doubt about the
@@ -264,6 +282,7 @@ def time_to_go(
     finishes = []
     count = len(observations)
     for _ in range(simulations):
+        failure_rate = _failure_rate(failures, rng)
         resample = [observations[rng.randrange(count)] for _ in range(count)]
         survival = fit(resample) or whole
         queue = pending

@@ -190,3 +190,19 @@ def test_the_replays_informed_reference_is_scipys_censored_maximum_likelihood() 
     assert replay.lognormal_fit([(3.0, False)]) is None
     # a draw given an elapsed time is never below it
     assert all(fitted.draw(rng, 20.0) >= 20.0 for _ in range(200))
+
+
+def test_the_bound_holds_the_doubt_about_a_failure_rate_seen_on_few_attempts() -> None:
+    """No failure in 10 ends does not make failures impossible: the 90 % bound from the
+    counts is above the one from a known rate of 0, and the median hardly moves; many
+    ends with the same rate narrow the doubt to the known rate's answer."""
+    observations = [(100.0 + 5 * i, True) for i in range(10)]
+    known = time_to_go(observations, [], 40, 4, 0.0)
+    counted = time_to_go(observations, [], 40, 4, (0, 10))
+    assert known is not None and counted is not None
+    assert counted.p90 > known.p90 * 1.02
+    assert counted.p50 == pytest.approx(known.p50, rel=0.1)
+    sure = time_to_go(observations, [], 40, 4, (2_000, 40_000))
+    at_rate = time_to_go(observations, [], 40, 4, 0.05)
+    assert sure is not None and at_rate is not None
+    assert sure.p90 == pytest.approx(at_rate.p90, rel=0.03)
