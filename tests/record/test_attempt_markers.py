@@ -213,3 +213,81 @@ def test_a_decorated_generator_that_raises_names_its_exception(tmp_path: Path) -
     assert [("agen", "raised", "ValueError"), ("gen", "raised", "KeyError")] == sorted(
         (m["stage"], m["outcome"], m["exception"]) for m in markers(art)
     )
+
+
+CHANGED = """
+import json, os, sys
+from stagetimer import Recorder, stage
+directory = sys.argv[1]
+folder = os.path.join(directory, "timings.attempts")
+rec = Recorder(directory)
+rec.attempts = False
+with stage("off", recorder=rec):
+    off = os.path.exists(folder)
+rec.attempts, rec.heartbeat = True, 30.0
+with stage("beating", recorder=rec):
+    (name,) = os.listdir(folder)
+    with open(os.path.join(folder, name)) as f:
+        beat = json.load(f)["heartbeat"]
+rec.heartbeat = None
+print(json.dumps({"off": off, "beat": beat}))
+"""
+
+
+def test_a_marker_setting_changed_after_construction_applies_from_the_next_stage(
+    tmp_path: Path,
+) -> None:
+    done = json.loads(run_script(CHANGED, tmp_path / "art").stdout)
+
+    assert {"off": False, "beat": 30.0} == done
+    assert [] == markers(tmp_path / "art")
+
+
+FORKED_HAND_OVER = """
+import json, os, sys
+from stagetimer import Recorder, stage
+directory = sys.argv[1]
+folder = os.path.join(directory, "timings.attempts")
+rec = Recorder(directory)
+with stage("parent", recorder=rec):
+    pass
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    def interrupt(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_save_handed":
+            raise KeyboardInterrupt  # after the hand-over, before its save
+        return None
+
+    sys.settrace(interrupt)
+    try:
+        with stage("child", recorder=rec) as timing:
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    said = []
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name)) as f:
+            said.append(json.load(f).get("outcome"))
+    rec.close()
+    os.write(w, json.dumps({"seconds": timing.seconds, "said": said}).encode())
+    os._exit(0)
+os.close(w)
+print(os.read(r, 4096).decode())
+os.waitpid(pid, 0)
+"""
+
+
+def test_a_forked_childs_run_handed_over_before_an_interrupt_is_not_marked_failed(
+    tmp_path: Path,
+) -> None:
+    # The child's records are its own saver's: its markers look there, not in the
+    # pending list the parent had at fork.
+    art = tmp_path / "art"
+    done = json.loads(run_script(FORKED_HAND_OVER, art).stdout)
+
+    assert done["seconds"] is not None and [None] == done["said"]
+    assert 1 == len(stage_runs(art, "child"))
+    assert [] == markers(art)
