@@ -95,15 +95,13 @@ def _restore(settings: dict[str, Any]) -> Recorder:
     return Recorder(**settings)
 
 
-def _to_markers(rec: Recorder, attribute: attrs.Attribute[Any], value: Any) -> Any:
-    """A setting of the markers changed after construction: read from the next entry on."""
-    markers = getattr(rec, "_markers", None)
-    if markers is not None:
-        setattr(markers, attribute.name, value)
-    return value
-
-
-_MARKER_SETTING = attrs.setters.pipe(attrs.setters.convert, attrs.setters.validate, _to_markers)
+def _fixed(rec: Recorder, attribute: attrs.Attribute[Any], value: Any) -> Any:
+    """A setting assigned after construction: refused (the saver and the markers were
+    made for the settings the recorder was made with)."""
+    raise AttributeError(
+        f"Recorder.{attribute.name} cannot be changed after the recorder is made "
+        f"(to {value!r}); make a new Recorder({attribute.name}=...)"
+    )
 
 
 @attrs.define(eq=False)
@@ -157,30 +155,37 @@ class Recorder:
         modification time to now every S seconds, so that readers can tell a writer
         that was killed from one that runs. The marker records S.
 
-    A recorder can be pickled (its settings; a spawn worker gets a fresh one for the
-    same directory). After ``fork()`` the child's recorders start without the parent's
-    pending records.
+    The settings are fixed once the recorder is made: assigning one raises
+    ``AttributeError`` (make a new recorder instead). A recorder can be pickled (its
+    settings; a spawn worker gets a fresh one for the same directory). After ``fork()``
+    the child's recorders start without the parent's pending records.
     """
 
     directory: str = attrs.field(
-        converter=as_path, validator=check_directory, on_setattr=_MARKER_SETTING
+        converter=as_path, validator=check_directory, on_setattr=_fixed
     )
-    resume_partial_runs: bool = attrs.field(default=False, kw_only=True)
+    resume_partial_runs: bool = attrs.field(default=False, kw_only=True, on_setattr=_fixed)
     completed_runs: int | None = attrs.field(
-        default=None, kw_only=True, validator=check_completed_runs
+        default=None, kw_only=True, validator=check_completed_runs, on_setattr=_fixed
     )
-    policy: str = attrs.field(default="sequential", kw_only=True, validator=check_policy)
-    strict: bool = attrs.field(default=False, kw_only=True)
-    lock_timeout: float = attrs.field(default=60.0, kw_only=True, validator=check_timeout)
+    policy: str = attrs.field(
+        default="sequential", kw_only=True, validator=check_policy, on_setattr=_fixed
+    )
+    strict: bool = attrs.field(default=False, kw_only=True, on_setattr=_fixed)
+    lock_timeout: float = attrs.field(
+        default=60.0, kw_only=True, validator=check_timeout, on_setattr=_fixed
+    )
     expected_runs: int | None = attrs.field(
-        default=None, kw_only=True, validator=check_expected_runs
+        default=None, kw_only=True, validator=check_expected_runs, on_setattr=_fixed
     )
-    software: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
+    software: bool = attrs.field(
+        default=True, kw_only=True, validator=check_flag, on_setattr=_fixed
+    )
     attempts: bool = attrs.field(
-        default=True, kw_only=True, validator=check_flag, on_setattr=_MARKER_SETTING
+        default=True, kw_only=True, validator=check_flag, on_setattr=_fixed
     )
     heartbeat: float | None = attrs.field(
-        default=None, kw_only=True, validator=check_heartbeat, on_setattr=_MARKER_SETTING
+        default=None, kw_only=True, validator=check_heartbeat, on_setattr=_fixed
     )
     _saver: Saver = attrs.field(init=False, repr=False)
     _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)

@@ -220,27 +220,32 @@ import json, os, sys
 from stagetimer import Recorder, stage
 directory = sys.argv[1]
 folder = os.path.join(directory, "timings.attempts")
-rec = Recorder(directory)
-rec.attempts = False
-with stage("off", recorder=rec):
+rec = Recorder(directory, attempts=False)
+refused = {}
+for name, value in [("attempts", True), ("heartbeat", 30.0), ("directory", directory + "2"),
+                    ("strict", True), ("policy", "upsert")]:
+    try:
+        setattr(rec, name, value)
+    except AttributeError as exc:
+        refused[name] = str(exc)
+with stage("off", run_idx=0, recorder=rec):
     off = os.path.exists(folder)
-rec.attempts, rec.heartbeat = True, 30.0
-with stage("beating", recorder=rec):
-    (name,) = os.listdir(folder)
-    with open(os.path.join(folder, name)) as f:
-        beat = json.load(f)["heartbeat"]
-rec.heartbeat = None
-print(json.dumps({"off": off, "beat": beat}))
+print(json.dumps({"off": off, "refused": refused, "attempts": rec.attempts,
+                  "elsewhere": os.path.exists(directory + "2")}))
 """
 
 
-def test_a_marker_setting_changed_after_construction_applies_from_the_next_stage(
-    tmp_path: Path,
-) -> None:
+def test_a_recorders_settings_cannot_change_after_it_is_made(tmp_path: Path) -> None:
+    """The saver and the markers were made for the settings the recorder was made with: a
+    setting assigned later is refused with an error naming it, and nothing follows it
+    (before, markers followed a new directory while runs went to the old one)."""
     done = json.loads(run_script(CHANGED, tmp_path / "art").stdout)
 
-    assert {"off": False, "beat": 30.0} == done
-    assert [] == markers(tmp_path / "art")
+    assert done["off"] is False and done["attempts"] is False and done["elsewhere"] is False
+    assert sorted(done["refused"]) == ["attempts", "directory", "heartbeat", "policy", "strict"]
+    for name, message in done["refused"].items():
+        assert f"Recorder.{name} cannot be changed" in message, message
+    assert [run["run_idx"] for run in stage_runs(tmp_path / "art", "off")] == [0]
 
 
 FORKED_HAND_OVER = """
