@@ -3,6 +3,7 @@
 ``prepare`` and ``write`` make the marker (``stagetimer._store.markers``) as a recorded stage is
 entered; the finished run carries the attempt's id and the saver removes the marker
 once that run is published; ``fail`` replaces it by one that says how the block ended.
+A recorder calls them through its ``AttemptMarkers`` (``attempt_markers.py``).
 """
 
 from __future__ import annotations

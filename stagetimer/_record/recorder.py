@@ -14,17 +14,16 @@ How a process's life is handled (see docs/guarantees.md):
   its own state (locks, caches) with its own ``os.register_at_fork`` hook.
 
 Beside it: ``active.py`` (which recorder a stage without one records into),
-``lifetime.py`` (the save at exit, the reset after fork), ``reporting.py`` (an outcome's
-warnings) and ``warning.py`` (how a warning reaches the user).
+``lifetime.py`` (the save at exit, the reset after fork), ``attempt_markers.py`` (the
+started marker of each stage's attempt), ``reporting.py`` (an outcome's warnings) and
+``warning.py`` (how a warning reaches the user).
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import time
 from collections.abc import Callable, Mapping
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -55,12 +54,14 @@ from stagetimer._store.validate import check_record, check_seconds, copy_metadat
 
 if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
+    from stagetimer._record.attempt_markers import AttemptMarkers
     from stagetimer._record.likely_mistakes import LikelyMistakes
     from stagetimer._record.pending import Pending
     from stagetimer._record.saver import Outcome, Saver
 
 # The save path (saver.py and the modules it needs: pending, likely_mistakes,
-# rescue_file, the sidecar readers and writers; reporting.py, which reads its outcomes)
+# rescue_file, the sidecar readers and writers; reporting.py, which reads its outcomes;
+# attempt_markers.py, which writes the markers)
 # is imported by the first recorder, not by ``import stagetimer``: its classes cost
 # milliseconds to build (benchmarks/run.py, "import stagetimer"). Hence the imports
 # inside the methods below.
@@ -75,32 +76,32 @@ __all__ = ["Recorder", "record_run", "resolve_recorder"]
 _pending_module: ModuleType
 _saver_module: ModuleType
 _reporting_module: ModuleType
-_attempt_module: ModuleType
-_store_markers: ModuleType
 _heartbeat_module: ModuleType
-#: ``STAGETIMER_HEARTBEAT=S``: beats where the recorder does not say (``heartbeat.py``).
-_HEARTBEAT_ENV = "STAGETIMER_HEARTBEAT"
-#: settings from the environment already warned about (each once per process)
-_warned_settings: set[str] = set()
-#: ``STAGETIMER_ATTEMPTS=0`` turns started markers off (read at each stage's entry).
-_ATTEMPTS_ENV = "STAGETIMER_ATTEMPTS"
+_markers_module: ModuleType
 
 
 def _bind_save_path() -> None:
-    global _pending_module, _saver_module, _reporting_module, _attempt_module, _store_markers
-    global _heartbeat_module
-    if "_attempt_module" not in globals():
-        from stagetimer._record import attempt, heartbeat, pending, reporting, saver
-        from stagetimer._store import markers
+    global _pending_module, _saver_module, _reporting_module, _heartbeat_module
+    global _markers_module
+    if "_markers_module" not in globals():
+        from stagetimer._record import attempt_markers, heartbeat, pending, reporting, saver
 
         _pending_module, _saver_module, _reporting_module = pending, saver, reporting
-        _attempt_module = attempt
-        _store_markers = markers
         _heartbeat_module = heartbeat
+        _markers_module = attempt_markers
 
 
 def _restore(settings: dict[str, Any]) -> Recorder:
     return Recorder(**settings)
+
+
+def _fixed(rec: Recorder, attribute: attrs.Attribute[Any], value: Any) -> Any:
+    """A setting assigned after construction: refused (the saver and the markers were
+    made for the settings the recorder was made with)."""
+    raise AttributeError(
+        f"Recorder.{attribute.name} cannot be changed after the recorder is made "
+        f"(to {value!r}); make a new Recorder({attribute.name}=...)"
+    )
 
 
 @attrs.define(eq=False)
@@ -154,30 +155,41 @@ class Recorder:
         modification time to now every S seconds, so that readers can tell a writer
         that was killed from one that runs. The marker records S.
 
-    A recorder can be pickled (its settings; a spawn worker gets a fresh one for the
-    same directory). After ``fork()`` the child's recorders start without the parent's
-    pending records.
+    The settings are fixed once the recorder is made: assigning one raises
+    ``AttributeError`` (make a new recorder instead). A recorder can be pickled (its
+    settings; a spawn worker gets a fresh one for the same directory). After ``fork()``
+    the child's recorders start without the parent's pending records.
     """
 
-    directory: str = attrs.field(converter=as_path, validator=check_directory)
-    resume_partial_runs: bool = attrs.field(default=False, kw_only=True)
+    directory: str = attrs.field(
+        converter=as_path, validator=check_directory, on_setattr=_fixed
+    )
+    resume_partial_runs: bool = attrs.field(default=False, kw_only=True, on_setattr=_fixed)
     completed_runs: int | None = attrs.field(
-        default=None, kw_only=True, validator=check_completed_runs
+        default=None, kw_only=True, validator=check_completed_runs, on_setattr=_fixed
     )
-    policy: str = attrs.field(default="sequential", kw_only=True, validator=check_policy)
-    strict: bool = attrs.field(default=False, kw_only=True)
-    lock_timeout: float = attrs.field(default=60.0, kw_only=True, validator=check_timeout)
+    policy: str = attrs.field(
+        default="sequential", kw_only=True, validator=check_policy, on_setattr=_fixed
+    )
+    strict: bool = attrs.field(default=False, kw_only=True, on_setattr=_fixed)
+    lock_timeout: float = attrs.field(
+        default=60.0, kw_only=True, validator=check_timeout, on_setattr=_fixed
+    )
     expected_runs: int | None = attrs.field(
-        default=None, kw_only=True, validator=check_expected_runs
+        default=None, kw_only=True, validator=check_expected_runs, on_setattr=_fixed
     )
-    software: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
-    attempts: bool = attrs.field(default=True, kw_only=True, validator=check_flag)
+    software: bool = attrs.field(
+        default=True, kw_only=True, validator=check_flag, on_setattr=_fixed
+    )
+    attempts: bool = attrs.field(
+        default=True, kw_only=True, validator=check_flag, on_setattr=_fixed
+    )
     heartbeat: float | None = attrs.field(
-        default=None, kw_only=True, validator=check_heartbeat
+        default=None, kw_only=True, validator=check_heartbeat, on_setattr=_fixed
     )
     _saver: Saver = attrs.field(init=False, repr=False)
     _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)
-    _marker_warned: bool = attrs.field(default=False, init=False, repr=False)
+    _markers: AttemptMarkers = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.resume_partial_runs and self.completed_runs is None:
@@ -196,6 +208,9 @@ class Recorder:
         _bind_save_path()
         self._saver = self._new_saver()
         self._mistakes = LikelyMistakes(self.policy, self._warn)
+        self._markers = _markers_module.AttemptMarkers(
+            self.directory, self.attempts, self.heartbeat, self._saver.pending, self._warn
+        )
         instances.add(self)
 
     def _new_saver(self) -> Saver:
@@ -313,75 +328,6 @@ class Recorder:
                 self._make_safe()
             raise
 
-    def _holds(self, started: Started) -> bool:
-        """Whether the run of attempt ``started`` was handed over (pending or saved)."""
-        return started.stored or any(p.attempt is started for p in self._saver.pending)
-
-    def _begin(
-        self, name: str, run_idx: int | None, label: str | None, started_at: float
-    ) -> Started | None:
-        """A stage's new attempt (its marker not yet written: ``_mark``); None when
-        markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``)."""
-        if not self.attempts or os.environ.get(_ATTEMPTS_ENV, "").strip() == "0":
-            return None
-        interval = self.heartbeat
-        if interval is None and _HEARTBEAT_ENV in os.environ:
-            try:
-                interval = _heartbeat_module.from_environment()
-            except InvalidSettingError as exc:
-                if str(exc) not in _warned_settings:  # once per process and value
-                    _warned_settings.add(str(exc))
-                    self._warn(f"{exc}; stages run without heartbeats")
-        return _attempt_module.prepare(  # type: ignore[no-any-return]
-            self.directory, name, run_idx, label, started_at, interval
-        )
-
-    def _mark(self, started: Started) -> bool:
-        """Write ``started``'s marker and start its heartbeats (when asked); False when
-        it could not be written (one warning per recorder; the stage still runs and is
-        recorded)."""
-        try:
-            _attempt_module.write(started)
-        except Exception as exc:  # OSError, or a label JSON will not take: no marker
-            self._warn_marker(exc)
-            return False
-        interval = started.marker["heartbeat"]
-        if interval is not None:
-            _heartbeat_module.start(started.id, started.directory, interval)
-        return True
-
-    def _abandon(self, started: Started | None) -> None:
-        """An entry interrupted before its block ran: its marker goes (never raises)."""
-        if started is not None:
-            _heartbeat_module.stop(started.id)
-            try:
-                _store_markers.remove(started.directory, [started.id])
-            except Exception as exc:
-                self._warn_marker(exc)
-
-    def _failed(
-        self,
-        started: Started,
-        exc_type: type[BaseException],
-        tb: TracebackType | None,
-        seconds: float,
-    ) -> None:
-        """A stage whose block raised, was interrupted, or whose record was never handed
-        over: its marker says so, unless its run is pending or saved (then it finished).
-        Never raises an error of its own: the caller's exception propagates."""
-        _heartbeat_module.stop(started.id)
-        if started.pid != os.getpid() or self._holds(started):
-            return
-        try:
-            _attempt_module.fail(started, exc_type, tb, seconds, time.time())
-        except Exception as exc:
-            self._warn_marker(exc)
-
-    def _warn_marker(self, exc: Exception) -> None:
-        if not self._marker_warned:
-            self._marker_warned = True
-            self._warn(f"started markers cannot be written ({exc}); stages are still recorded")
-
     def close(self) -> None:
         """Save pending records; what still fails stays in the rescue file, for ``recover``."""
         if reentered():
@@ -451,6 +397,7 @@ class Recorder:
     def _reset_in_child(self) -> None:
         """After fork: the parent's pending records, rescue file and locks are not ours."""
         self._saver = self._new_saver()
+        self._markers.pending = self._saver.pending
 
     def _warn(self, message: str) -> None:
         """One ``StageTimerWarning`` about this directory (``warning.py``)."""

@@ -124,9 +124,10 @@ class Stage:
             # The started marker, durable before the block runs (nothing when markers are
             # off or cannot be written). An interrupt from here until the block runs
             # removes it again: that attempt never started.
-            self._attempt = attempt = target._begin(name, run_idx, self.label, wall0)
+            markers = target._markers
+            self._attempt = attempt = markers.begin(name, run_idx, self.label, wall0)
             try:
-                if attempt is not None and not target._mark(attempt):
+                if attempt is not None and not markers.mark(attempt):
                     self._attempt = None
                 # Read before the clock starts and after it stops: their cost is not the
                 # stage's.
@@ -134,7 +135,7 @@ class Stage:
                 self._t0 = perf_counter()
                 return self
             except BaseException:
-                target._abandon(attempt)
+                markers.abandon(attempt)
                 raise
         self._t0 = perf_counter()
         return self
@@ -155,7 +156,7 @@ class Stage:
                 self.seconds = seconds
                 resources.discard(self._used0)  # records nothing: closes what start() opened
                 if attempt is not None:
-                    target._failed(attempt, exc_type, tb, seconds)
+                    target._markers.failed(attempt, exc_type, tb, seconds)
                 return
             # The record is handed to the recorder before ``seconds`` says the stage
             # finished: an interrupt before the hand-over means it did not (its marker
@@ -185,7 +186,7 @@ class Stage:
             target._make_safe()  # an interrupt between the hand-over and the save
         attempt = self._attempt
         if attempt is not None and attempt.pid == getpid():
-            target._failed(attempt, type(error), error.__traceback__, seconds)
+            target._markers.failed(attempt, type(error), error.__traceback__, seconds)
 
     async def __aenter__(self) -> Stage:
         return self.__enter__()

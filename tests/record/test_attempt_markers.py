@@ -213,3 +213,86 @@ def test_a_decorated_generator_that_raises_names_its_exception(tmp_path: Path) -
     assert [("agen", "raised", "ValueError"), ("gen", "raised", "KeyError")] == sorted(
         (m["stage"], m["outcome"], m["exception"]) for m in markers(art)
     )
+
+
+CHANGED = """
+import json, os, sys
+from stagetimer import Recorder, stage
+directory = sys.argv[1]
+folder = os.path.join(directory, "timings.attempts")
+rec = Recorder(directory, attempts=False)
+refused = {}
+for name, value in [("attempts", True), ("heartbeat", 30.0), ("directory", directory + "2"),
+                    ("strict", True), ("policy", "upsert")]:
+    try:
+        setattr(rec, name, value)
+    except AttributeError as exc:
+        refused[name] = str(exc)
+with stage("off", run_idx=0, recorder=rec):
+    off = os.path.exists(folder)
+print(json.dumps({"off": off, "refused": refused, "attempts": rec.attempts,
+                  "elsewhere": os.path.exists(directory + "2")}))
+"""
+
+
+def test_a_recorders_settings_cannot_change_after_it_is_made(tmp_path: Path) -> None:
+    """The saver and the markers were made for the settings the recorder was made with: a
+    setting assigned later is refused with an error naming it, and nothing follows it
+    (before, markers followed a new directory while runs went to the old one)."""
+    done = json.loads(run_script(CHANGED, tmp_path / "art").stdout)
+
+    assert done["off"] is False and done["attempts"] is False and done["elsewhere"] is False
+    assert sorted(done["refused"]) == ["attempts", "directory", "heartbeat", "policy", "strict"]
+    for name, message in done["refused"].items():
+        assert f"Recorder.{name} cannot be changed" in message, message
+    assert [run["run_idx"] for run in stage_runs(tmp_path / "art", "off")] == [0]
+
+
+FORKED_HAND_OVER = """
+import json, os, sys
+from stagetimer import Recorder, stage
+directory = sys.argv[1]
+folder = os.path.join(directory, "timings.attempts")
+rec = Recorder(directory)
+with stage("parent", recorder=rec):
+    pass
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    def interrupt(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_save_handed":
+            raise KeyboardInterrupt  # after the hand-over, before its save
+        return None
+
+    sys.settrace(interrupt)
+    try:
+        with stage("child", recorder=rec) as timing:
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    said = []
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name)) as f:
+            said.append(json.load(f).get("outcome"))
+    rec.close()
+    os.write(w, json.dumps({"seconds": timing.seconds, "said": said}).encode())
+    os._exit(0)
+os.close(w)
+print(os.read(r, 4096).decode())
+os.waitpid(pid, 0)
+"""
+
+
+def test_a_forked_childs_run_handed_over_before_an_interrupt_is_not_marked_failed(
+    tmp_path: Path,
+) -> None:
+    # The child's records are its own saver's: its markers look there, not in the
+    # pending list the parent had at fork.
+    art = tmp_path / "art"
+    done = json.loads(run_script(FORKED_HAND_OVER, art).stdout)
+
+    assert done["seconds"] is not None and [None] == done["said"]
+    assert 1 == len(stage_runs(art, "child"))
+    assert [] == markers(art)

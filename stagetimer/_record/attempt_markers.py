@@ -1,0 +1,119 @@
+"""A recorder's started markers: one per attempt of a recorded stage, from its entry to its end.
+
+``stage.py`` asks the recorder's ``AttemptMarkers`` for a new attempt (``begin``),
+writes its marker before the block runs (``mark``), removes it again when the entry is
+interrupted (``abandon``) and, when the block raised or the exit was interrupted, has it
+say so (``failed``). A finished run's marker is the saver's to remove, once the run is
+stored. What a marker holds and how it ends: ``attempt.py``; its heartbeats:
+``heartbeat.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import attrs
+
+from stagetimer._errors import InvalidSettingError
+from stagetimer._record import attempt
+from stagetimer._record import heartbeat as beats
+from stagetimer._store import markers
+
+if TYPE_CHECKING:
+    from stagetimer._record.attempt import Started
+    from stagetimer._record.pending import Pending
+
+__all__ = ["AttemptMarkers"]
+
+#: ``STAGETIMER_HEARTBEAT=S``: beats where the recorder does not say (``heartbeat.py``).
+_HEARTBEAT_ENV = "STAGETIMER_HEARTBEAT"
+#: settings from the environment already warned about (each once per process)
+_warned_settings: set[str] = set()
+#: ``STAGETIMER_ATTEMPTS=0`` turns started markers off (read at each stage's entry).
+_ATTEMPTS_ENV = "STAGETIMER_ATTEMPTS"
+
+
+@attrs.define(eq=False)
+class AttemptMarkers:
+    """One recorder's started markers: its settings ``directory``, ``attempts`` and
+    ``heartbeat`` (read at each entry); ``pending``: its pending records (its saver's
+    list, followed after fork); ``warn``: its warning, given once for markers that cannot
+    be written."""
+
+    directory: str
+    attempts: bool
+    heartbeat: float | None
+    pending: list[Pending]
+    warn: Callable[[str], None]
+    _warned: bool = attrs.field(default=False, init=False)
+
+    def holds(self, started: Started) -> bool:
+        """Whether the run of attempt ``started`` was handed over (pending or saved)."""
+        return started.stored or any(p.attempt is started for p in self.pending)
+
+    def begin(
+        self, name: str, run_idx: int | None, label: str | None, started_at: float
+    ) -> Started | None:
+        """A stage's new attempt (its marker not yet written: ``mark``); None when
+        markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``)."""
+        if not self.attempts or os.environ.get(_ATTEMPTS_ENV, "").strip() == "0":
+            return None
+        interval = self.heartbeat
+        if interval is None and _HEARTBEAT_ENV in os.environ:
+            try:
+                interval = beats.from_environment()
+            except InvalidSettingError as exc:
+                if str(exc) not in _warned_settings:  # once per process and value
+                    _warned_settings.add(str(exc))
+                    self.warn(f"{exc}; stages run without heartbeats")
+        return attempt.prepare(self.directory, name, run_idx, label, started_at, interval)
+
+    def mark(self, started: Started) -> bool:
+        """Write ``started``'s marker and start its heartbeats (when asked); False when
+        it could not be written (one warning per recorder; the stage still runs and is
+        recorded)."""
+        try:
+            attempt.write(started)
+        except Exception as exc:  # OSError, or a label JSON will not take: no marker
+            self._warn_once(exc)
+            return False
+        interval = started.marker["heartbeat"]
+        if interval is not None:
+            beats.start(started.id, started.directory, interval)
+        return True
+
+    def abandon(self, started: Started | None) -> None:
+        """An entry interrupted before its block ran: its marker goes (never raises)."""
+        if started is not None:
+            beats.stop(started.id)
+            try:
+                markers.remove(started.directory, [started.id])
+            except Exception as exc:
+                self._warn_once(exc)
+
+    def failed(
+        self,
+        started: Started,
+        exc_type: type[BaseException],
+        tb: TracebackType | None,
+        seconds: float,
+    ) -> None:
+        """A stage whose block raised, was interrupted, or whose record was never handed
+        over: its marker says so, unless its run is pending or saved (then it finished).
+        Never raises an error of its own: the caller's exception propagates."""
+        beats.stop(started.id)
+        if started.pid != os.getpid() or self.holds(started):
+            return
+        try:
+            attempt.fail(started, exc_type, tb, seconds, time.time())
+        except Exception as exc:
+            self._warn_once(exc)
+
+    def _warn_once(self, exc: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            self.warn(f"started markers cannot be written ({exc}); stages are still recorded")
