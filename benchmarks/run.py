@@ -47,15 +47,21 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def floor_write(path: str, data: bytes) -> None:
-    """The physical floor: the same bytes through a bare temp file + fsync + rename + dir fsync."""
-    tmp = path + ".floor-tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def write_synced(path: str, data: bytes, flags: int) -> None:
+    """``data`` written to ``path`` (opened with ``flags`` besides write and create) and
+    ``fsync``-ed, by bare system calls."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
     try:
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def floor_write(path: str, data: bytes) -> None:
+    """The physical floor: the same bytes through a bare temp file + fsync + rename + dir fsync."""
+    tmp = path + ".floor-tmp"
+    write_synced(tmp, data, os.O_TRUNC)
     os.replace(tmp, path)
     fsync_dir(os.path.dirname(path))
 
@@ -168,12 +174,7 @@ def bare_marker(directory: str, content: bytes) -> None:
     """A marker's floor: a new file created, written, ``fsync``-ed, its directory
     ``fsync``-ed (durable), then unlinked, by bare system calls."""
     path = os.path.join(directory, "bare.json")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, content)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_synced(path, content, os.O_EXCL)
     fsync_dir(directory)
     os.unlink(path)
 
