@@ -202,9 +202,14 @@ def _judged(
     if outcome is not None:
         ended = parse_utc(data.get("ended_at"))
         when = f" at {ended:%Y-%m-%d %H:%M:%S} UTC" if ended is not None else ""
-        name = _text(data.get("exception")) or "an exception"
-        how = "raised" if outcome == "raised" else "was interrupted by"
-        return "failed", outcome, None, f"its block {how} {name}{when} (its marker says so)"
+        name = _text(data.get("exception"))
+        if outcome == "raised":
+            how = f"raised {name or 'an exception'}"
+        elif name is not None:
+            how = f"was interrupted by {name}"
+        else:  # its process ended while the block was open
+            how = "was left open when its process exited"
+        return "failed", outcome, None, f"its block {how}{when} (its marker says so)"
     verdict = judge(marker, now, slurm, later)
     return verdict.state, verdict.cause, verdict.ended_between, verdict.evidence
 

@@ -30,12 +30,15 @@ class Started:
     not own the parent's marker.
     """
 
-    __slots__ = ("directory", "id", "marker", "pid", "stored")
+    __slots__ = ("began", "directory", "id", "marker", "pid", "stored")
 
-    def __init__(self, directory: str, attempt_id: str, marker: dict[str, Any]) -> None:
+    def __init__(
+        self, directory: str, attempt_id: str, marker: dict[str, Any], began: float
+    ) -> None:
         self.directory = directory
         self.id = attempt_id
         self.marker = marker
+        self.began = began  # the Unix time it started at
         self.pid = os.getpid()
         self.stored = False
 
@@ -61,7 +64,7 @@ def prepare(
         **known_identity(),
         "heartbeat": heartbeat,
     }
-    return Started(directory, attempt_id, marker)
+    return Started(directory, attempt_id, marker, started_at)
 
 
 def write(started: Started) -> None:
@@ -107,17 +110,18 @@ def type_name(exc_type: type[BaseException]) -> str:
 
 def fail(
     started: Started,
-    exc_type: type[BaseException],
+    exc_type: type[BaseException] | None,
     tb: TracebackType | None,
     seconds: float,
     ended_at: float,
 ) -> None:
     """Replace the marker of an attempt whose block raised or was interrupted by one
     that says so: ``ended_at``, ``seconds``, ``outcome`` and the exception's type name
-    (never its message). ``OSError`` when it cannot be replaced."""
+    (never its message); ``exc_type`` None: interrupted by no exception known (its
+    process ended while the block was open). ``OSError`` when it cannot be replaced."""
     marker = dict(started.marker)
     marker["ended_at"] = utc_iso(ended_at)
     marker["seconds"] = seconds
-    marker["outcome"] = outcome_of(exc_type, tb)
-    marker["exception"] = type_name(exc_type)
+    marker["outcome"] = "interrupted" if exc_type is None else outcome_of(exc_type, tb)
+    marker["exception"] = None if exc_type is None else type_name(exc_type)
     markers.replace(started.directory, started.id, markers.encode(marker))

@@ -6,11 +6,19 @@ interrupted (``abandon``) and, when the block raised or the exit was interrupted
 say so (``failed``). A finished run's marker is the saver's to remove, once the run is
 stored. What a marker holds and how it ends: ``attempt.py``; its heartbeats:
 ``heartbeat.py``.
+
+An attempt whose marker was written is *open* (``open_attempts``) until its run is
+handed over, or its marker says it failed, or its entry is abandoned. One still open
+when the interpreter exits never reached its end: a framework's callback saw no end of
+a fit that raised, or an interrupt came before ``Stage.__exit__`` ran its first line.
+``settle_at_exit`` has its marker say so (with the exception that ended the program,
+where one did), so that it reads as failed rather than killed.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -27,7 +35,7 @@ if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
     from stagetimer._record.pending import Pending
 
-__all__ = ["AttemptMarkers"]
+__all__ = ["AttemptMarkers", "open_attempts", "settle_at_exit"]
 
 #: ``STAGETIMER_HEARTBEAT=S``: beats where the recorder does not say (``heartbeat.py``).
 _HEARTBEAT_ENV = "STAGETIMER_HEARTBEAT"
@@ -35,6 +43,9 @@ _HEARTBEAT_ENV = "STAGETIMER_HEARTBEAT"
 _warned_settings: set[str] = set()
 #: ``STAGETIMER_ATTEMPTS=0`` turns started markers off (read at each stage's entry).
 _ATTEMPTS_ENV = "STAGETIMER_ATTEMPTS"
+#: this process's attempts whose marker is written and whose end is not yet known, by id
+#: (set and popped by single dict steps: no lock an interrupt could leave held)
+open_attempts: dict[str, Started] = {}
 
 
 @attrs.define(eq=False)
@@ -81,14 +92,21 @@ class AttemptMarkers:
         except Exception as exc:  # OSError, or a label JSON will not take: no marker
             self._warn_once(exc)
             return False
+        open_attempts[started.id] = started
         interval = started.marker["heartbeat"]
         if interval is not None:
             beats.start(started.id, started.directory, interval)
         return True
 
+    def handed_over(self, started: Started) -> None:
+        """``started``'s run is pending: its end is known; its heartbeats stop."""
+        open_attempts.pop(started.id, None)
+        beats.stop(started.id)
+
     def abandon(self, started: Started | None) -> None:
         """An entry interrupted before its block ran: its marker goes (never raises)."""
         if started is not None:
+            open_attempts.pop(started.id, None)
             beats.stop(started.id)
             try:
                 markers.remove(started.directory, [started.id])
@@ -105,6 +123,7 @@ class AttemptMarkers:
         """A stage whose block raised, was interrupted, or whose record was never handed
         over: its marker says so, unless its run is pending or saved (then it finished).
         Never raises an error of its own: the caller's exception propagates."""
+        open_attempts.pop(started.id, None)
         beats.stop(started.id)
         if started.pid != os.getpid() or self.holds(started):
             return
@@ -117,3 +136,31 @@ class AttemptMarkers:
         if not self._warned:
             self._warned = True
             self.warn(f"started markers cannot be written ({exc}); stages are still recorded")
+
+
+def _uncaught() -> BaseException | None:
+    """The exception that ended the program, where one did (the interpreter keeps it
+    as ``sys.last_exc``, before 3.12 ``sys.last_value``, when it prints it)."""
+    found = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    return found if isinstance(found, BaseException) else None
+
+
+def settle_at_exit() -> list[str]:
+    """At interpreter exit: each attempt of this process still open gets a marker that
+    says it failed — ended by the exception that ended the program, else interrupted by
+    none known. Returns what could not be written (one line each); never raises."""
+    ended = _uncaught()
+    exc_type = None if ended is None else type(ended)
+    tb = None if ended is None else ended.__traceback__
+    now = time.time()
+    problems = []
+    for started in list(open_attempts.values()):  # one C-level copy
+        open_attempts.pop(started.id, None)
+        if started.pid != os.getpid() or started.stored:
+            continue  # a forked child's copy of its parent's attempt, or a finished one
+        beats.stop(started.id)
+        try:
+            attempt.fail(started, exc_type, tb, max(now - started.began, 0.0), now)
+        except Exception as exc:
+            problems.append(f"{started.directory}: the marker of an open stage: {exc}")
+    return problems

@@ -1,5 +1,6 @@
 """A recorder's place in its process's life: kept alive while records are pending,
-closed at interpreter exit, reset in a forked child.
+closed at interpreter exit (where the markers of stages still open say they failed),
+reset in a forked child.
 
 The recorder (``recorder.py``) adds itself to ``instances`` when built and to or from
 ``with_pending`` after each save; this module owns the ``atexit`` and
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import warnings
 import weakref
 from typing import TYPE_CHECKING
@@ -45,6 +47,12 @@ def _close_all() -> None:
             warnings.warn(
                 f"{rec.directory}: closing at exit failed: {exc}", StageTimerWarning, stacklevel=2
             )
+    # Stages still open never reached their end: their markers say they failed. Loaded
+    # with the first recorder; where it never was, no marker was written.
+    markers = sys.modules.get("stagetimer._record.attempt_markers")
+    if markers is not None:
+        for problem in markers.settle_at_exit():
+            warnings.warn(problem, StageTimerWarning, stacklevel=2)
 
 
 def _after_fork_in_child() -> None:

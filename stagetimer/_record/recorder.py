@@ -76,18 +76,15 @@ __all__ = ["Recorder", "record_run", "resolve_recorder"]
 _pending_module: ModuleType
 _saver_module: ModuleType
 _reporting_module: ModuleType
-_heartbeat_module: ModuleType
 _markers_module: ModuleType
 
 
 def _bind_save_path() -> None:
-    global _pending_module, _saver_module, _reporting_module, _heartbeat_module
-    global _markers_module
+    global _pending_module, _saver_module, _reporting_module, _markers_module
     if "_markers_module" not in globals():
-        from stagetimer._record import attempt_markers, heartbeat, pending, reporting, saver
+        from stagetimer._record import attempt_markers, pending, reporting, saver
 
         _pending_module, _saver_module, _reporting_module = pending, saver, reporting
-        _heartbeat_module = heartbeat
         _markers_module = attempt_markers
 
 
@@ -303,7 +300,7 @@ class Recorder:
         attempt_id = None
         if attempt is not None:
             attempt_id = attempt.id
-            _heartbeat_module.stop(attempt_id)
+            self._markers.handed_over(attempt)
         pending: Pending = p.Pending(
             p.Finished(name, seconds, run_idx, label, iso, metadata, resources, attempt_id),
             with_software=self.software,

@@ -57,3 +57,42 @@ def test_a_checkpoint_callback_that_saves_per_batch_is_refused(tmp_path: Path) -
         "    print(type(exc).__name__)\n"
     ))
     assert "InvalidSettingError\n" == done.stdout
+
+
+RAISING_FIT = """
+import os, sys
+os.environ["KERAS_BACKEND"] = "jax"
+import keras
+import numpy as np
+from stagetimer.integrations.keras import StageTimerCallback
+
+class Diverged(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 2:
+            raise FloatingPointError("loss is nan at a step the marker must not name")
+
+x = np.zeros((32, 4), dtype="float32")
+y = np.zeros((32, 1), dtype="float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(x, y, epochs=2, batch_size=8, verbose=0,
+          callbacks=[StageTimerCallback(sys.argv[1], run_idx=5), Diverged()])
+"""
+
+
+def test_a_fit_that_raises_leaves_failed_attempts_naming_the_exception(tmp_path: Path) -> None:
+    """Keras calls no hook when fit raises: the stages its callback opened are settled
+    when the interpreter exits, as failed with the exception that ended the program."""
+    from stagetimer import attempts
+
+    done = run_python("-c", RAISING_FIT, tmp_path, check=False)
+    assert 1 == done.returncode and "FloatingPointError" in done.stderr, done.stderr[-3000:]
+
+    found = sorted((a.stage, a.label, a.state, a.cause, a.exception) for a in attempts(tmp_path))
+    assert [
+        ("fit_train", None, "failed", "raised", "FloatingPointError"),
+        ("train_epoch", "epoch0", "failed", "raised", "FloatingPointError"),
+    ] == found
+    assert "step the marker" not in "".join(
+        p.read_text() for p in (tmp_path / "timings.attempts").iterdir()
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,94 @@ def test_a_forked_childs_run_handed_over_before_an_interrupt_is_not_marked_faile
     assert done["seconds"] is not None and [None] == done["said"]
     assert 1 == len(stage_runs(art, "child"))
     assert [] == markers(art)
+
+
+OPEN_AT_EXIT = """
+import os, sys, threading
+from stagetimer import Recorder, stage
+directory, how = sys.argv[1], sys.argv[2]
+rec = Recorder(directory)
+with stage("done", run_idx=0, recorder=rec):
+    pass
+if how == "interrupt-at-exit":
+    # an interrupt at the first line of Stage.__exit__: no code of its own ever runs
+    def interrupt(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "__exit__" \\
+                and "stagetimer" in frame.f_code.co_filename:
+            sys.settrace(None)
+            raise KeyboardInterrupt
+        return None
+    with stage("fit", run_idx=1, recorder=rec):
+        sys.settrace(interrupt)
+# a framework's callback entered the stage and saw no end of it
+opened = stage("fit", run_idx=1, recorder=rec)
+opened.__enter__()
+if how == "raise":
+    raise ValueError("a secret the marker must not hold")
+if how == "fork":
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # the child's exit runs its atexit hooks: not its attempt
+    os.waitpid(pid, 0)
+    names = os.listdir(os.path.join(directory, "timings.attempts"))
+    print(len(names))
+    opened.__exit__(None, None, None)
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "outcome", "exception", "evidence"),
+    [
+        ("raise", "raised", "ValueError", "its block raised ValueError"),
+        ("end", "interrupted", None, "its block was left open when its process exited"),
+    ],
+)
+def test_a_stage_open_when_the_interpreter_exits_reads_as_failed_not_killed(
+    tmp_path: Path, how: str, outcome: str, exception: str | None, evidence: str
+) -> None:
+    """A fit whose callback saw no end (the framework calls no hook when it raises): the
+    marker says it failed, with the exception that ended the program where one did,
+    instead of waiting for a reader to call it killed."""
+    from stagetimer import attempts
+
+    art = tmp_path / "art"
+    done = run_script(OPEN_AT_EXIT, art, how, check=False)
+    assert done.returncode == (1 if how == "raise" else 0), done.stderr[-2000:]
+
+    (marker,) = markers(art)
+    assert (marker["stage"], marker["outcome"], marker["exception"]) == (
+        "fit", outcome, exception
+    )
+    assert marker["seconds"] >= 0 and "secret" not in json.dumps(marker)
+    assert list(marker) == FAILED_KEYS
+    (fit,) = [a for a in attempts(art) if a.stage == "fit"]
+    assert (fit.state, fit.cause) == ("failed", outcome)
+    assert fit.evidence.startswith(evidence), fit.evidence
+
+
+def test_an_interrupt_before_stage_exit_runs_leaves_an_interrupted_marker(
+    tmp_path: Path,
+) -> None:
+    """The one window ``Stage.__exit__`` cannot close itself (an interrupt at its first
+    instruction): the exit of the interpreter the interrupt ends says so."""
+    art = tmp_path / "art"
+    done = run_script(OPEN_AT_EXIT, art, "interrupt-at-exit", check=False)
+    # an uncaught KeyboardInterrupt ends the interpreter by SIGINT, after its exit hooks
+    assert done.returncode == -signal.SIGINT, done.stderr[-2000:]
+    assert "KeyboardInterrupt" in done.stderr
+
+    (marker,) = markers(art)
+    assert (marker["stage"], marker["outcome"], marker["exception"]) == (
+        "fit", "interrupted", "KeyboardInterrupt"
+    )
+    assert [run["run_idx"] for run in stage_runs(art, "done")] == [0]
+    assert stage_runs(art, "fit") == []
+
+
+def test_a_forked_child_exiting_leaves_its_parents_open_stage_alone(tmp_path: Path) -> None:
+    art = tmp_path / "art"
+    done = run_script(OPEN_AT_EXIT, art, "fork")
+
+    assert done.stdout.split() == ["1"]  # the parent's marker, as it was written
+    assert markers(art) == []  # the parent then finished the stage: its marker went
+    assert [run["run_idx"] for run in stage_runs(art, "fit")] == [1]
