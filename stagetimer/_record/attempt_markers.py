@@ -50,10 +50,9 @@ open_attempts: dict[str, Started] = {}
 
 @attrs.define(eq=False)
 class AttemptMarkers:
-    """One recorder's started markers: its settings ``directory``, ``attempts`` and
-    ``heartbeat`` (read at each entry); ``pending``: its pending records (its saver's
-    list, followed after fork); ``warn``: its warning, given once for markers that cannot
-    be written."""
+    """One recorder's started markers: the recorder's ``directory``, ``attempts`` and
+    ``heartbeat`` settings; ``pending``: its pending records (its saver's list, followed
+    after fork); ``warn``: its warning, given once for markers that cannot be written."""
 
     directory: str
     attempts: bool
@@ -139,8 +138,9 @@ class AttemptMarkers:
 
 
 def _uncaught() -> BaseException | None:
-    """The exception that ended the program, where one did (the interpreter keeps it
-    as ``sys.last_exc``, before 3.12 ``sys.last_value``, when it prints it)."""
+    """The exception that ended the program, where one did: the interpreter keeps the
+    last one it printed as ``sys.last_exc`` (before 3.12 ``sys.last_value``); in an
+    interactive session (IPython too) that is the last one shown."""
     found = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
     return found if isinstance(found, BaseException) else None
 
