@@ -75,3 +75,24 @@ def test_a_version_outside_the_range_is_refused_at_construction(tmp_path: Path) 
     ) == done.stdout
 
 
+
+
+def test_a_fit_that_raises_leaves_failed_attempts_naming_the_exception(tmp_path: Path) -> None:
+    """The Trainer calls no hook when train() raises: the stages its callback opened are
+    settled when the interpreter exits, as failed with the exception that ended it."""
+    from stagetimer import attempts
+
+    done = run_python(FIT, tmp_path, "raise", 4, check=False)
+    assert 1 == done.returncode and "OverflowError" in done.stderr, done.stderr[-3000:]
+
+    failed = sorted((a.stage, a.label, a.cause, a.exception)
+                    for a in attempts(tmp_path) if a.state == "failed")
+    assert [
+        ("fit_train", None, "raised", "OverflowError"),
+        ("train_epoch", "epoch2", "raised", "OverflowError"),
+    ] == failed
+    assert {"finished"} == {a.state for a in attempts(tmp_path) if a.stage == "train_epoch"
+                            and a.label != "epoch2"}
+    assert "step the marker" not in "".join(
+        p.read_text() for p in (tmp_path / "timings.attempts").iterdir()
+    )

@@ -3,7 +3,8 @@
     python transformers_fit.py OUT MODE [EPOCHS]     (ddp: under torchrun)
 
 MODE: ``plain`` (seed 5, evaluation and a save each epoch, data_wait), ``ddp``,
-``kill`` (SIGKILL itself when epoch ``KILL_AT`` starts), ``resume``.
+``kill`` (SIGKILL itself when epoch ``KILL_AT`` starts), ``raise`` (a callback raises
+when that epoch starts), ``resume``.
 """
 
 import os
@@ -46,6 +47,8 @@ class Model(torch.nn.Module):
 class KillAt(TrainerCallback):
     def on_epoch_begin(self, args, state, control, **kwargs):
         if round(state.epoch or 0) == KILL_AT:
+            if mode == "raise":
+                raise OverflowError("the loss diverged at a step the marker must not name")
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -56,7 +59,7 @@ args = TrainingArguments(
     ddp_backend="gloo" if mode == "ddp" else None,
 )
 callbacks = [StageTimerCallback(out, data_wait=mode == "plain")]
-if mode == "kill":
+if mode in ("kill", "raise"):
     callbacks.append(KillAt())
 trainer = Trainer(
     model=Model(), args=args, train_dataset=Data(), eval_dataset=Data(), callbacks=callbacks
