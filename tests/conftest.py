@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,13 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("STAGETIMER_DIR", raising=False)
     monkeypatch.delenv("STAGETIMER_DISABLE", raising=False)
     yield
-    # Records a test left pending on purpose are not rescued at the end of the session
-    # (interpreter exit is tested in subprocesses).
+    # Records a test left pending on purpose are not rescued at the end of the session,
+    # and stages it left open are not settled then (interpreter exit is tested in
+    # subprocesses).
     _lifetime.with_pending.clear()
+    markers = sys.modules.get("stagetimer._record.attempt_markers")
+    if markers is not None:
+        markers.open_attempts.clear()
 
 
 @pytest.fixture

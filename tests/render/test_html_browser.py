@@ -111,6 +111,11 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any
 NAMES = ["example report", "hostile report", "example compare", "hostile compare"]
 
 
+def _values(cell: str) -> list[str]:
+    """The words of a cell that hold a letter or a digit."""
+    return [word for word in cell.split() if any(ch.isalnum() for ch in word)]
+
+
 def _rows(page: Any, table: str) -> list[list[list[str]]]:
     """Each ``<tbody>`` of ``table``: its rows' cells' text, as the browser has them."""
     groups = []
@@ -276,6 +281,8 @@ def test_the_a4_pdf_holds_every_table_value(
              for row in group for c in row]
 
     # A cell may wrap onto lines of its own (the text reads row by row across the
-    # columns): each of its words is looked for, whole.
+    # columns): each of its words is looked for, whole. Words of punctuation alone
+    # ("->", "-" for a value one side lacks) are not values, and pdftotext does not
+    # give them back as drawn ("peak 27.3 MiB -> -" comes out as "peak 27.3 MiB >-").
     words = set(text.split())
-    assert cells and [] == [c for c in cells if not set(c.split()) <= words]
+    assert cells and [] == [c for c in cells if not set(_values(c)) <= words]
