@@ -12,13 +12,11 @@ node share one description.
 
 Needs root and Debian's Slurm packages (installed here when missing); skipped
 with the reason where the machine cannot run a cluster, except that on CI
-(``CI=true``) a failed install fails.
+(``CI=true``) a failed install or start fails (``helpers/slurm_fixtures.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -27,13 +25,10 @@ from pathlib import Path
 import pytest
 from helpers.cli import run_cli
 from helpers.slurm_cluster import (
-    ClusterUnavailable,
     DaemonDied,
-    InstallFailed,
     SlurmCluster,
-    ensure_installed,
-    slurm_cluster,
 )
+from helpers.slurm_fixtures import CGROUP_V1_MEMORY, cluster_or_skip, require_slurm
 
 from stagetimer import load_hardware, load_timings
 from stagetimer.hardware import Hardware, hardware_differences
@@ -43,34 +38,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.root]
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "slurm"
 SEEDS = [0, 1, 2, 3]
 ONE_GIB = 1024**3
-CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
 
 
 @pytest.fixture(scope="module")
 def slurm_installed() -> None:
-    if sys.platform != "linux" or os.geteuid() != 0:
-        pytest.skip("a Slurm cluster needs root on Linux")
-    try:
-        ensure_installed()
-    except InstallFailed as error:
-        if _on_ci():
-            pytest.fail(f"CI must be able to install Slurm: {error}")
-        pytest.skip(f"Slurm is not installed and could not be: {error}")
-
-
-def _on_ci() -> bool:
-    return os.environ.get("CI", "").lower() in {"true", "1", "yes"}
-
-
-def _cluster(constrain_ram: bool) -> Iterator[SlurmCluster]:
-    with contextlib.ExitStack() as stack:
-        try:
-            cluster = stack.enter_context(slurm_cluster(constrain_ram=constrain_ram))
-        except ClusterUnavailable as error:
-            if _on_ci():
-                pytest.fail(f"CI must be able to run a Slurm cluster: {error}")
-            pytest.skip(f"no Slurm cluster on this machine: {error}")
-        yield cluster
+    require_slurm()
 
 
 @pytest.fixture
@@ -82,14 +54,14 @@ def cluster_without_cgroups(slurm_installed: None) -> Iterator[SlurmCluster]:
             "a job without cgroup enforcement inherits it and the probe rightly reports it "
             "instead of SLURM_MEM_PER_NODE"
         )
-    yield from _cluster(constrain_ram=False)
+    yield from cluster_or_skip(constrain_ram=False)
 
 
 @pytest.fixture
 def cluster_with_cgroups(slurm_installed: None) -> Iterator[SlurmCluster]:
     if not (CGROUP_V1_MEMORY / "memory.limit_in_bytes").is_file():
         pytest.skip(f"ConstrainRAMSpace with cgroup/v1 needs {CGROUP_V1_MEMORY} (cgroup v1)")
-    yield from _cluster(constrain_ram=True)
+    yield from cluster_or_skip(constrain_ram=True)
 
 
 def _own_finite_memory_limit() -> str | None:

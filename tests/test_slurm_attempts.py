@@ -11,10 +11,8 @@ answers for MinJobAge (300 s) after a job ends, which these reads fall within.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -23,18 +21,14 @@ from pathlib import Path
 
 import pytest
 from helpers.slurm_cluster import (
-    ClusterUnavailable,
-    InstallFailed,
     SlurmCluster,
-    ensure_installed,
-    slurm_cluster,
 )
+from helpers.slurm_fixtures import CGROUP_V1_MEMORY, cluster_or_skip, require_slurm
 
 from stagetimer import Attempt, attempts
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
-CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
 REPO = Path(__file__).resolve().parent.parent
 SECOND = datetime.timedelta(seconds=1)
 
@@ -62,33 +56,19 @@ with stage("train", run_idx=task, recorder=rec):
 
 @pytest.fixture(scope="module")
 def slurm_installed() -> None:
-    if sys.platform != "linux" or os.geteuid() != 0:
-        pytest.skip("a Slurm cluster needs root on Linux")
-    try:
-        ensure_installed()
-    except InstallFailed as error:
-        pytest.skip(f"Slurm is not installed and could not be: {error}")
-
-
-def _cluster(constrain_ram: bool) -> Iterator[SlurmCluster]:
-    with contextlib.ExitStack() as stack:
-        try:
-            cluster = stack.enter_context(slurm_cluster(constrain_ram=constrain_ram))
-        except ClusterUnavailable as error:
-            pytest.skip(f"no Slurm cluster on this machine: {error}")
-        yield cluster
+    require_slurm()
 
 
 @pytest.fixture(scope="module")
 def cluster(slurm_installed: None) -> Iterator[SlurmCluster]:
-    yield from _cluster(constrain_ram=False)
+    yield from cluster_or_skip(constrain_ram=False)
 
 
 @pytest.fixture
 def cluster_with_cgroups(slurm_installed: None) -> Iterator[SlurmCluster]:
     if not (CGROUP_V1_MEMORY / "memory.limit_in_bytes").is_file():
         pytest.skip(f"a memory limit Slurm enforces needs {CGROUP_V1_MEMORY} (cgroup v1)")
-    yield from _cluster(constrain_ram=True)
+    yield from cluster_or_skip(constrain_ram=True)
 
 
 @pytest.fixture

@@ -16,12 +16,9 @@ from pathlib import Path
 
 import pytest
 from helpers.slurm_cluster import (
-    ClusterUnavailable,
-    InstallFailed,
     SlurmCluster,
-    ensure_installed,
-    slurm_cluster,
 )
+from helpers.slurm_fixtures import cluster_or_skip, require_slurm
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -38,17 +35,8 @@ with stage("train", run_idx=task, recorder=Recorder(sys.argv[1], policy="upsert"
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[SlurmCluster]:
-    if sys.platform != "linux" or os.geteuid() != 0:
-        pytest.skip("a Slurm cluster needs root on Linux")
-    try:
-        ensure_installed()
-    except InstallFailed as error:
-        pytest.skip(f"Slurm is not installed and could not be: {error}")
-    try:
-        with slurm_cluster(constrain_ram=False) as started:
-            yield started
-    except ClusterUnavailable as error:
-        pytest.skip(f"no Slurm cluster on this machine: {error}")
+    require_slurm()
+    yield from cluster_or_skip(constrain_ram=False)
 
 
 def test_watch_follows_a_throttled_array_to_its_end(cluster: SlurmCluster,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import sys
 import textwrap
@@ -19,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from helpers.bindfs import BindfsUnavailable, bindfs_mounts, unavailable
-from helpers.slurm_cluster import ClusterUnavailable, InstallFailed, ensure_installed
+from helpers.slurm_cluster import ClusterUnavailable
+from helpers.slurm_fixtures import require_slurm, skip_or_fail
 from helpers.slurm_multinode import NODES, MultiNodeCluster, multi_node_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
@@ -28,29 +28,14 @@ TASKS = 12
 STEPS = 15  # records of the per-step stage each task saves, to make saves overlap
 
 
-def _on_ci() -> bool:
-    return os.environ.get("CI", "").lower() in {"true", "1", "yes"}
-
-
-def _skip_or_fail(why: str) -> None:
-    if _on_ci():
-        pytest.fail(f"CI must be able to run the multi-node test: {why}")
-    pytest.skip(why)
-
-
 @pytest.fixture
 def cluster() -> Iterator[MultiNodeCluster]:
-    if sys.platform != "linux" or os.geteuid() != 0:
-        pytest.skip("a Slurm cluster needs root on Linux")
-    try:
-        ensure_installed()
-    except InstallFailed as error:
-        _skip_or_fail(f"Slurm is not installed and could not be: {error}")
+    require_slurm()
     with contextlib.ExitStack() as stack:
         try:
             made = stack.enter_context(multi_node_cluster())
         except ClusterUnavailable as error:
-            _skip_or_fail(f"no three-node Slurm cluster on this machine: {error}")
+            skip_or_fail(f"no three-node Slurm cluster on this machine: {error}")
         yield made
 
 
@@ -76,7 +61,7 @@ def test_a_twelve_task_array_on_three_nodes_stores_every_task_s_run_once(
 ) -> None:
     why = unavailable()
     if why:
-        _skip_or_fail(why)
+        skip_or_fail(why)
     script = tmp_path / "task.sbatch"
     script.write_text(SCRIPT)
     output = tmp_path / "out"
@@ -86,7 +71,7 @@ def test_a_twelve_task_array_on_three_nodes_stores_every_task_s_run_once(
         (tmp_path / "fs").mkdir()
         backing, clients = mounts.__enter__()
     except BindfsUnavailable as error:
-        _skip_or_fail(str(error))
+        skip_or_fail(str(error))
     try:
         env = {"PYTHON": sys.executable, "MOUNTS": str(tmp_path / "fs")}
         job = cluster.submit(script, f"--array=0-{TASKS - 1}", "--mem=100M",
