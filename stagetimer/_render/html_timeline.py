@@ -18,6 +18,7 @@ from stagetimer._analysis.attempts import Attempt
 from stagetimer._render.duration import format_duration
 from stagetimer._render.html_page import html_text, number
 from stagetimer._render.html_svg import WIDTH, Scale, label, svg, ticks
+from stagetimer._render.lost_text import attempt_parts
 
 __all__ = ["BARS", "lane_name", "timeline"]
 
@@ -74,14 +75,7 @@ def _end(attempt: Attempt, start: float) -> tuple[float, float | None]:
 
 
 def _what(attempt: Attempt) -> str:
-    parts = [attempt.stage]
-    if attempt.run_idx is not None:
-        parts.append(f"run {attempt.run_idx}")
-    if attempt.label is not None:
-        parts.append(f"label {attempt.label}")
-    if attempt.rank is not None:
-        parts.append(f"rank {attempt.rank}")
-    return ", ".join(parts) + f" in {attempt.directory}"
+    return ", ".join(attempt_parts(attempt)) + f" in {attempt.directory}"
 
 
 def _tooltip(attempt: Attempt) -> str:

@@ -20,7 +20,7 @@ from stagetimer._render.json_text import indented_json
 from stagetimer._render.markdown_text import markdown_text
 from stagetimer.hardware._units import significant
 
-__all__ = ["attempt_line", "render_lost"]
+__all__ = ["attempt_line", "attempt_parts", "render_lost"]
 
 _HEADER = ("hardware", "stage", "productive", "lost", "up to", "by cause", "effective",
            "attempts")
@@ -80,9 +80,8 @@ def _when(attempt: Attempt) -> str:
     return f", ended after {low} UTC" if low is not None else ""
 
 
-def attempt_line(attempt: Attempt) -> str:
-    """``exp/ippo: ippo_train run 0 rank 1 killed (timeout), ended between … UTC:
-    Slurm job 42 is TIMEOUT at …``."""
+def attempt_parts(attempt: Attempt) -> list[str]:
+    """What an attempt was of: its stage, then its run, label and rank where it has them."""
     what = [attempt.stage]
     if attempt.run_idx is not None:
         what.append(f"run {attempt.run_idx}")
@@ -90,6 +89,13 @@ def attempt_line(attempt: Attempt) -> str:
         what.append(f"label {attempt.label}")
     if attempt.rank is not None:
         what.append(f"rank {attempt.rank}")
+    return what
+
+
+def attempt_line(attempt: Attempt) -> str:
+    """``exp/ippo: ippo_train run 0 rank 1 killed (timeout), ended between … UTC:
+    Slurm job 42 is TIMEOUT at …``."""
+    what = attempt_parts(attempt)
     state = attempt.state + (f" ({attempt.cause})" if attempt.cause else "")
     if attempt.seconds is not None and attempt.state == "failed":
         state += f" after {format_duration(attempt.seconds)}"
