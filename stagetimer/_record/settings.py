@@ -1,103 +1,62 @@
-"""The checks of ``Recorder``'s settings: a clear ``InvalidSettingError`` (a ``ValueError``)
-at construction.
+"""A recorder's share of the environment, read when the recorder is made:
+``STAGETIMER_SOFTWARE``, ``STAGETIMER_ATTEMPTS`` and ``STAGETIMER_HEARTBEAT`` (parsed by
+``stagetimer._settings``, like every setting).
 
-Each message shows the value with ``short_repr``: ``repr`` of an int past
-``sys.get_int_max_str_digits`` raises a ``ValueError`` of its own.
+A strict recorder reads every ``STAGETIMER_*`` variable then, and a value that is not
+valid raises ``InvalidSettingError`` from ``Recorder(...)``, before any stage runs. Any
+other recorder warns (one ``StageTimerWarning`` per process and value) and goes on with
+the default: the software captured, started markers written, no heartbeats.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from collections.abc import Callable
+from typing import NamedTuple, TypeVar
 
-from stagetimer._errors import InvalidSettingError, short_repr
-from stagetimer._format import MAX_RUN_IDX, POLICIES
-from stagetimer._store.lock import check_lock_timeout
+from stagetimer import _settings
+from stagetimer._errors import InvalidSettingError
 
-__all__ = [
-    "as_path",
-    "check_completed_runs",
-    "check_directory",
-    "check_expected_runs",
-    "check_flag",
-    "check_heartbeat",
-    "check_policy",
-    "check_timeout",
-]
+__all__ = ["RecorderEnvironment", "read_environment"]
+
+_T = TypeVar("_T")
+
+#: the refusals already warned about (each once per process)
+_warned: set[str] = set()
 
 
-def as_path(directory: str | os.PathLike[str]) -> str:
-    if isinstance(directory, bytes) or not isinstance(directory, (str, os.PathLike)):
-        raise InvalidSettingError(
-            f"directory {short_repr(directory)} is not valid: expected a str or os.PathLike path "
-            "(bytes paths are not supported)",
-            directory,
-        )
-    path = os.fspath(directory)
-    if not isinstance(path, str):
-        raise InvalidSettingError(
-            f"directory {short_repr(directory)} is not valid: its path is {short_repr(path)}, "
-            "not a str",
-            directory,
-        )
-    if not path or "\0" in path:
-        raise InvalidSettingError(
-            f"directory {short_repr(directory)} is not valid: expected a non-empty path",
-            directory,
-        )
-    return path
+class RecorderEnvironment(NamedTuple):
+    """What a recorder does, its parameters and the environment taken together."""
+
+    software: bool
+    attempts: bool
+    heartbeat: float | None
 
 
-def check_directory(instance: object, attribute: Any, value: str) -> None:
-    if os.path.lexists(value) and not os.path.isdir(value):
-        raise InvalidSettingError(
-            f"directory {value!r} is not valid: it exists and is not a directory "
-            "(pass the artifact directory, not a file in it)",
-            value,
-        )
+def read_environment(
+    software: bool,
+    attempts: bool,
+    heartbeat: float | None,
+    strict: bool,
+    warn: Callable[[str], None],
+) -> RecorderEnvironment:
+    """The recorder's ``software``, ``attempts`` and ``heartbeat`` parameters with the
+    environment: a variable can turn the software or the markers off, and gives the
+    heartbeat of a recorder that has none. ``warn``: the recorder's warning."""
+    if strict:
+        _settings.check_environment()
+    software = software and _read(_settings.software, True, "the software is captured", warn)
+    attempts = attempts and _read(_settings.attempts, True, "started markers are written", warn)
+    if attempts and heartbeat is None:
+        heartbeat = _read(_settings.heartbeat, None, "stages run without heartbeats", warn)
+    return RecorderEnvironment(software, attempts, heartbeat)
 
 
-def check_completed_runs(instance: object, attribute: Any, value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise InvalidSettingError(
-            f"completed_runs {short_repr(value)} is not valid: expected an int >= 0", value
-        )
-
-
-def check_expected_runs(instance: object, attribute: Any, value: object) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RUN_IDX
-    ):
-        raise InvalidSettingError(
-            f"expected_runs {short_repr(value)} is not valid: expected None or an int from 1 "
-            "to 2**63 - 1",
-            value,
-        )
-
-
-def check_policy(instance: object, attribute: Any, value: object) -> None:
-    if value not in POLICIES:
-        raise InvalidSettingError(
-            f"policy {short_repr(value)} is not valid: expected one of {POLICIES}", value
-        )
-
-
-def check_timeout(instance: object, attribute: Any, value: object) -> None:
-    """``lock_timeout``: the lock's own rule (``lock.check_lock_timeout``), which
-    ``recover`` follows too."""
-    check_lock_timeout(value)
-
-
-def check_flag(instance: object, attribute: Any, value: object) -> None:
-    """A yes/no setting (``software``) is a bool: ``"no"`` or ``0`` would read as meant."""
-    if not isinstance(value, bool):
-        raise InvalidSettingError(
-            f"{attribute.name} {short_repr(value)} is not valid: expected True or False", value
-        )
-
-
-def check_heartbeat(instance: object, attribute: Any, value: object) -> None:
-    """``heartbeat``: None or the seconds between beats, a finite number > 0."""
-    from stagetimer._record.heartbeat import check_interval
-
-    check_interval(value)
+def _read(read: Callable[[], _T], default: _T, then: str, warn: Callable[[str], None]) -> _T:
+    try:
+        return read()
+    except InvalidSettingError as exc:
+        said = str(exc)
+        if said not in _warned:
+            _warned.add(said)
+            warn(f"{said}; {then}")
+        return default
