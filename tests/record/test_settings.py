@@ -242,7 +242,8 @@ _WORDS = st.sampled_from(sorted(ON | OFF | {"auto", "always", "0.25", "7", "1e3"
 
 
 def _cased(word: str, upper: list[bool], space: str) -> str:
-    return space + "".join(c.upper() if up else c for c, up in zip(word, upper, strict=False)) + space
+    shown = "".join(c.upper() if up else c for c, up in zip(word, upper, strict=False))
+    return space + shown + space
 
 
 # the known words in any case, with white space around
