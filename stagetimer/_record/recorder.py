@@ -124,7 +124,8 @@ class Recorder:
         ``False`` (default): a failed save emits one ``StageTimerWarning``, keeps the
         record pending (retried at the next save and at close/exit) and writes it to
         this recorder's rescue file ``timings.rescue-….json`` before the stage returns
-        (``stagetimer recover DIR`` folds it back). ``True``: the error is raised.
+        (``stagetimer recover DIR`` folds it back). ``True``: the error is raised, and
+        a bad ``STAGETIMER_*`` variable raises when the recorder is made.
     lock_timeout
         Seconds to wait for a sidecar's lock (default 60); ``float("inf")`` waits as
         long as it takes. A save that times out fails as above.
