@@ -115,7 +115,14 @@ def recording_disabled() -> bool:
         raw = os.environ[DISABLE]
     except KeyError:
         return False
-    return raw == "1" or switch(DISABLE, raw, False)
+    if raw == "1":
+        return True
+    word = raw.strip().lower()  # as ``switch``, inline: no call on the usual spellings
+    if word in _ON:
+        return True
+    if word in _OFF or not word:
+        return False
+    return switch(DISABLE, raw, False)  # raises, naming it
 
 
 def environment_directory() -> str | None:
