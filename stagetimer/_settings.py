@@ -11,13 +11,14 @@ One rule for a switch, a setting that is on or off:
   empty is the default.
 
 Anything else, for any setting, is an ``InvalidSettingError`` naming the parameter or the
-variable, the value, and what is expected. Nothing here warns or decides what a refusal
-does to a running experiment: the callers do (docs/settings.md, "When a value is
-refused").
+variable, the value, and what is expected.
 
 The environment is read when asked, one lookup per variable: ``STAGETIMER_DISABLE`` and
-``STAGETIMER_DIR`` at each stage, the recorder's own variables when a recorder is made,
-the claim's at each save.
+``STAGETIMER_DIR`` at each stage (a bad value raises from the stage before its block);
+``STAGETIMER_SOFTWARE``, ``STAGETIMER_ATTEMPTS`` and ``STAGETIMER_HEARTBEAT`` when a
+recorder is made (``recorder_environment``: a strict recorder raises, any other warns
+once and keeps the default); the claim's at each save (a bad value fails the save, whose
+record is kept). docs/settings.md, "When a value is refused", says why.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from stagetimer._errors import InvalidSettingError, short_repr
 from stagetimer._format import MAX_RUN_IDX, POLICIES
@@ -40,8 +41,8 @@ __all__ = [
     "ENVIRONMENT",
     "HEARTBEAT",
     "SOFTWARE",
+    "RecorderEnvironment",
     "as_path",
-    "attempts",
     "check_completed_runs",
     "check_directory",
     "check_environment",
@@ -56,9 +57,8 @@ __all__ = [
     "claim",
     "claim_stale_seconds",
     "environment_directory",
-    "heartbeat",
+    "recorder_environment",
     "recording_disabled",
-    "software",
     "switch",
 ]
 
@@ -131,12 +131,12 @@ def environment_directory() -> str | None:
     return os.environ.get(DIR) or None
 
 
-def software() -> bool:
+def _software() -> bool:
     """``STAGETIMER_SOFTWARE``: whether recorders may capture the software (default on)."""
     return switch(SOFTWARE, os.environ.get(SOFTWARE), True)
 
 
-def attempts() -> bool:
+def _attempts() -> bool:
     """``STAGETIMER_ATTEMPTS``: whether recorders may write started markers (default on)."""
     return switch(ATTEMPTS, os.environ.get(ATTEMPTS), True)
 
@@ -149,7 +149,7 @@ def _number(raw: str) -> float:
         return math.nan
 
 
-def heartbeat() -> float | None:
+def _heartbeat() -> float | None:
     """``STAGETIMER_HEARTBEAT``: seconds between beats, a finite number > 0; None (no
     beats) when unset, empty, ``0`` or another off word of a switch."""
     raw = os.environ.get(HEARTBEAT)
@@ -212,9 +212,9 @@ def claim_stale_seconds() -> float:
 ENVIRONMENT: dict[str, Callable[[], object]] = {
     DIR: environment_directory,
     DISABLE: recording_disabled,
-    SOFTWARE: software,
-    ATTEMPTS: attempts,
-    HEARTBEAT: heartbeat,
+    SOFTWARE: _software,
+    ATTEMPTS: _attempts,
+    HEARTBEAT: _heartbeat,
     CLAIM: claim,
     CLAIM_STALE_SECONDS: claim_stale_seconds,
 }
@@ -225,6 +225,54 @@ def check_environment() -> None:
     (a strict recorder, when it is made)."""
     for read in ENVIRONMENT.values():
         read()
+
+
+class RecorderEnvironment(NamedTuple):
+    """What a recorder does: its parameters and the environment taken together."""
+
+    software: bool
+    attempts: bool
+    heartbeat: float | None
+
+
+_T = TypeVar("_T")
+#: the refusals already warned about (each once per process)
+_warned: set[str] = set()
+
+
+def recorder_environment(
+    software: bool,
+    attempts: bool,
+    heartbeat: float | None,
+    strict: bool,
+    warn: Callable[[str], None],
+) -> RecorderEnvironment:
+    """A recorder's ``software``, ``attempts`` and ``heartbeat`` parameters with the
+    environment, when the recorder is made: a variable can turn the software or the
+    markers off, and gives the heartbeat of a recorder that has none.
+
+    ``strict``: every variable is read, and a bad one raises. Otherwise a bad one is
+    passed to ``warn`` (the recorder's warning), once per process and value, and the
+    default holds: the software captured, markers written, no heartbeats.
+    """
+    if strict:
+        check_environment()
+    software = software and _or_default(_software, True, "the software is captured", warn)
+    attempts = attempts and _or_default(_attempts, True, "started markers are written", warn)
+    if attempts and heartbeat is None:
+        heartbeat = _or_default(_heartbeat, None, "stages run without heartbeats", warn)
+    return RecorderEnvironment(software, attempts, heartbeat)
+
+
+def _or_default(read: Callable[[], _T], default: _T, then: str, warn: Callable[[str], None]) -> _T:
+    try:
+        return read()
+    except InvalidSettingError as exc:
+        said = str(exc)
+        if said not in _warned:
+            _warned.add(said)
+            warn(f"{said}; {then}")
+        return default
 
 
 # -- the parameters of Recorder (attrs validators: instance, attribute, value) --------

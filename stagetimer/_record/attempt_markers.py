@@ -44,7 +44,7 @@ open_attempts: dict[str, Started] = {}
 @attrs.define(eq=False)
 class AttemptMarkers:
     """One recorder's started markers: the recorder's ``directory``, ``attempts`` and
-    ``heartbeat`` settings (with the environment's: ``settings.read_environment``);
+    ``heartbeat`` settings (with the environment's: ``_settings.recorder_environment``);
     ``pending``: its pending records (its saver's list, followed after fork); ``warn``:
     its warning, given once for markers that cannot be written."""
 

@@ -33,7 +33,6 @@ from stagetimer._record.active import enter, environment_recorder, leave, stack
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.lifetime import instances, with_pending
 from stagetimer._record.reentry import defer, hold, reentered, section
-from stagetimer._record.settings import read_environment
 from stagetimer._record.warning import warn_user
 from stagetimer._settings import (
     as_path,
@@ -45,6 +44,7 @@ from stagetimer._settings import (
     check_policy,
     check_resume,
     check_timeout,
+    recorder_environment,
     recording_disabled,
 )
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
@@ -194,7 +194,7 @@ class Recorder:
 
     def __attrs_post_init__(self) -> None:
         check_resume(self.resume_partial_runs, self.completed_runs)
-        env = read_environment(
+        env = recorder_environment(
             self.software, self.attempts, self.heartbeat, self.strict, self._warn
         )
         self._with_software = env.software
