@@ -257,6 +257,7 @@ def test_any_string_in_any_variable_is_read_by_the_rule_or_refused_naming_it(
     tmp_path_factory: pytest.TempPathFactory, variable: str, value: str
 ) -> None:
     """Through the public surface: a strict recorder, made with the variable set."""
+    before = os.environ.get(variable)
     try:
         os.environ[variable] = value
     except (UnicodeEncodeError, ValueError):
@@ -274,7 +275,10 @@ def test_any_string_in_any_variable_is_read_by_the_rule_or_refused_naming_it(
         else:
             assert said is None, said
     finally:
-        del os.environ[variable]
+        if before is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = before
 
 
 # -- Recorder's parameters ----------------------------------------------------------
