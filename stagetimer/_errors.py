@@ -5,7 +5,7 @@ the builtin a caller would catch without knowing stagetimer (in brackets)::
 
     StageTimerError                          catch this for any of them
     ├── InvalidRecordError      [ValueError]    a stage's name, seconds, run_idx, ...: .value
-    ├── InvalidSettingError     [ValueError]    a setting (Recorder, lock_timeout): .value
+    ├── InvalidSettingError     [ValueError]    a setting (Recorder, STAGETIMER_*): .value
     ├── InvalidTypeError        [TypeError]     an argument of the wrong type: .value
     ├── TemplateError           [ValueError]    a migrate --from/--to template
     ├── SidecarCorruptError     [ValueError]    a file that does not parse: .path, .problem
@@ -140,9 +140,9 @@ class InvalidRecordError(StageTimerError, ValueError):
 
 
 class InvalidSettingError(StageTimerError, ValueError):
-    """A setting is not valid (a ``Recorder`` parameter, ``recover``'s ``lock_timeout``,
-    ``compare``'s threshold);
-    nothing was created or written.
+    """A setting is not valid (a ``Recorder`` parameter, a ``STAGETIMER_*`` variable,
+    ``recover``'s ``lock_timeout``, ``compare``'s threshold); nothing was created or
+    written. Every setting is read by ``stagetimer._settings`` (docs/settings.md).
 
     ``.value`` holds the offending value.
     """

@@ -19,6 +19,7 @@ import attrs
 
 from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
+from stagetimer._settings import claim
 from stagetimer._store import claim_policy, lock_holders
 from stagetimer._store.claims import (
     CLAIM_SUFFIX,
@@ -258,7 +259,7 @@ def _protocol(
     take, why = claim_policy.decide(resolved, mounts, parse_etab(etab))
     env = claim_policy.CLAIM_ENV
     try:
-        setting = claim_policy.setting()
+        setting = claim()
     except InvalidSettingError as exc:
         _add(out, "bad_setting", "stop", f"{exc}; saves fail until it is set right "
              "(their records are kept)")

@@ -1,6 +1,6 @@
 """Which recorder a stage records into when none is passed: the innermost ``with rec:``
 of this context, else the one recorder per ``STAGETIMER_DIR`` directory; none at all
-while ``STAGETIMER_DISABLE`` turns recording off.
+while ``STAGETIMER_DISABLE`` turns recording off (both read by ``stagetimer._settings``).
 """
 
 from __future__ import annotations
@@ -11,25 +11,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from stagetimer._errors import NoActiveRecorderError
+from stagetimer._settings import environment_directory
 
 if TYPE_CHECKING:
     from stagetimer._record.recorder import Recorder
 
-__all__ = ["enter", "environment_recorder", "leave", "recording_disabled", "stack"]
-
-_DISABLE = "STAGETIMER_DISABLE"
-_ON = frozenset({"1", "true", "yes", "on"})
-
-
-def recording_disabled() -> bool:
-    """``STAGETIMER_DISABLE=1`` (or true/yes/on) turns recording off."""
-    try:
-        # Item access, not ``get``: one Python call less on a disabled stage's path.
-        value = os.environ[_DISABLE]
-    except KeyError:
-        return False
-    return value == "1" or value.strip().lower() in _ON
-
+__all__ = ["enter", "environment_recorder", "leave", "stack"]
 
 # The recorders entered with ``with rec:`` in this context, innermost last.
 stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
@@ -56,7 +43,7 @@ def leave(rec: Recorder) -> None:
 
 def environment_recorder(new: Callable[[str], Recorder]) -> Recorder:
     """The recorder for ``STAGETIMER_DIR``, built by ``new(directory)`` the first time."""
-    directory = os.environ.get("STAGETIMER_DIR")
+    directory = environment_directory()
     if not directory:
         raise NoActiveRecorderError()
     key = os.path.abspath(directory)

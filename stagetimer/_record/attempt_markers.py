@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from stagetimer._errors import InvalidSettingError
 from stagetimer._record import attempt
 from stagetimer._record import heartbeat as beats
 from stagetimer._store import markers
@@ -37,12 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AttemptMarkers", "open_attempts", "settle_at_exit"]
 
-#: ``STAGETIMER_HEARTBEAT=S``: beats where the recorder does not say (``heartbeat.py``).
-_HEARTBEAT_ENV = "STAGETIMER_HEARTBEAT"
-#: settings from the environment already warned about (each once per process)
-_warned_settings: set[str] = set()
-#: ``STAGETIMER_ATTEMPTS=0`` turns started markers off (read at each stage's entry).
-_ATTEMPTS_ENV = "STAGETIMER_ATTEMPTS"
 #: this process's attempts whose marker is written and whose end is not yet known, by id
 #: (set and popped by single dict steps: no lock an interrupt could leave held)
 open_attempts: dict[str, Started] = {}
@@ -51,8 +44,9 @@ open_attempts: dict[str, Started] = {}
 @attrs.define(eq=False)
 class AttemptMarkers:
     """One recorder's started markers: the recorder's ``directory``, ``attempts`` and
-    ``heartbeat`` settings; ``pending``: its pending records (its saver's list, followed
-    after fork); ``warn``: its warning, given once for markers that cannot be written."""
+    ``heartbeat`` settings (with the environment's: ``_settings.recorder_environment``);
+    ``pending``: its pending records (its saver's list, followed after fork); ``warn``:
+    its warning, given once for markers that cannot be written."""
 
     directory: str
     attempts: bool
@@ -70,17 +64,9 @@ class AttemptMarkers:
     ) -> Started | None:
         """A stage's new attempt (its marker not yet written: ``mark``); None when
         markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``)."""
-        if not self.attempts or os.environ.get(_ATTEMPTS_ENV, "").strip() == "0":
+        if not self.attempts:
             return None
-        interval = self.heartbeat
-        if interval is None and _HEARTBEAT_ENV in os.environ:
-            try:
-                interval = beats.from_environment()
-            except InvalidSettingError as exc:
-                if str(exc) not in _warned_settings:  # once per process and value
-                    _warned_settings.add(str(exc))
-                    self.warn(f"{exc}; stages run without heartbeats")
-        return attempt.prepare(self.directory, name, run_idx, label, started_at, interval)
+        return attempt.prepare(self.directory, name, run_idx, label, started_at, self.heartbeat)
 
     def mark(self, started: Started) -> bool:
         """Write ``started``'s marker and start its heartbeats (when asked); False when

@@ -18,56 +18,15 @@ stage the parent runs is the parent's to beat, also when the child leaves its bl
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import queue
 import threading
 import time
 
-from stagetimer._errors import InvalidSettingError, short_repr
 from stagetimer._format import MARKER_SUFFIX
 from stagetimer._store.markers import DIRECTORY_FLAGS, attempts_path
 
-__all__ = ["HEARTBEAT_ENV", "beating", "check_interval", "from_environment", "start", "stop"]
-
-#: ``STAGETIMER_HEARTBEAT=S``: beat every S seconds (unset, empty or ``0``: no beats).
-HEARTBEAT_ENV = "STAGETIMER_HEARTBEAT"
-
-
-def check_interval(value: object, where: str = "heartbeat") -> float | None:
-    """``None`` or the seconds between beats (a finite number > 0), else
-    ``InvalidSettingError`` naming the value."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        math.isfinite(value) and value > 0
-    ):
-        raise InvalidSettingError(
-            f"{where} {short_repr(value)} is not valid: expected None or the seconds between "
-            "beats, a finite number > 0",
-            value,
-        )
-    return float(value)
-
-
-def from_environment() -> float | None:
-    """``STAGETIMER_HEARTBEAT`` as seconds (None when unset, empty or ``0``);
-    ``InvalidSettingError`` naming the value for anything else than a number > 0."""
-    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
-    if not raw or raw == "0":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise InvalidSettingError(
-            f"{HEARTBEAT_ENV}={raw!r} is not valid: expected the seconds between beats, "
-            "a number > 0 (or 0 for none)",
-            raw,
-        )
-    return value
-
+__all__ = ["beating", "start", "stop"]
 
 class _Beats:
     """The markers this process beats: attempt id -> (artifact directory, interval,

@@ -22,7 +22,6 @@ __all__ = [
     "declare_rank",
     "descriptions",
     "known_identity",
-    "software_wanted",
     "this_hardware",
     "this_software",
     "utc_iso",
@@ -54,12 +53,6 @@ class Placement:
 #: reads its own (it may set its own affinity, or import other modules before its first
 #: save); the captures' own caches are reset by their own at-fork hooks.
 _live: dict[str, Any] = {}
-
-
-def software_wanted(setting: bool) -> bool:
-    """Whether to capture software: the recorder's ``software`` setting, unless the
-    environment says ``STAGETIMER_SOFTWARE=0`` (read at each save, one lookup)."""
-    return setting and os.environ.get("STAGETIMER_SOFTWARE", "").strip() != "0"
 
 
 def this_software() -> Live:
@@ -202,7 +195,7 @@ class Pending:
     hardware: Live | None = None
     attempted: bool = False
     serial: int = attrs.field(factory=_serials.__next__, init=False)
-    #: whether to capture software (the recorder's setting, see ``software_wanted``)
+    #: whether to capture software (the recorder's setting with the environment's)
     with_software: bool = True
     software: Live | None = None
     #: the attempt whose run it is (``attempt.Started``): its marker goes once it is saved
@@ -218,7 +211,7 @@ class Pending:
         if self.run is None:
             # Software first: the hardware capture imports pynvml, which the program
             # itself may not have imported.
-            software = this_software() if software_wanted(self.with_software) else None
+            software = this_software() if self.with_software else None
             hardware = this_hardware()
             self.hardware, self.software = hardware, software
             self.run = build_run(self.finished, hardware.id, _job(), _placement(software))

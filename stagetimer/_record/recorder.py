@@ -28,18 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from stagetimer._errors import InvalidRecordError, InvalidSettingError
-from stagetimer._record.active import (
-    enter,
-    environment_recorder,
-    leave,
-    recording_disabled,
-    stack,
-)
+from stagetimer._errors import InvalidRecordError
+from stagetimer._record.active import enter, environment_recorder, leave, stack
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.lifetime import instances, with_pending
 from stagetimer._record.reentry import defer, hold, reentered, section
-from stagetimer._record.settings import (
+from stagetimer._record.warning import warn_user
+from stagetimer._settings import (
     as_path,
     check_completed_runs,
     check_directory,
@@ -47,9 +42,11 @@ from stagetimer._record.settings import (
     check_flag,
     check_heartbeat,
     check_policy,
+    check_resume,
     check_timeout,
+    recorder_environment,
+    recording_disabled,
 )
-from stagetimer._record.warning import warn_user
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
 
 if TYPE_CHECKING:
@@ -127,7 +124,8 @@ class Recorder:
         ``False`` (default): a failed save emits one ``StageTimerWarning``, keeps the
         record pending (retried at the next save and at close/exit) and writes it to
         this recorder's rescue file ``timings.rescue-….json`` before the stage returns
-        (``stagetimer recover DIR`` folds it back). ``True``: the error is raised.
+        (``stagetimer recover DIR`` folds it back). ``True``: the error is raised, and
+        a bad ``STAGETIMER_*`` variable raises when the recorder is made.
     lock_timeout
         Seconds to wait for a sidecar's lock (default 60); ``float("inf")`` waits as
         long as it takes. A save that times out fails as above.
@@ -161,14 +159,18 @@ class Recorder:
     directory: str = attrs.field(
         converter=as_path, validator=check_directory, on_setattr=_fixed
     )
-    resume_partial_runs: bool = attrs.field(default=False, kw_only=True, on_setattr=_fixed)
+    resume_partial_runs: bool = attrs.field(
+        default=False, kw_only=True, validator=check_flag, on_setattr=_fixed
+    )
     completed_runs: int | None = attrs.field(
         default=None, kw_only=True, validator=check_completed_runs, on_setattr=_fixed
     )
     policy: str = attrs.field(
         default="sequential", kw_only=True, validator=check_policy, on_setattr=_fixed
     )
-    strict: bool = attrs.field(default=False, kw_only=True, on_setattr=_fixed)
+    strict: bool = attrs.field(
+        default=False, kw_only=True, validator=check_flag, on_setattr=_fixed
+    )
     lock_timeout: float = attrs.field(
         default=60.0, kw_only=True, validator=check_timeout, on_setattr=_fixed
     )
@@ -187,26 +189,22 @@ class Recorder:
     _saver: Saver = attrs.field(init=False, repr=False)
     _mistakes: LikelyMistakes = attrs.field(init=False, repr=False)
     _markers: AttemptMarkers = attrs.field(init=False, repr=False)
+    #: whether runs get a software_id: ``software``, unless the environment says no
+    _with_software: bool = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        if self.resume_partial_runs and self.completed_runs is None:
-            raise InvalidSettingError(
-                "resume_partial_runs=True needs completed_runs=n, the number of runs "
-                "validated against the checkpoints",
-                self.completed_runs,
-            )
-        if not self.resume_partial_runs and self.completed_runs is not None:
-            raise InvalidSettingError(
-                "completed_runs is only meaningful with resume_partial_runs=True",
-                self.completed_runs,
-            )
+        check_resume(self.resume_partial_runs, self.completed_runs)
+        env = recorder_environment(
+            self.software, self.attempts, self.heartbeat, self.strict, self._warn
+        )
+        self._with_software = env.software
         from stagetimer._record.likely_mistakes import LikelyMistakes
 
         _bind_save_path()
         self._saver = self._new_saver()
         self._mistakes = LikelyMistakes(self.policy, self._warn)
         self._markers = _markers_module.AttemptMarkers(
-            self.directory, self.attempts, self.heartbeat, self._saver.pending, self._warn
+            self.directory, env.attempts, env.heartbeat, self._saver.pending, self._warn
         )
         instances.add(self)
 
@@ -303,7 +301,7 @@ class Recorder:
             self._markers.handed_over(attempt)
         pending: Pending = p.Pending(
             p.Finished(name, seconds, run_idx, label, iso, metadata, resources, attempt_id),
-            with_software=self.software,
+            with_software=self._with_software,
             attempt=attempt,
         )
         # Registered first (two atomic operations): from here on an interrupt cannot

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from stagetimer._format import MAX_RUN_IDX as _MAX
 from stagetimer._record import resources
-from stagetimer._record.active import recording_disabled
 from stagetimer._record.recorder import Recorder, record_run, resolve_recorder
+from stagetimer._settings import recording_disabled
 from stagetimer._store.validate import check_record, copy_metadata
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from stagetimer._errors import InvalidSettingError
+from stagetimer._settings import CLAIM, claim
 from stagetimer.hardware._files import read_text
 
 if TYPE_CHECKING:
@@ -43,12 +43,10 @@ __all__ = [
     "decide",
     "needed",
     "read_exports",
-    "setting",
 ]
 
-#: The environment variable: ``auto`` (default) or ``always``.
-CLAIM_ENV = "STAGETIMER_CLAIM"
-_SETTINGS = ("auto", "always")
+#: The environment variable: ``auto`` (default) or ``always`` (read by ``stagetimer._settings``).
+CLAIM_ENV = CLAIM
 #: exportfs's table of what this host's NFS server exports now (exportfs(8)); a module
 #: constant so that tests can point it at a table of their own.
 ETAB = "/var/lib/nfs/etab"
@@ -59,25 +57,6 @@ FLOCK_ONLY = "flock only"
 
 #: absolute directory -> what ``auto`` decided at its first save in this process
 _decided: dict[str, tuple[bool, str]] = {}
-
-
-def setting() -> str:
-    """``STAGETIMER_CLAIM``: ``auto`` (also when unset or empty) or ``always``.
-
-    Any other value raises ``InvalidSettingError`` naming it: a typo of ``always`` must
-    not silently leave saves without the claim where it is needed.
-    """
-    raw = os.environ.get(CLAIM_ENV)
-    if raw is None:
-        return "auto"
-    value = raw.strip().lower() or "auto"
-    if value not in _SETTINGS:
-        raise InvalidSettingError(
-            f"{CLAIM_ENV}={raw!r} is not valid: expected 'auto' (the default: the claim "
-            "only where another client may write) or 'always'",
-            raw,
-        )
-    return value
 
 
 def read_exports() -> list[str]:
@@ -122,7 +101,7 @@ def needed(directory: str) -> tuple[bool, str]:
     the mounts and exports at the first save into each directory and kept. Raises
     ``InvalidSettingError`` for a bad ``STAGETIMER_CLAIM``.
     """
-    if setting() == "always":
+    if claim() == "always":
         return True, f"{CLAIM_ENV}=always"
     key = directory if os.path.isabs(directory) else os.path.abspath(directory)
     found = _decided.get(key)

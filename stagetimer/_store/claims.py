@@ -35,13 +35,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import math
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from stagetimer._errors import InvalidSettingError, LockTimeoutError
+from stagetimer._errors import LockTimeoutError
+from stagetimer._settings import CLAIM_STALE_SECONDS, claim_stale_seconds
 from stagetimer._store.claim_info import MAX_CLAIM_BYTES, ClaimInfo, blocked, held, read_claim
 from stagetimer._store.openflags import CREATE_NEW, READ
 from stagetimer._store.processes import Identity, record
@@ -68,8 +68,7 @@ __all__ = [
 #: ``<sidecar>.claim``: held by the writer of any client whose save is under way.
 CLAIM_SUFFIX = ".claim"
 #: The environment variable with the seconds after which another host's claim is stale.
-STALE_ENV = "STAGETIMER_CLAIM_STALE_SECONDS"
-_STALE_DEFAULT = 30.0
+STALE_ENV = CLAIM_STALE_SECONDS
 
 #: The first wait between attempts on a held lock or claim, doubled up to a most: a save
 #: takes about a millisecond, a hung writer holds the lock for minutes.
@@ -94,23 +93,11 @@ def claim_path(sidecar: str) -> str:
 
 
 def stale_after() -> float:
-    """Seconds without a sign of life after which another host's claim is stale.
-
-    From ``STAGETIMER_CLAIM_STALE_SECONDS`` (a number > 0), else 30. A bad value raises
-    ``InvalidSettingError`` naming it: a typo must not silently make claims break early.
-    """
-    raw = os.environ.get(STALE_ENV)
-    if raw is None or raw.strip() == "":
-        return _STALE_DEFAULT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise InvalidSettingError(
-            f"{STALE_ENV}={raw!r} is not valid: expected a number of seconds > 0", raw
-        )
-    return value
+    """Seconds without a sign of life after which another host's claim is stale:
+    ``STAGETIMER_CLAIM_STALE_SECONDS`` (``stagetimer._settings``), else 30. A bad value
+    raises ``InvalidSettingError`` naming it: a typo must not silently make claims break
+    early."""
+    return claim_stale_seconds()
 
 
 def this_machine() -> dict[str, Any]:

@@ -28,36 +28,14 @@ import contextlib
 import errno
 import math
 import os
-import sys
 import threading
 import time
 from typing import Any
 
-from stagetimer._errors import InvalidSettingError, short_repr
 from stagetimer._store import claim_policy, claims, lock_holders
 from stagetimer._store.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
-__all__ = ["acquire", "check_lock_timeout", "release", "release_mine", "reset_after_fork"]
-
-_FLOAT_MAX = sys.float_info.max
-
-
-def check_lock_timeout(value: object) -> float:
-    """``lock_timeout`` (``Recorder``, ``recover``) as a float: a number of seconds >= 0
-    that fits a float, or infinity (wait as long as it takes); else
-    ``InvalidSettingError``. A save adds it to the clock: an int of 400 digits made every
-    save fail with ``OverflowError``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (0 <= value <= _FLOAT_MAX or value == math.inf)
-    ):
-        raise InvalidSettingError(
-            f"lock_timeout {short_repr(value)} is not valid: expected a number of seconds >= 0 "
-            "that fits a float (float('inf') waits as long as it takes)",
-            value,
-        )
-    return float(value)
+__all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
 
 
 # O_NONBLOCK: a FIFO planted as a lock file must not block the open.

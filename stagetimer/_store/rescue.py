@@ -40,8 +40,8 @@ from stagetimer._format import (
     is_rescue_name,
     takes_expected_runs,
 )
+from stagetimer._settings import check_lock_timeout
 from stagetimer._store.leftovers import FOREIGN_AGE, written_ago
-from stagetimer._store.lock import check_lock_timeout
 from stagetimer._store.owner import Liveness, liveness
 from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.processes import is_pid, user_name

@@ -34,9 +34,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stagetimer import _settings as setting_checks
 from stagetimer._errors import InvalidSettingError
 from stagetimer._format import MAX_RUN_IDX, POLICIES
-from stagetimer._record import settings as setting_checks
 from stagetimer._record import stage as stage_module
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.pending import utc_iso
