@@ -9,7 +9,9 @@ change is a ratio, as ``compare`` measures it):
    median from 3 seeds on (one seed slowed by a neighbour's job does not move it); each
    value is then held within 3 standard deviations of the median of the five points
    around it (one slow night is an outlier, not a change; a step keeps its edge, which
-   the median of five follows).
+   the median of five follows), except the newest point of 3 seeds or more: nothing
+   after it tells an outlier from a step, and its seeds' agreement is the evidence (a
+   nightly gate sees a slowdown the night it comes).
 1. **The noise.** Each point's mean of log-seconds has the variance
    ``within / seeds + between``: ``within`` is the seeds' variance pooled over every
    point with two or more seeds; ``between`` is what the points vary by beyond
@@ -105,7 +107,10 @@ class _Series:
         within = squares / within_df if within_df else 0.0
         between, between_df = _between(means, factors, within)
         variances = [within * f + between for f in factors]
-        means = _clipped_points(means, variances)
+        clipped = _clipped_points(means, variances)
+        if counts[-1] >= 3:  # the newest point has no neighbour after it: its seeds judge it
+            clipped[-1] = means[-1]
+        means = clipped
         floor = max(max(variances), 1e-300) * 1e-12
         self.weights = [1.0 / max(v, floor) for v in variances]
         self.means = means

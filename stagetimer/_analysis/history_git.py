@@ -115,9 +115,12 @@ class Repository:
 
 
 def open_repository(
-    directory: str, timeout: float = HISTORY_GIT_TIMEOUT
+    directory: str, timeout: float | None = None
 ) -> tuple[Repository | None, str]:
-    """The repository holding ``directory``, or None and why it is not at hand."""
+    """The repository holding ``directory``, or None and why it is not at hand
+    (``timeout``: for every command together, ``HISTORY_GIT_TIMEOUT`` by default)."""
+    if timeout is None:
+        timeout = HISTORY_GIT_TIMEOUT
     if not os.path.isdir(directory):
         return None, f"{directory} is not a directory"
     problem = _owner_problem(directory)
