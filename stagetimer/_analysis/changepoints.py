@@ -77,6 +77,12 @@ class Detection(NamedTuple):
 
 def log_seeds(seconds: Sequence[float]) -> list[float]:
     """The valid seconds of one point as log-seconds (below 1 µs counted as 1 µs)."""
+    try:  # the usual point: every value a valid float, its logarithm taken in C
+        if (set(map(type, seconds)) <= {float} and min(seconds) >= _FLOOR_SECONDS
+                and sum(seconds) < math.inf):
+            return list(map(math.log, seconds))
+    except (TypeError, ValueError):
+        pass
     return [
         math.log(max(float(s), _FLOOR_SECONDS))
         for s in seconds
@@ -158,20 +164,25 @@ def _clipped_seeds(points: Sequence[Sequence[float]]) -> list[Sequence[float]]:
     the clip's width absorbs).
     """
     medians = [median(sorted(logs)) if len(logs) >= 3 else 0.0 for logs in points]
-    deviations = sorted(
-        abs(v - m) for logs, m in zip(points, medians, strict=True) if len(logs) >= 3
-        for v in logs if v != m  # the middle seed of an odd count is its own median
-    )
+    deviations: list[float] = []
+    for logs, m in zip(points, medians, strict=True):
+        if len(logs) >= 3:  # the middle seed of an odd count is its own median: left out
+            deviations.extend(abs(v - m) for v in logs if v != m)
+    deviations.sort()
     if not deviations:
         return list(points)
     scale = median(deviations) / _MAD_NORMAL
     if scale <= 0.0:
         return list(points)
     width = _CLIP * scale
-    return [
-        [min(max(v, m - width), m + width) for v in logs] if len(logs) >= 3 else logs
-        for logs, m in zip(points, medians, strict=True)
-    ]
+    clipped: list[Sequence[float]] = []
+    for logs, m in zip(points, medians, strict=True):
+        low, high = m - width, m + width
+        if len(logs) < 3 or (min(logs) >= low and max(logs) <= high):
+            clipped.append(logs)  # the usual point: nothing to clip
+        else:
+            clipped.append([low if v < low else high if v > high else v for v in logs])
+    return clipped
 
 
 def _clipped_points(means: list[float], variances: list[float]) -> list[float]:

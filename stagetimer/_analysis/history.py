@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import operator
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -44,7 +45,7 @@ from stagetimer._analysis.history_model import (
     WhatChanged,
 )
 from stagetimer._analysis.metadata_pairs import metadata_differences
-from stagetimer._analysis.raw import raw_stages
+from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.significance import benjamini_hochberg
 from stagetimer._analysis.software_pairs import SoftwareDifferences
@@ -52,7 +53,7 @@ from stagetimer._analysis.stage_verdict import measure
 from stagetimer._analysis.stats import median
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
-from stagetimer._store.rules import is_valid_seconds
+from stagetimer._store.rules import is_valid_seconds, valid_durations
 
 __all__ = ["MIN_POINTS", "history", "history_of"]
 
@@ -73,12 +74,14 @@ class _Gathered:
     first: str | None = None
     directories: list[str] = attrs.Factory(list)
 
-    def add(self, run: dict[str, Any], seconds: float, directory: str) -> None:
-        self.seeds.append(seconds)
-        self.runs.append(run)
-        started = run.get("started_at")
-        if isinstance(started, str):
-            self.first = started if self.first is None else min(self.first, started)
+    def add(self, runs: list[dict[str, Any]], seconds: list[float], directory: str) -> None:
+        """Some runs of one directory, and their valid seconds."""
+        self.seeds.extend(seconds)
+        self.runs.extend(runs)
+        started = [s for s in map(_STARTED, runs) if type(s) is str]
+        if started:
+            earliest = min(started)
+            self.first = earliest if self.first is None else min(self.first, earliest)
         if directory not in self.directories[-1:] and directory not in self.directories:
             self.directories.append(directory)
 
@@ -89,6 +92,9 @@ class _Gathered:
 
 
 _SeriesKey = tuple[str, Any]  # (stage, hardware_id)
+_STARTED = operator.methodcaller("get", "started_at")
+_HARDWARE = operator.methodcaller("get", "hardware_id")
+_SOFTWARE = operator.methodcaller("get", "software_id")
 
 
 def _check(by: str, threshold: float, since: str | None) -> str | None:
@@ -205,21 +211,45 @@ def _gather(
             names.add(name)
             if only is not None and name != only:
                 continue
-            for run in by_seed(stored)[0]["runs"]:
-                seconds = run.get("seconds")
-                if not is_valid_seconds(seconds):
-                    continue
-                software_id = run.get("software_id")
-                key = (artifact.path if by == BY_TIME or software_id is None
-                       else software_id)
-                points = gathered.setdefault((name, run.get("hardware_id")), {})
+            view = by_seed(stored)[0]
+            seconds, runs = _valid_runs(view)
+            ids = set(zip(map(_HARDWARE, runs), map(_SOFTWARE, runs), strict=True))
+            groups = (
+                [(ids.pop(), runs, seconds)] if len(ids) == 1  # the usual stage: one point
+                else _split(runs, seconds)
+            )
+            for (hardware_id, software_id), some, values in groups:
+                key = artifact.path if by == BY_TIME or software_id is None else software_id
+                points = gathered.setdefault((name, hardware_id), {})
                 point = points.get(key)
                 if point is None:
                     point = points[key] = _Gathered(
                         key, software_id, software.get(software_id) if software_id else None
                     )
-                point.add(run, float(seconds), artifact.path)
+                point.add(some, values, artifact.path)
     return gathered, names
+
+
+def _valid_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]]]:
+    """A stage's valid durations, and those runs (as ``compare`` reads them)."""
+    seconds = raw_seconds(stage)
+    runs = stage["runs"]
+    valid = valid_durations(seconds)
+    if len(valid) == len(seconds):
+        return valid, runs
+    return valid, [run for run, s in zip(runs, seconds, strict=True) if is_valid_seconds(s)]
+
+
+def _split(
+    runs: list[dict[str, Any]], seconds: list[float]
+) -> list[tuple[tuple[Any, Any], list[dict[str, Any]], list[float]]]:
+    """The runs of a stage by (hardware id, software id), first seen first."""
+    groups: dict[tuple[Any, Any], tuple[list[dict[str, Any]], list[float]]] = {}
+    for run, value in zip(runs, seconds, strict=True):
+        some, values = groups.setdefault((_HARDWARE(run), _SOFTWARE(run)), ([], []))
+        some.append(run)
+        values.append(value)
+    return [(key, some, values) for key, (some, values) in groups.items()]
 
 
 def _ordering(
