@@ -52,6 +52,9 @@ DETECTION_LEVEL = 0.002
 _FLOOR_SECONDS = 1e-6
 #: the median absolute value of a standard normal: MAD / this estimates its SD
 _MAD_NORMAL = 0.6744897501960817
+#: the least variance of a point's value (log-seconds): durations that agree to one part
+#: in a million (a constant in a test, a clock's resolution) differ by no real change
+_MIN_VARIANCE = 1e-12
 #: how many robust standard deviations a seed (or a point of few seeds) may lie out
 _CLIP = 3.0
 
@@ -112,16 +115,15 @@ class _Series:
                 within_df += n - 1
         within = squares / within_df if within_df else 0.0
         between, between_df = _between(means, factors, within)
-        variances = [within * f + between for f in factors]
+        variances = [max(within * f + between, _MIN_VARIANCE) for f in factors]
         clipped = _clipped_points(means, variances)
         if counts[-1] >= 3:  # the newest point has no neighbour after it: its seeds judge it
             clipped[-1] = means[-1]
         means = clipped
-        floor = max(max(variances), 1e-300) * 1e-12
-        self.weights = [1.0 / max(v, floor) for v in variances]
+        self.weights = [1.0 / v for v in variances]
         self.means = means
         # the df of the noise estimate: within's when it carries the noise, else between's
-        self.df = float(within_df if between == 0.0 else max(1, between_df))
+        self.df = float(max(1, within_df if between == 0.0 else between_df))
         if within_df and between > 0.0:  # Welch-Satterthwaite for the sum of the two
             part = within * sum(factors) / len(factors)
             self.df = max(1.0, (part + between) ** 2

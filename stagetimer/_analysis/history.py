@@ -270,8 +270,9 @@ def _ordering(
             repository = None
     if order is not None:
         unknown = sorted(c for c in commits if c is not None and c not in order)
-        if None in commits and len(commits) == 1:
-            reason = "no run recorded its commit"
+        if None in commits:  # a point the graph cannot place
+            reason = ("no run recorded its commit" if len(commits) == 1
+                      else "some points have no recorded commit")
             order = None
         elif unknown:
             reason = (f"commit {unknown[0][:10]} is not in the repository at {repo}"
@@ -285,11 +286,10 @@ def _ordering(
 
 def _ordered(key: _SeriesKey, points: dict[str, _Gathered], order: dict[str, int] | None
              ) -> tuple[_SeriesKey, list[_Gathered]]:
-    def place(g: _Gathered) -> tuple[float, str, str]:
+    def place(g: _Gathered) -> tuple[int, str, str]:
         commit = g.commit()
-        where = float(order[commit]) if order is not None and commit in order else -1.0
-        if order is not None and commit is None:
-            where = -1.0  # no commit: by time, before those that have one
+        # every commit is in ``order`` when there is one (else time order)
+        where = order[commit] if order is not None and commit is not None else 0
         return (where, g.first or "", g.key)
 
     return key, sorted(points.values(), key=place)

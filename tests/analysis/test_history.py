@@ -230,6 +230,20 @@ def test_runs_without_a_software_id_are_a_point_per_directory_in_time_order(
     assert any("name no software id" in n for n in found.notes)
 
 
+def test_points_without_a_commit_among_others_give_the_time_order(
+    tmp_path: Path, repo: Path
+) -> None:
+    commits = commit_all(repo, 4)
+    for i, commit in enumerate(commits):
+        write_point(tmp_path / "s" / f"{i}", {"train": SEEDS}, sw=software(commit),
+                    started=minute(10 - i))
+    write_point(tmp_path / "s" / "x", {"train": SEEDS}, sw=software(None), started=minute(20))
+    found = history(tmp_path / "s", repo=repo)
+    assert found.order == "time"
+    assert [p.commit for p in found.series[0].points] == [*reversed(commits), None]
+    assert any(n.endswith("some points have no recorded commit") for n in found.notes)
+
+
 def test_by_time_makes_a_point_of_each_directory(tmp_path: Path, repo: Path) -> None:
     commits = commit_all(repo, 2)
     for i in range(8):  # two software ids, four directories each

@@ -98,6 +98,13 @@ def test_the_same_points_give_the_same_changes() -> None:
     assert detect(points) == detect([list(p) for p in points])
 
 
+@pytest.mark.parametrize("seeds", [1, 2, 3])
+def test_durations_without_noise_change_only_where_they_change(seeds: int) -> None:
+    assert find_changes([[1.0] * seeds] * 10) == []  # no spread at all: no division by it
+    assert find_changes([[0.1 + 0.2] * seeds] * 10 + [[0.3] * seeds] * 10) == []  # rounding
+    assert [c.index for c in find_changes([[1.0] * seeds] * 10 + [[2.0] * seeds] * 10)] == [10]
+
+
 def test_fewer_than_four_points_are_not_tested() -> None:
     assert detect([[1.0], [1.0], [9.0]]) == ([], [])
 
