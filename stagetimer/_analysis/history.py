@@ -295,9 +295,11 @@ def _ordered(key: _SeriesKey, points: dict[str, _Gathered], order: dict[str, int
     return key, sorted(points.values(), key=place)
 
 
-def _point(g: _Gathered) -> Point:
-    return Point(g.software_id, g.commit(), g.first, tuple(g.seeds),
-                 median(sorted(g.seeds)), tuple(g.directories))
+def _point(g: _Gathered, order: dict[str, int] | None) -> Point:
+    commit = g.commit()
+    rank = order[commit] if order is not None and commit is not None else 0
+    return Point(g.software_id, commit, g.first, tuple(g.seeds),
+                 median(sorted(g.seeds)), tuple(g.directories), rank)
 
 
 def _detected(
@@ -318,7 +320,7 @@ def _detected(
     software = SoftwareDifferences()
     series: list[Series] = []
     for ((stage, hw_id), points), found in zip(built, detections, strict=True):
-        shown = tuple(_point(g) for g in points)
+        shown = tuple(_point(g, order) for g in points)
         name = _hardware_name(hardware.get(hw_id))
         if found is None:
             note = f"{len(points)} point{'s' if len(points) != 1 else ''}: fewer than " \

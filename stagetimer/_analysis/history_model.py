@@ -34,6 +34,8 @@ class Point:
     median_seconds: float
     #: the artifact directories its runs come from
     directories: tuple[str, ...] = ()
+    #: its place in the commit graph (0 in time order): which change is the newest
+    rank: int = attrs.field(default=0, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"software_id", "commit", "first_started_at", "seeds", "median_seconds"}``."""
@@ -179,11 +181,13 @@ class History:
         }
 
     def changes(self) -> list[tuple[Series, ChangePoint]]:
-        """Every change point, newest first (by its series' order, then stage)."""
+        """Every change point, newest first (the first point after it latest in the
+        commit graph, else in time)."""
         found = [(s, c) for s in self.series for c in s.changes]
         return sorted(
             found,
-            key=lambda sc: (sc[1].after.first_started_at or "", sc[1].index),
+            key=lambda sc: (sc[1].after.rank, sc[1].after.first_started_at or "",
+                            sc[1].index),
             reverse=True,
         )
 

@@ -2,7 +2,8 @@
 
 Under the rules of every page (``html_page``): nothing loaded, a Content-Security-Policy,
 every text from the files escaped, the same files give the same bytes. Each series is
-drawn as an inline SVG: each seed a dot, each point's median a dash, each segment's
+drawn as an inline SVG: each seed a dot (past ``SEEDS_DRAWN`` seeds, each point's range
+of seeds a bar), each point's median a dash, each segment's
 median a line across it, each change point a dashed line; every mark has a ``<title>``
 (the tooltip a browser shows) naming its point's commit and its value. Tables hold the
 same numbers for a reader without the picture.
@@ -19,8 +20,10 @@ from stagetimer._render.history_text import change_words, point_label, series_la
 from stagetimer._render.html_page import html_text, number, page
 from stagetimer._render.html_svg import WIDTH, svg
 
-__all__ = ["render_html"]
+__all__ = ["SEEDS_DRAWN", "render_html"]
 
+#: past this many seeds in a series, each point shows its seeds' range, not each seed
+SEEDS_DRAWN = 2000
 _HEIGHT = 220
 _LEFT, _RIGHT, _TOP, _BOTTOM = 70.0, 12.0, 10.0, 28.0
 
@@ -67,8 +70,16 @@ def _chart(series: Series) -> str:
             f'{html_text(f"segment median {format_duration(level)} from ")}'
             f'{_tip(series.points[start], f"{end - start} points")}</title></line>'
         )
+    each_seed = len(values) <= SEEDS_DRAWN
     for i, point in enumerate(series.points):
-        for s in point.seeds:
+        if not each_seed:  # the seeds' range, one mark a point
+            fastest, slowest = min(point.seeds), max(point.seeds)
+            what = (f"{len(point.seeds)} seeds from {format_duration(fastest)} to "
+                    f"{format_duration(slowest)}")
+            body.append(f'<line class="spread" x1="{number(x(i))}" y1="{number(y(slowest))}" '
+                        f'x2="{number(x(i))}" y2="{number(y(fastest))}"><title>'
+                        f"{_tip(point, what)}</title></line>")
+        for s in point.seeds if each_seed else ():
             body.append(f'<circle class="run" cx="{number(x(i))}" cy="{number(y(s))}" r="2.5">'
                         f'<title>{_tip(point, f"seed {format_duration(s)}")}</title></circle>')
         body.append(

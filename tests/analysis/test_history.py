@@ -161,6 +161,20 @@ def test_the_commit_graph_orders_points_whatever_their_time(
     assert any("not in a git repository" in n for n in elsewhere.notes)
 
 
+def test_changes_are_newest_first_by_the_commit_graph_not_by_time(
+    tmp_path: Path, repo: Path
+) -> None:
+    commits = commit_all(repo, 10)
+    for i, commit in enumerate(commits):  # the last five commits measured first
+        write_point(tmp_path / "s" / f"{i}",
+                    {"load": [s * (1.5 if i >= 3 else 1) for s in SEEDS],
+                     "train": [s * (1.5 if i >= 7 else 1) for s in SEEDS]},
+                    sw=software(commit), started=minute(i - 5 if i >= 5 else i + 5))
+    found = history(tmp_path / "s", repo=repo)
+    assert [(s.stage, c.after.commit) for s, c in found.changes()] == [
+        ("train", commits[7]), ("load", commits[3])]
+
+
 def test_a_package_upgrade_on_one_commit_is_its_own_point_and_named(
     tmp_path: Path, repo: Path
 ) -> None:

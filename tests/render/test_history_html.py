@@ -159,3 +159,27 @@ def test_in_chromium_nothing_is_requested_and_the_marks_say_their_values(
         assert box is not None and box["width"] > 300
     finally:
         context.close()
+
+
+def test_past_two_thousand_seeds_each_point_shows_its_range_with_a_tooltip(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    hw_id = hardware_id(MACHINE)
+    for i in range(5):
+        (repo / "train.py").write_text(f"print({i})\n")
+        git(repo, "commit", "-q", "-am", f"change {i}")
+        _write(tmp_path / "suite" / f"{i}", git(repo, "rev-parse", "HEAD"), "2.4.1", 1.0, i)
+        data = json.loads((tmp_path / "suite" / f"{i}" / "timings.json").read_text())
+        [stage] = data.values()
+        stage["runs"] = [{**stage["runs"][0], "run_idx": r, "seconds": 1.0 + r * 1e-4}
+                         for r in range(401)]
+        (tmp_path / "suite" / f"{i}" / "timings.json").write_text(json.dumps(data))
+    page = tmp_path / "big.html"
+    assert run_cli("history", tmp_path / "suite", "--repo", repo, "--html", page).returncode == 0
+    text = page.read_text()
+    assert "<circle" not in text
+    spreads = re.findall(r'<line class="spread"[^>]*><title>([^<]*)</title>', text)
+    assert len(spreads) == 5
+    assert all(t.endswith(": 401 seeds from 1.00 s to 1.04 s") for t in spreads)
+    assert hw_id[:15] in text
