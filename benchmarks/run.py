@@ -490,6 +490,7 @@ def main() -> int:
     # against walking the tree and json.load-ing every sidecar in the same run.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bench_compare
+    import bench_history_read
     import bench_html
     import bench_integrations
     import bench_software
@@ -501,6 +502,7 @@ def main() -> int:
     for figures in (
         bench_suite.figures, bench_compare.figures, bench_software.figures,
         bench_html.figures, bench_integrations.figures, bench_watch.figures,
+        bench_history_read.figures,
     ):
         for figure, value, goal, ok in figures(turns):
             row(figure, value, goal, ok)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from stagetimer._analysis.compare import compare
     from stagetimer._analysis.comparison import Comparison
     from stagetimer._analysis.doctor import DirectoryReport, doctor
+    from stagetimer._analysis.history import history
+    from stagetimer._analysis.history_model import History
     from stagetimer._analysis.rows import to_frame, to_records
     from stagetimer._analysis.tree import Artifact, load_tree
     from stagetimer._store.load import load_hardware, load_timings
@@ -65,6 +67,8 @@ _LAZY = {
     "attempts": "stagetimer._analysis.attempts",
     "Attempt": "stagetimer._analysis.attempts",
     "Comparison": "stagetimer._analysis.comparison",
+    "history": "stagetimer._analysis.history",
+    "History": "stagetimer._analysis.history_model",
     "hardware_differences": "stagetimer.hardware",
     "Difference": "stagetimer.hardware",
     "load_tree": "stagetimer._analysis.tree",
@@ -98,6 +102,7 @@ __all__ = [
     "DirectoryReport",
     "Hardware",
     "HardwareSidecar",
+    "History",
     "InvalidRecordError",
     "LockTimeoutError",
     "NoActiveRecorderError",
@@ -119,6 +124,7 @@ __all__ = [
     "doctor",
     "hardware_differences",
     "hardware_id",
+    "history",
     "load_hardware",
     "load_timings",
     "load_tree",

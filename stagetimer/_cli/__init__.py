@@ -3,6 +3,7 @@
 - ``report PATH…``: each stage's runs and statistics per artifact directory (``report``);
 - ``table PATH…``: a row per directory, a column per stage (``table``);
 - ``compare BASE NEW``: is NEW faster than BASE, stage by stage (``compare``);
+- ``history PATH…``: since when a stage is slower, and what changed there (``history``);
 - ``compute PATH…``: GPU-hours, CPU core-hours and energy for a paper (``compute``);
 - ``lost PATH…``: what failed and killed attempts lost, and the effective-time ratio
   (``lost``);
@@ -23,7 +24,8 @@ The arguments are built in ``parser``, one function per command.
 Exit status of every command: 0 done; 1 a path, a sidecar or a started marker could not be read, or
 standard output could not be written (one line on standard error each, never a
 traceback); 2 a usage error (argparse's convention); 3 ``compare --fail-if-slower``
-found a stage slower than it allows (a regression, told apart from a typo). This
+or ``history --fail-if-slower`` found a stage slower than it allows (a regression, told
+apart from a typo). This
 package is the only part of stagetimer that prints, and it owns its process
 (``process``): the garbage collector is off while a command runs, and standard output
 that is full, closed or a pipe whose reader left ends the command with that one line

@@ -11,6 +11,7 @@ from stagetimer._cli import (
     doctor,
     export,
     hardware,
+    history,
     lost,
     migrate,
     plan,
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
     for add in (
         _report, _table, _hardware, _migrate, _compare, _recover, _doctor, _compute, _lost,
-        _watch, _plan, _export,
+        _watch, _plan, _export, _history,
     ):
         add(commands)
     return parser
@@ -209,6 +210,43 @@ def _compare(commands: _Commands) -> None:
                          help="exit with status 3 when a stage is judged slower by more "
                          "than PCT %% (a regression gate for CI)")
     command.set_defaults(run=compare.run, parser=command)
+
+
+def _history(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "history",
+        help="since when is a stage slower, and what changed there?",
+        description="One series per stage and hardware description; a point per software "
+        "id (its seeds are replicates), in the order of the commit graph of --repo (by "
+        "default the current directory) where it knows every commit, else in time order. "
+        "Change points are found with the seeds' spread as the noise, q-values over every "
+        "series; each names the points on either side, the segments' medians and ratio "
+        "with its interval, and what changed there: commits, packages, accelerator "
+        "libraries, metadata. Reads only. Exit status: 0 done, 1 a path could not be read "
+        "or no run has --stage, 2 a usage error, 3 --fail-if-slower found a regression.",
+    )
+    _paths(command)
+    command.add_argument("--stage", metavar="NAME", help="only this stage")
+    command.add_argument("--by", choices=("commit", "time"), default="commit",
+                         help="a point per software id (commit, the default) or per "
+                         "artifact directory in time order (time)")
+    command.add_argument("--repo", metavar="DIR",
+                         help="the git repository the commits come from (default: the "
+                         "current directory)")
+    command.add_argument("--since", metavar="DATE",
+                         help="only points whose first run started at or after DATE "
+                         "(ISO, e.g. 2026-01-31; UTC unless it says otherwise)")
+    command.add_argument("--threshold", type=_percent, default=2.0, metavar="PCT",
+                         help="smallest change reported, in %% (default 2)")
+    _formats(command, json="print JSON instead of text",
+             markdown="print tables for a pull request or an issue (GitHub Markdown)")
+    command.add_argument("--html", metavar="FILE",
+                         help="also write one self-contained HTML page into FILE: each "
+                         "series with its points and seeds, change points marked")
+    command.add_argument("--fail-if-slower", type=_percent, metavar="PCT",
+                         help="exit with status 3 when the newest segment of a series is "
+                         "slower than the one before it by more than PCT %% (q <= 0.05)")
+    command.set_defaults(run=history.run, parser=command, format="text")
 
 
 def _percent(text: str) -> float:

@@ -31,7 +31,7 @@ def test_the_package_docstring_names_every_command_and_the_exit_statuses() -> No
     doc = cli.__doc__ or ""
 
     assert [
-        "compare", "compute", "doctor", "export", "hardware", "lost", "migrate", "plan",
+        "compare", "compute", "doctor", "export", "hardware", "history", "lost", "migrate", "plan",
         "recover", "report", "table", "watch",
     ] == _commands()
     assert [] == [name for name in _commands() if f"``{name}" not in doc]

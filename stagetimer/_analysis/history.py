@@ -1,0 +1,401 @@
+"""history: since when is a stage slower, and what changed there.
+
+A suite run again and again (nightly, on every commit, after each upgrade) leaves many
+artifact directories. ``history`` makes one *series* per (stage, hardware description):
+runs on other hardware are another series, never a change. A *point* of a series is one
+software id (``stagetimer.software``) with all its runs, whatever directory holds them;
+its seeds are its replicates, a seed's ranks counted once as its slowest (as every
+reader counts them). Points are ordered by the commit graph of the repository
+(``git rev-list --topo-order``) when it is at hand and knows every point's commit, else
+by their earliest ``started_at``, and the result says which. ``by="time"`` makes a point
+of each artifact directory instead, in time order. Runs that name no software are a
+point per directory, in time order.
+
+Each series with 4 points or more goes through the detector (``changepoints``), which
+uses the seeds' spread as the noise a change must exceed; the p-values of every test of
+the call are adjusted by Benjamini-Hochberg, as ``compare`` adjusts over stages, and a
+change is reported when its q-value is at most 0.05 and its ratio is at least
+``threshold`` away from 1. Each change names the points on either side, the medians and
+ratio of the segments around it with an interval (Welch's t on log-seconds, as
+``compare``), and what differs between the two points' software: the commits between
+them, packages, accelerator libraries, and the stage's metadata. Reads only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import operator
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from stagetimer._analysis.changepoints import detect
+from stagetimer._analysis.comparison import SIGNIFICANCE, SoftwareDifference
+from stagetimer._analysis.history_git import Repository, open_repository
+from stagetimer._analysis.history_model import (
+    BY_COMMIT,
+    BY_TIME,
+    ChangePoint,
+    History,
+    Point,
+    Series,
+    WhatChanged,
+)
+from stagetimer._analysis.metadata_pairs import metadata_differences
+from stagetimer._analysis.raw import raw_seconds, raw_stages
+from stagetimer._analysis.seeds import by_seed
+from stagetimer._analysis.significance import benjamini_hochberg
+from stagetimer._analysis.software_pairs import SoftwareDifferences
+from stagetimer._analysis.stage_verdict import measure
+from stagetimer._analysis.stats import median
+from stagetimer._analysis.tree import Artifact, load_tree
+from stagetimer._errors import InvalidSettingError, InvalidTypeError
+from stagetimer._store.rules import is_valid_seconds, valid_durations
+
+__all__ = ["MIN_POINTS", "history", "history_of"]
+
+#: a series needs this many points for a change to be looked for
+MIN_POINTS = 4
+
+
+@attrs.define
+class _Gathered:
+    """One point's runs as they are read."""
+
+    key: str
+    software_id: str | None
+    software: Any
+    seeds: list[float] = attrs.Factory(list)
+    runs: list[dict[str, Any]] = attrs.Factory(list)
+    #: the earliest ``started_at`` (ISO text in UTC, whose order is the time's)
+    first: str | None = None
+    directories: list[str] = attrs.Factory(list)
+
+    def add(self, runs: list[dict[str, Any]], seconds: list[float], directory: str) -> None:
+        """Some runs of one directory, and their valid seconds."""
+        self.seeds.extend(seconds)
+        self.runs.extend(runs)
+        started = [s for s in map(_STARTED, runs) if type(s) is str]
+        if started:
+            earliest = min(started)
+            self.first = earliest if self.first is None else min(self.first, earliest)
+        if directory not in self.directories[-1:] and directory not in self.directories:
+            self.directories.append(directory)
+
+    def commit(self) -> str | None:
+        code = getattr(self.software, "code", None)
+        commit = getattr(code, "commit", None)
+        return commit if isinstance(commit, str) else None
+
+
+_SeriesKey = tuple[str, Any]  # (stage, hardware_id)
+_STARTED = operator.methodcaller("get", "started_at")
+_HARDWARE = operator.methodcaller("get", "hardware_id")
+_SOFTWARE = operator.methodcaller("get", "software_id")
+
+
+def _check(by: str, threshold: float, since: str | None) -> str | None:
+    if by not in (BY_COMMIT, BY_TIME):
+        raise InvalidSettingError(f"by must be 'commit' or 'time', not {by!r}", by)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise InvalidTypeError(f"threshold must be a number (0.02 for 2 %), not {threshold!r}",
+                               threshold)
+    if not 0.0 <= threshold < math.inf:
+        raise InvalidSettingError(
+            f"threshold must be a finite fraction >= 0 (0.02 for 2 %), not {threshold!r}",
+            threshold,
+        )
+    if since is None:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(since.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        raise InvalidSettingError(
+            f"since must be a date or time such as 2026-01-31 or 2026-01-31T18:00, not "
+            f"{since!r}", since,
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    utc = moment.astimezone(datetime.timezone.utc)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def history(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    stage: str | None = None,
+    by: str = BY_COMMIT,
+    repo: str | os.PathLike[str] | None = None,
+    since: str | None = None,
+    threshold: float = 0.02,
+) -> History:
+    """The history of every stage under ``paths``: its series, their change points, and
+    what changed at each.
+
+    ``paths``: artifact directories or trees of them (one path or several).
+    ``stage``: only this stage (``InvalidSettingError`` naming it if no run has it).
+    ``by``: ``"commit"`` (a point per software id, in commit order where ``repo``, by
+    default the current directory, is the repository the commits come from, else in
+    time order) or ``"time"`` (a point per artifact directory, in time order).
+    ``since``: only points whose first run started at or after this ISO date (UTC
+    unless it says otherwise). ``threshold``: the smallest relative change reported.
+    Raises what ``load_tree`` raises for a path that cannot be read.
+
+    >>> result = stagetimer.history("nightly/")
+    >>> [(s.stage, [c.after.commit[:7] for c in s.changes]) for s in result.series]
+    [('train', ['4c1d2e9'])]
+    """
+    start = _check(by, threshold, since)
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not given:
+        raise InvalidTypeError("history() needs at least one path", paths)
+    artifacts = load_tree(*given)
+    directory = os.fspath(repo) if repo is not None else os.getcwd()
+    return history_of(artifacts, stage=stage, by=by, repo=directory, since=start,
+                      threshold=float(threshold))
+
+
+def history_of(
+    artifacts: Sequence[Artifact],
+    *,
+    stage: str | None,
+    by: str,
+    repo: str | None,
+    since: str | None,
+    threshold: float,
+) -> History:
+    """``history`` of artifact directories already read (``since``: ISO text in UTC, as
+    runs store ``started_at``)."""
+    gathered, names = _gather(artifacts, stage, by)
+    if stage is not None and not gathered:
+        known = ", ".join(sorted(names)) or "none"
+        raise InvalidSettingError(f"no run of stage {stage!r} was found (stages: {known})",
+                                  stage)
+    notes: list[str] = []
+    if since is not None:
+        gathered = {
+            key: {k: g for k, g in points.items() if g.first is not None and g.first >= since}
+            for key, points in gathered.items()
+        }
+        gathered = {key: points for key, points in gathered.items() if points}
+    order, repository = _ordering(gathered, by, repo, notes)
+    nameless = sum(1 for points in gathered.values() for g in points.values()
+                   if g.software_id is None)
+    if by == BY_COMMIT and nameless:
+        notes.append("runs that name no software id are a point per artifact directory, "
+                     "in time order")
+    for name in sorted({s for s, _ in gathered}):
+        ids = [hw for s, hw in gathered if s == name]
+        if len(ids) > 1:
+            notes.append(f"stage {name} ran on {len(ids)} hardware descriptions: one series "
+                         "each, a change of hardware is no change point")
+    built = [
+        _ordered(key, points, order) for key, points in sorted(
+            gathered.items(), key=lambda item: (item[0][0], item[0][1] or ""))
+    ]
+    return _detected(built, artifacts, repository, threshold, order, notes)
+
+
+def _gather(
+    artifacts: Sequence[Artifact], only: str | None, by: str
+) -> tuple[dict[_SeriesKey, dict[str, _Gathered]], set[str]]:
+    """Every valid run (a seed once) by series, then by point; and every stage's name."""
+    gathered: dict[_SeriesKey, dict[str, _Gathered]] = {}
+    names: set[str] = set()
+    for artifact in artifacts:
+        software = artifact.hardware.software
+        for name, stored in raw_stages(artifact.data):
+            names.add(name)
+            if only is not None and name != only:
+                continue
+            view = by_seed(stored)[0]
+            seconds, runs = _valid_runs(view)
+            ids = set(zip(map(_HARDWARE, runs), map(_SOFTWARE, runs), strict=True))
+            groups = (
+                [(ids.pop(), runs, seconds)] if len(ids) == 1  # the usual stage: one point
+                else _split(runs, seconds)
+            )
+            for (hardware_id, software_id), some, values in groups:
+                key = artifact.path if by == BY_TIME or software_id is None else software_id
+                points = gathered.setdefault((name, hardware_id), {})
+                point = points.get(key)
+                if point is None:
+                    point = points[key] = _Gathered(
+                        key, software_id, software.get(software_id) if software_id else None
+                    )
+                point.add(some, values, artifact.path)
+    return gathered, names
+
+
+def _valid_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]]]:
+    """A stage's valid durations, and those runs (as ``compare`` reads them)."""
+    seconds = raw_seconds(stage)
+    runs = stage["runs"]
+    valid = valid_durations(seconds)
+    if len(valid) == len(seconds):
+        return valid, runs
+    return valid, [run for run, s in zip(runs, seconds, strict=True) if is_valid_seconds(s)]
+
+
+def _split(
+    runs: list[dict[str, Any]], seconds: list[float]
+) -> list[tuple[tuple[Any, Any], list[dict[str, Any]], list[float]]]:
+    """The runs of a stage by (hardware id, software id), first seen first."""
+    groups: dict[tuple[Any, Any], tuple[list[dict[str, Any]], list[float]]] = {}
+    for run, value in zip(runs, seconds, strict=True):
+        some, values = groups.setdefault((_HARDWARE(run), _SOFTWARE(run)), ([], []))
+        some.append(run)
+        values.append(value)
+    return [(key, some, values) for key, (some, values) in groups.items()]
+
+
+def _ordering(
+    gathered: dict[_SeriesKey, dict[str, _Gathered]], by: str, repo: str | None,
+    notes: list[str],
+) -> tuple[dict[str, int] | None, Repository | None]:
+    """The commit order, or None (time order) after a note saying why; and the repository
+    to ask for the commits between points (None when it is not at hand)."""
+    if by == BY_TIME:
+        notes.append("points are artifact directories in the order of their first run")
+        return None, None
+    commits = {g.commit() for points in gathered.values() for g in points.values()}
+    repository, reason = open_repository(repo) if repo is not None else (None, "no repository")
+    order: dict[str, int] | None = None
+    if repository is not None:
+        order, reason = repository.commit_order()
+        if order is None:
+            repository = None
+    if order is not None:
+        unknown = sorted(c for c in commits if c is not None and c not in order)
+        if None in commits:  # a point the graph cannot place
+            reason = ("no run recorded its commit" if len(commits) == 1
+                      else "some points have no recorded commit")
+            order = None
+        elif unknown:
+            reason = (f"commit {unknown[0][:10]} is not in the repository at {repo}"
+                      + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
+            order = None
+    if order is None:
+        notes.append(f"points in the order of their first run, not of the commit graph: "
+                     f"{reason}")
+    return order, repository
+
+
+def _ordered(key: _SeriesKey, points: dict[str, _Gathered], order: dict[str, int] | None
+             ) -> tuple[_SeriesKey, list[_Gathered]]:
+    def place(g: _Gathered) -> tuple[int, str, str]:
+        commit = g.commit()
+        # every commit is in ``order`` when there is one (else time order)
+        where = order[commit] if order is not None and commit is not None else 0
+        return (where, g.first or "", g.key)
+
+    return key, sorted(points.values(), key=place)
+
+
+def _point(g: _Gathered, order: dict[str, int] | None) -> Point:
+    commit = g.commit()
+    rank = order[commit] if order is not None and commit is not None else 0
+    return Point(g.software_id, commit, g.first, tuple(g.seeds),
+                 median(sorted(g.seeds)), tuple(g.directories), rank)
+
+
+def _detected(
+    built: list[tuple[_SeriesKey, list[_Gathered]]],
+    artifacts: Sequence[Artifact],
+    repository: Repository | None,
+    threshold: float,
+    order: dict[str, int] | None,
+    notes: list[str],
+) -> History:
+    """Every series with its change points, q-values over every test of the call."""
+    detections = [detect([g.seeds for g in points]) if len(points) >= MIN_POINTS else None
+                  for _, points in built]
+    p_values = [p for d in detections if d is not None for p in d.p_values]
+    q_values = iter(benjamini_hochberg(p_values))
+    hardware = {hw_id: description for a in artifacts
+                for hw_id, description in a.hardware.hardware.items()}
+    software = SoftwareDifferences()
+    series: list[Series] = []
+    for ((stage, hw_id), points), found in zip(built, detections, strict=True):
+        shown = tuple(_point(g, order) for g in points)
+        name = _hardware_name(hardware.get(hw_id))
+        if found is None:
+            note = f"{len(points)} point{'s' if len(points) != 1 else ''}: fewer than " \
+                   f"{MIN_POINTS}, no change is looked for"
+            series.append(Series(stage, hw_id, name, shown, (), note))
+            continue
+        q_of = [next(q_values) for _ in found.p_values]
+        kept = [(c, q) for c, q in zip(found.changes, q_of, strict=False)
+                if q <= SIGNIFICANCE]
+        changes = []
+        bounds = [0, *(c.index for c, _ in kept), len(points)]
+        for i, (change, q) in enumerate(kept, start=1):
+            made = _change(stage, points, shown, bounds[i - 1], bounds[i], bounds[i + 1],
+                           change.p_value, q, repository, software)
+            if made is not None and abs(math.log(made.ratio)) >= math.log1p(threshold):
+                changes.append(made)
+        series.append(Series(stage, hw_id, name, shown, tuple(changes)))
+    return History(tuple(series), BY_COMMIT if order is not None else BY_TIME, tuple(notes),
+                   threshold, len(p_values))
+
+
+def _change(
+    stage: str, points: list[_Gathered], shown: tuple[Point, ...], start: int, at: int,
+    end: int, p_value: float, q_value: float, repository: Repository | None,
+    software: SoftwareDifferences,
+) -> ChangePoint | None:
+    before = [s for g in points[start:at] for s in g.seeds]
+    after = [s for g in points[at:end] for s in g.seeds]
+    measured = measure(stage, before, after)
+    if measured.ratio is None or measured.ratio <= 0:
+        return None
+    interval = None
+    if measured.test is not None:
+        interval = (math.exp(measured.test.low), math.exp(measured.test.high))
+    last, first = points[at - 1], points[at]
+    return ChangePoint(
+        shown[at - 1], shown[at], at, median(sorted(before)), median(sorted(after)),
+        measured.ratio, interval, p_value, q_value,
+        _what_changed(stage, last, first, repository, software),
+    )
+
+
+def _what_changed(
+    stage: str, last: _Gathered, first: _Gathered, repository: Repository | None,
+    software: SoftwareDifferences,
+) -> WhatChanged:
+    commits: list[str] = []
+    count = 0
+    old, new = last.commit(), first.commit()
+    if repository is not None and old is not None and new is not None and old != new:
+        commits, count = repository.commits_between(old, new)
+    differences: tuple[SoftwareDifference, ...] = ()
+    if last.software_id is not None and first.software_id is not None:
+        differences = software.of_pair(
+            {last.software_id: last.software} if last.software is not None else {},
+            [last.software_id],
+            {first.software_id: first.software} if first.software is not None else {},
+            [first.software_id],
+        )
+    metadata = metadata_differences([(stage, {"runs": last.runs}, {"runs": first.runs})])
+    return WhatChanged(tuple(commits), count, differences, metadata)
+
+
+def _hardware_name(description: Any) -> str:
+    """The hardware in a few words: host, CPU model, GPUs."""
+    if description is None:
+        return ""
+    words = []
+    host = getattr(description, "host", None)
+    if host:
+        words.append(str(host))
+    cpu = getattr(getattr(description, "cpu", None), "model_name", None)
+    if cpu:
+        words.append(str(cpu))
+    gpus = [g.name for g in getattr(description, "gpus", ()) if getattr(g, "name", None)]
+    if gpus:
+        words.append(f"{len(gpus)}x {gpus[0]}")
+    return ", ".join(words)

@@ -1,0 +1,91 @@
+"""``stagetimer history PATH…``: since when is a stage slower, and what changed there?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from stagetimer._cli.compare import REGRESSION
+from stagetimer._cli.stderr import error
+
+if TYPE_CHECKING:
+    from stagetimer._analysis.history_model import History
+
+__all__ = ["run"]
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the history; 1 if a path is unreadable or the stage unknown, 3 if
+    ``--fail-if-slower`` trips."""
+    if args.html is not None:
+        from stagetimer._render.html_page import check_path
+
+        if (problem := check_path(args.html)) is not None:
+            error("history", f"--html {args.html}: {problem}")
+            return 1
+    found = _history(args)
+    if found is None:
+        return 1
+    sys.stdout.write(_rendered(found, args))
+    sys.stdout.flush()
+    if args.html is not None and not _page(found, args.html):
+        return 1
+    if args.fail_if_slower is not None and _slower(found, args.fail_if_slower):
+        return REGRESSION
+    return 0
+
+
+def _history(args: argparse.Namespace) -> History | None:
+    """The history, or None after one line naming what could not be read."""
+    from stagetimer._analysis.history import history
+    from stagetimer._analysis.tree import read_problem
+    from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
+
+    try:
+        return history(args.paths, stage=args.stage, by=args.by, repo=args.repo,
+                       since=args.since, threshold=args.threshold / 100)
+    except (OSError, SidecarCorruptError, SchemaVersionError) as exc:
+        error("history", read_problem(exc, args.paths[0]).line())
+    except InvalidSettingError as exc:
+        error("history", str(exc))
+    return None
+
+
+def _rendered(found: History, args: argparse.Namespace) -> str:
+    from stagetimer._render import history_text
+
+    if args.format == "json":
+        return history_text.render_json(found)
+    if args.format == "markdown":
+        return history_text.render_markdown(found)
+    return history_text.format_history(found)
+
+
+def _page(found: History, path: str) -> bool:
+    """Write the page; False after saying why it could not be written."""
+    from stagetimer._render.history_html import render_html
+    from stagetimer._render.html_page import write_page
+
+    try:
+        write_page(path, render_html(found))
+    except OSError as exc:
+        error("history", f"--html {path}: {exc.strerror or exc}")
+        return False
+    print(f"page written to {path}", file=sys.stderr)
+    return True
+
+
+def _slower(found: History, percent: float) -> bool:
+    """Name each series whose newest segment is slower than the gate allows."""
+    from stagetimer._render.history_text import point_label, series_label
+
+    slower = found.slower_than(percent / 100)
+    for series, change in slower:
+        error(
+            "history",
+            f"{series_label(series)} is {change.ratio:.3g}x slower since "
+            f"{point_label(change.after)} (more than {percent:g} %; q = "
+            f"{change.q_value:.3g} over {found.tests} tests)",
+        )
+    return bool(slower)
