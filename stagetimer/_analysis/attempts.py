@@ -85,6 +85,8 @@ class Attempt:
     #: one line per value of its marker no writer could have written (a ``seconds`` of
     #: 1e308, a start in year 9999): such an attempt is counted, never summed
     odd: tuple[str, ...] = ()
+    #: the boot id of the writer's machine, as its marker records it (runs record none)
+    boot_id: str | None = None
 
 
 _Key = tuple[str, Any, Any, Any]
@@ -166,6 +168,7 @@ def _from_marker(
         software_id=_text(data.get("software_id")),
         job=_job(data.get("job")),
         odd=marker.odd,
+        boot_id=_text(writer.get("boot_id")) if type(writer) is dict else None,
     )
 
 

@@ -20,7 +20,7 @@ from stagetimer._render.json_text import indented_json
 from stagetimer._render.markdown_text import markdown_text
 from stagetimer.hardware._units import significant
 
-__all__ = ["attempt_line", "attempt_parts", "render_lost"]
+__all__ = ["attempt_line", "attempt_parts", "notes", "render_lost"]
 
 _HEADER = ("hardware", "stage", "productive", "lost", "up to", "by cause", "effective",
            "attempts")
@@ -111,6 +111,22 @@ def _gpu_line(summary: LostSummary) -> str | None:
     return f"GPU-hours lost: {significant(low)} (up to {upper})"
 
 
+def notes(summary: LostSummary) -> list[str]:
+    """What the sums leave apart: the lost attempts no hardware description could be
+    given to, and the attempts whose markers hold values no writer writes."""
+    said = []
+    if summary.unattributed:
+        n = summary.unattributed
+        said.append(f"{n} failed or killed attempt{'s' if n != 1 else ''} could not be "
+                    "attributed to a hardware description: counted as (not described)")
+    if summary.odd:
+        n = summary.odd
+        holds = "their markers hold" if n != 1 else "its marker holds"
+        said.append(f"{n} attempt{'s' if n != 1 else ''} left out of the sums: {holds} "
+                    "values no writer could have written")
+    return said
+
+
 def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     rows = [list(_HEADER), *_rows(summary)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
@@ -119,6 +135,7 @@ def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     gpu = _gpu_line(summary)
     if gpu is not None:
         lines.append(gpu)
+    lines += notes(summary)
     if listed:
         lines += ["", "Attempts lost or not decided:"]
         lines += [f"  {attempt_line(a)}" for a in listed]
@@ -132,6 +149,7 @@ def _markdown(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     gpu = _gpu_line(summary)
     if gpu is not None:
         lines += ["", markdown_text(gpu)]
+    lines += [item for note in notes(summary) for item in ("", markdown_text(note))]
     if listed:
         lines += ["", "Attempts lost or not decided:", ""]
         lines += [f"- {markdown_text(attempt_line(a))}" for a in listed]
