@@ -20,9 +20,9 @@ from stagetimer._render.json_text import indented_json
 from stagetimer._render.markdown_text import markdown_text
 from stagetimer.hardware._units import significant
 
-__all__ = ["attempt_line", "attempt_parts", "notes", "render_lost"]
+__all__ = ["HEADER", "attempt_line", "attempt_parts", "notes", "render_lost", "summary_rows"]
 
-_HEADER = ("hardware", "stage", "productive", "lost", "up to", "by cause", "effective",
+HEADER = _HEADER = ("hardware", "stage", "productive", "lost", "up to", "by cause", "effective",
            "attempts")
 
 
@@ -60,6 +60,12 @@ def _hardware_name(group: LostGroup) -> str:
         return "(not described)"
     gpus = f" ({group.gpus} GPU{'s' if group.gpus != 1 else ''})" if group.gpus else ""
     return group.hardware_id[:12] + gpus
+
+
+def summary_rows(summary: LostSummary) -> list[list[str]]:
+    """The summary's rows as text cells (``HEADER``'s columns), the row of all last: the
+    text form's, the Markdown's and the page's."""
+    return _rows(summary)
 
 
 def _rows(summary: LostSummary) -> list[list[str]]:
