@@ -18,8 +18,9 @@ is the last sign of life of its writer (``signs_of_life``): its start, its last 
 anything the same process wrote later in the directories read. Its upper end is the
 earliest evidence of its end (Slurm's end, a missed beat, a later attempt of the same
 run), and None where the only bound would be the moment of reading: a process found
-gone says it ended, not when, and a bound that grew each time it is read would be none. Another user's marker is trusted only as far as the file proves:
-a marker whose content names a writer other than the file's owner decides nothing.
+gone says it ended, not when, and a bound that grew each time it is read would be none.
+Another user's marker is trusted only as far as the file proves: a marker whose content
+names a writer other than the file's owner decides nothing.
 """
 
 from __future__ import annotations

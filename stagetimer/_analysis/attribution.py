@@ -63,9 +63,9 @@ def attribute(
         if host is not None:
             by_host.setdefault(host, set()).add(hardware_id)
     for attempt in listed:
-        hardware_id = attempt.hardware_id
-        if hardware_id is None:
+        if attempt.hardware_id is None:
             continue
+        hardware_id = attempt.hardware_id
         node, job = _node(attempt), _job(attempt)
         if node is not None:
             by_node.setdefault(node, set()).add(hardware_id)
@@ -75,10 +75,9 @@ def attribute(
             by_job.setdefault(job, set()).add(hardware_id)
     found: dict[int, str | None] = {}
     for attempt in listed:
-        hardware_id = attempt.hardware_id
-        if hardware_id is None:
-            hardware_id = _of_node(attempt, by_node, by_host, by_job)
-        found[id(attempt)] = hardware_id
+        own = attempt.hardware_id
+        found[id(attempt)] = own if own is not None else _of_node(
+            attempt, by_node, by_host, by_job)
     return found
 
 

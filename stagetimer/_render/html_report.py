@@ -17,8 +17,8 @@ from typing import Any
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.lost import lost_summary
-from stagetimer._analysis.timeline import drawable
 from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.timeline import drawable
 from stagetimer._render.duration import format_duration
 from stagetimer._render.html_page import html_text, page
 from stagetimer._render.html_resources import resources_section

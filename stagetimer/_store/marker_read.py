@@ -209,9 +209,9 @@ def heartbeat_of(marker: Marker) -> float | None:
     """The seconds between the beats of ``marker``'s writer, where it beats at an interval
     a writer can keep (else None: its mtime says nothing then)."""
     value = marker.data.get("heartbeat")
-    if type(value) not in (int, float) or not _BEATS[0] <= value <= _BEATS[1]:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    return float(value)
+    return float(value) if _BEATS[0] <= value <= _BEATS[1] else None
 
 
 #: A writer: (host, boot id, pid namespace, pid, process start time).
@@ -266,7 +266,7 @@ def odd_values(
         if line is not None:
             odd.append(line)
     seconds = data.get("seconds")
-    if type(seconds) in (int, float):
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
         try:
             value = float(seconds)
         except OverflowError:
@@ -276,7 +276,9 @@ def odd_values(
             odd.append(f"seconds {_shown(seconds)} is no duration this block could have "
                        "taken")
     beat = data.get("heartbeat")
-    if type(beat) in (int, float) and not (_BEATS[0] <= beat <= _BEATS[1]):  # type: ignore[operator]
+    if isinstance(beat, (int, float)) and not isinstance(beat, bool) and not (
+        _BEATS[0] <= beat <= _BEATS[1]
+    ):
         odd.append(f"heartbeat {_shown(beat)} s is no interval a writer beats at")
     return tuple(odd)
 

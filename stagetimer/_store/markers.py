@@ -41,8 +41,8 @@ from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW, NONBLOCK
 
 __all__ = [
     "DIRECTORY_FLAGS",
-    "attempt_ids",
     "MARKER_TEXT_CHARS",
+    "attempt_ids",
     "attempts_path",
     "bounded_text",
     "create",

@@ -121,8 +121,8 @@ def test_the_same_writer_alive_past_the_evidence_of_the_end_keeps_within_it(
     # began 10 min after the first: the first ended by then.
     plant(tmp_path, marker("prepare", started_at=iso(start + datetime.timedelta(hours=1)),
                            writer=ELSEWHERE))
-    write_timings(tmp_path, {"train": [{"seconds": 1.0, "run_idx": 0,
-                                        "started_at": iso(start + datetime.timedelta(minutes=10))}]})
+    later = iso(start + datetime.timedelta(minutes=10))
+    write_timings(tmp_path, {"train": [{"seconds": 1.0, "run_idx": 0, "started_at": later}]})
 
     train = _killed(attempts(tmp_path, now=start + datetime.timedelta(hours=5)), "train")
 

@@ -29,7 +29,7 @@ except Exception:
 
 
 def _one_line(text: str | None) -> bool:
-    return text is None or len(text.splitlines()) <= 1 and text.isprintable()
+    return text is None or (len(text.splitlines()) <= 1 and text.isprintable())
 
 
 def test_an_exception_class_whose_name_holds_a_newline_gives_one_line(tmp_path: Path) -> None:
