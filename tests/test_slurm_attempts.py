@@ -18,8 +18,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.slurm_cluster import (

@@ -2,7 +2,9 @@
 the directories read, and so the earliest a killed attempt of it can have ended.
 
 A writer is one process (host, boot id, pid namespace, pid and process start time, as
-its markers record it). Its signs are every moment one of its markers proves it was
+its markers record it), and only markers owned by the same user (the file's owner, a
+fact; the content is a claim) speak for it: another user's file cannot stretch an
+attempt's lost time. Its signs are every moment one of its markers proves it was
 alive: the start of each marker it wrote, the last beat of a marker it kept beating,
 the end a failed marker gives, and the end of the run a finished attempt of it stored
 (its marker left behind by a kill between the two). A run that names the attempt it ran
@@ -39,10 +41,10 @@ def _later(known: Sign | None, sign: Sign) -> Sign:
 class SignsOfLife:
     """The latest sign of life of each writer, and of each attempt a run ran inside."""
 
-    writers: dict[Writer, Sign] = attrs.Factory(dict)
+    writers: dict[tuple[Writer, int], Sign] = attrs.Factory(dict)
     attempts: dict[str, Sign] = attrs.Factory(dict)
 
-    def _saw(self, writer: Writer, sign: Sign) -> None:
+    def _saw(self, writer: tuple[Writer, int], sign: Sign) -> None:
         self.writers[writer] = _later(self.writers.get(writer), sign)
 
     def add_directory(
@@ -59,9 +61,10 @@ class SignsOfLife:
         for marker in markers:
             if marker.odd:
                 continue
-            writer = writer_of(marker.data)
-            if writer is None:
+            named = writer_of(marker.data)
+            if named is None:
                 continue
+            writer = (named, marker.uid)
             self._saw(writer, Sign(marker.started_at, "a marker it wrote"))
             if heartbeat_of(marker) is not None:
                 self._saw(writer, Sign(marker.mtime, "a heartbeat of one of its markers"))
@@ -82,7 +85,7 @@ class SignsOfLife:
         past its start (None where nothing shows it alive later)."""
         found = self.attempts.get(marker.attempt_id)
         writer = writer_of(marker.data)
-        if writer is not None and (sign := self.writers.get(writer)) is not None:
+        if writer is not None and (sign := self.writers.get((writer, marker.uid))) is not None:
             found = _later(found, sign)
         return found if found is not None and found.moment > marker.started_at else None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -102,6 +103,10 @@ def test_only_the_same_process_gives_signs_of_life(tmp_path: Path) -> None:
     plant(tmp_path, marker("eval", run_idx=1, started_at=iso(start + datetime.timedelta(hours=1)),
                            writer=other, outcome="raised", exception="ValueError",
                            seconds=1.0, ended_at=iso(start + datetime.timedelta(hours=1))))
+    # Later still, naming the same process, but a file of another user: a claim only.
+    claimed = plant(tmp_path, marker("eval", run_idx=2, writer=ELSEWHERE,
+                                     started_at=iso(start + datetime.timedelta(minutes=90))))
+    os.chown(claimed, 12345, 12345)
     # A later attempt of the fit's run, by a new process: the fit ended by then.
     upper = start + datetime.timedelta(hours=2)
     plant(tmp_path, marker("fit", started_at=iso(upper), writer={**ELSEWHERE, "pid": 5}))
