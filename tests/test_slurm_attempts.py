@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.slurm_cluster import (
@@ -41,13 +43,14 @@ art, mode = sys.argv[1], sys.argv[2]
 task = int(os.environ.get("SLURM_ARRAY_TASK_ID", "0"))
 restart = os.environ.get("SLURM_RESTART_COUNT", "0")
 rec = Recorder(art)
-with stage("prepare", run_idx=task, recorder=rec):
-    pass
+if mode != "first":  # "first": train is the process's first stage (no hardware yet)
+    with stage("prepare", run_idx=task, recorder=rec):
+        pass
 with stage("train", run_idx=task, recorder=rec):
     open(os.path.join(art, f"in-{task}-{restart}"), "w").close()
     if mode == "oom":
         held = [b"x" * (16 << 20) for _ in range(64)]  # 1 GiB, touched, over a 100 MiB limit
-    elif mode == "array" and task == 0 or mode == "requeue" and restart != "0":
+    elif mode in ("array", "first") and task == 0 or mode == "requeue" and restart != "0":
         pass
     else:
         time.sleep(600)
@@ -153,6 +156,33 @@ def test_a_task_cancelled_inside_its_stage_is_killed_by_cancel(
     assert within_its_end(end_of(cluster, job_id), killed.ended_between[0])
     assert "on this machine is gone" in killed.evidence
     assert f"Slurm job {job_id} is CANCELLED" in killed.evidence
+
+
+def test_a_task_cancelled_in_its_first_stage_is_lost_alike_in_lost_and_compute(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    array, art = submit(cluster, tmp_path, "first", "--array=0-1")
+    wait_inside(cluster, art, task=1)
+    cluster.wait_for("task 0 to finish", lambda: (art / "timings.json").exists(), timeout=120)
+    cluster.command("scancel", array)
+    cluster.wait(array, timeout=60)
+
+    def read(command: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "stagetimer", command, "--json", str(art)],
+                              env={**os.environ, **cluster.env}, cwd=tmp_path, text=True,
+                              capture_output=True, timeout=120, check=False)
+        assert 0 == done.returncode, done.stderr
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    lost, compute = read("lost"), read("compute")
+
+    (train,) = [g for g in lost["groups"] if g["stage"] == "train"]
+    (hardware,) = compute["hardware"]
+    assert ({"finished": 1, "killed": 1}, hardware["hardware_id"]) == (
+        train["attempts"], train["hardware_id"])  # the node's one description
+    assert 1 == hardware["lost"]["attempts"]
+    assert {"attempts": 0, "wall_seconds": 0.0} == compute["not_described_lost"]
+    assert sum(lost["total"]["lost_seconds"].values()) == hardware["lost"]["wall_seconds"]
 
 
 def test_a_reader_on_another_host_decides_from_slurm_alone(

@@ -13,10 +13,14 @@ evidence, strongest first, never guessed.
    later one started.
 5. Otherwise *unknown*.
 
-A killed attempt's end is the tightest interval all the evidence allows: never before
-its marker's last change (its writer lived then), never after what the strongest
-evidence bounds it by. Another user's marker is trusted only as far as the file proves:
-a marker whose content names a writer other than the file's owner decides nothing.
+A killed attempt's end is the tightest interval all the evidence allows. Its lower end
+is the last sign of life of its writer (``signs_of_life``): its start, its last beat,
+anything the same process wrote later in the directories read. Its upper end is the
+earliest evidence of its end (Slurm's end, a missed beat, a later attempt of the same
+run), and None where the only bound would be the moment of reading: a process found
+gone says it ended, not when, and a bound that grew each time it is read would be none.
+Another user's marker is trusted only as far as the file proves: a marker whose content
+names a writer other than the file's owner decides nothing.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ from typing import Any
 
 import attrs
 
+from stagetimer._analysis.signs_of_life import Sign
 from stagetimer._analysis.slurm_jobs import JobView, job_cause
-from stagetimer._store.marker_read import Marker
+from stagetimer._store.marker_read import Marker, heartbeat_of
 from stagetimer._store.processes import UNRECORDED, is_pid, liveness, where
 
-__all__ = ["Verdict", "judge"]
+__all__ = ["Verdict", "judge", "one_line"]
 
 _Bound = datetime.datetime | None
 #: How many missed beats make a writer dead.
@@ -58,6 +63,17 @@ class _Clue:
     lower: _Bound = None
     upper: _Bound = None
     cause: str | None = None
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: each character that would break or hide a line (a newline,
+    a carriage return, a tab, any other control or separator character) written as its
+    Python escape (``\\n``, ``\\x1b``, ``\\u2028``)."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
 
 
 def _hhmm(moment: datetime.datetime) -> str:
@@ -89,7 +105,8 @@ def _same_machine(marker: Marker, writer: dict[str, Any], now: datetime.datetime
         if _process_uid(pid) not in (marker.uid, None):
             return _Clue(None, f"process {pid} runs, but as another user than the marker's")
         return _Clue("running", f"its process {pid} runs on this machine")
-    return _Clue("killed", f"its process {pid} on this machine is gone", upper=now)
+    # Gone by now says nothing of when: no upper end (one that grew each read is none).
+    return _Clue("killed", f"its process {pid} on this machine is gone")
 
 
 def _slurm(view: JobView, job: dict[str, Any], marker: Marker) -> _Clue | None:
@@ -120,11 +137,8 @@ def _slurm(view: JobView, job: dict[str, Any], marker: Marker) -> _Clue | None:
 
 def _heartbeat(marker: Marker, now: datetime.datetime) -> _Clue | None:
     """Evidence 3: the marker's mtime, refreshed every ``heartbeat`` seconds."""
-    value = marker.data.get("heartbeat")
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    beat = float(value)
-    if not 0 < beat < 1e9:
+    beat = heartbeat_of(marker)
+    if beat is None:
         return None
     every = datetime.timedelta(seconds=beat)
     last = marker.mtime
@@ -139,9 +153,11 @@ def judge(
     now: datetime.datetime,
     slurm: Callable[[str], JobView | None],
     later: datetime.datetime | None,
+    alive: Sign | None = None,
 ) -> Verdict:
     """The verdict on an unfinished, unfailed marker. ``slurm`` looks a job id up (None:
-    Slurm does not say); ``later``: when the next attempt of the same run started."""
+    Slurm does not say); ``later``: when the next attempt of the same run started;
+    ``alive``: the last sign of life of its writer past its start (``SignsOfLife``)."""
     data = marker.data
     writer = data.get("writer")
     writer = writer if isinstance(writer, dict) else {}
@@ -177,12 +193,12 @@ def judge(
     first = decided[0]
     if first.state != "killed":
         return Verdict(first.state or "unknown", None, None, first.line)
-    return _killed(marker, [c for c in decided if c.state == "killed"])
+    return _killed(marker, [c for c in decided if c.state == "killed"], alive)
 
 
-def _killed(marker: Marker, clues: list[_Clue]) -> Verdict:
+def _killed(marker: Marker, clues: list[_Clue], alive: Sign | None = None) -> Verdict:
     """A killed attempt: the cause Slurm names (else ``killed``), the tightest interval."""
-    lower = max(marker.started_at, marker.mtime)
+    lower = marker.started_at
     upper: _Bound = None
     for clue in clues:
         if clue.lower is not None and clue.lower > lower:
@@ -202,4 +218,9 @@ def _killed(marker: Marker, clues: list[_Clue]) -> Verdict:
     others = [c.line for c in clues[1:] if c.cause is not None or c.upper is not None]
     if others:
         line += "; " + "; ".join(others[:2])
+    if alive is not None and alive.moment > lower:
+        # Its writer lived later: the attempt ended no earlier (but no later than the
+        # evidence of its end: a writer alive past it had left this attempt by then).
+        lower = alive.moment if upper is None else min(alive.moment, upper)
+        line += f"; its process was alive at {_hhmm(alive.moment)} ({alive.what})"
     return Verdict("killed", cause, (lower, upper), line)

@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 import attrs
 
-from stagetimer._analysis.attempt_evidence import judge
+from stagetimer._analysis.attempt_evidence import judge, one_line
 from stagetimer._analysis.raw import raw_stages, read_data
+from stagetimer._analysis.signs_of_life import Sign, SignsOfLife
 from stagetimer._analysis.slurm_jobs import JobView, SlurmLookup
 from stagetimer._analysis.tree import Problem, find_artifact_dirs, read_problem
 from stagetimer._errors import (
@@ -30,6 +31,7 @@ from stagetimer._errors import (
 )
 from stagetimer._format import TIMINGS_FILE
 from stagetimer._store.marker_read import Marker, parse_utc, read_markers
+from stagetimer._store.rules import is_valid_seconds
 
 __all__ = ["Attempt", "Cause", "State", "attempts", "scan_attempts"]
 
@@ -80,6 +82,11 @@ class Attempt:
     #: the batch job (``{"scheduler": "slurm", "job_id": ..., "array_job_id": ...,
     #: "array_task_id": ..., "restart_count": ...}``), as runs store it; None outside a job
     job: dict[str, Any] | None = None
+    #: one line per value of its marker no writer could have written (a ``seconds`` of
+    #: 1e308, a start in year 9999): such an attempt is counted, never summed
+    odd: tuple[str, ...] = ()
+    #: the boot id of the writer's machine, as its marker records it (runs record none)
+    boot_id: str | None = None
 
 
 _Key = tuple[str, Any, Any, Any]
@@ -151,16 +158,22 @@ def _from_marker(
         started_at=marker.started_at,
         state=state,  # type: ignore[arg-type]
         cause=cause,  # type: ignore[arg-type]
-        exception=_text(data.get("exception")) if state == "failed" else None,
+        exception=_one_line(data.get("exception")) if state == "failed" else None,
         seconds=_seconds(data.get("seconds")) if state == "failed" else None,
         ended_between=ended,
-        evidence=evidence,
+        evidence=one_line(evidence),
         world_size=_int(data.get("world_size")),
         host=_text(writer.get("host")) if type(writer) is dict else None,
         hardware_id=_text(data.get("hardware_id")),
         software_id=_text(data.get("software_id")),
         job=_job(data.get("job")),
+        odd=marker.odd,
+        boot_id=_text(writer.get("boot_id")) if type(writer) is dict else None,
     )
+
+
+def _one_line(value: object) -> str | None:
+    return one_line(value) if isinstance(value, str) else None
 
 
 def _key(stage: str, run_idx: object, label: object, rank: object) -> _Key:
@@ -196,13 +209,14 @@ def _judged(
     now: datetime.datetime,
     slurm: Callable[[str], JobView | None],
     later: datetime.datetime | None,
+    alive: Sign | None = None,
 ) -> tuple[str, str | None, Any, str]:
     data = marker.data
     outcome = data.get("outcome")
     if outcome is not None:
         ended = parse_utc(data.get("ended_at"))
         when = f" at {ended:%Y-%m-%d %H:%M:%S} UTC" if ended is not None else ""
-        name = _text(data.get("exception"))
+        name = _one_line(data.get("exception"))
         if outcome == "raised":
             how = f"raised {name or 'an exception'}"
         elif name is not None:
@@ -210,39 +224,83 @@ def _judged(
         else:  # its process ended while the block was open
             how = "was left open when its process exited"
         return "failed", outcome, None, f"its block {how}{when} (its marker says so)"
-    verdict = judge(marker, now, slurm, later)
+    verdict = judge(marker, now, slurm, later, alive)
     return verdict.state, verdict.cause, verdict.ended_between, verdict.evidence
 
 
-def _directory_attempts(
-    directory: str,
-    now: datetime.datetime,
-    slurm: Callable[[str], JobView | None],
-    problems: list[Problem],
-) -> list[Attempt]:
-    """The attempts of one artifact directory: its runs, then its other markers."""
+@attrs.frozen
+class _Read:
+    """One artifact directory as read: its finished attempts, its markers, and the ends
+    of its runs that name the attempt they ran inside (``parent``)."""
+
+    directory: str
+    found: list[Attempt]
+    markers: list[Marker]
+    finished_ids: set[str]
+    #: (the parent's attempt id, when the run ended) of each run that names its parent
+    inside: list[tuple[str, datetime.datetime]]
+
+
+def _end_of(run: dict[str, Any]) -> datetime.datetime | None:
+    """When a stored run ended (its start plus its seconds), where both are sound."""
+    started = parse_utc(run.get("started_at"))
+    seconds = run.get("seconds")
+    if started is None or not is_valid_seconds(seconds):
+        return None
+    try:
+        return started + datetime.timedelta(seconds=float(seconds))
+    except OverflowError:
+        return None
+
+
+def _parent_id(record: dict[str, Any]) -> str | None:
+    parent = record.get("parent")
+    attempt_id = parent.get("attempt_id") if type(parent) is dict else None
+    return attempt_id if type(attempt_id) is str else None
+
+
+def _read_directory(directory: str, problems: list[Problem]) -> _Read | None:
+    """One artifact directory's runs and markers (None where its ``timings.json`` cannot
+    be read: without its runs no marker there can be told from a finished one's
+    leftover)."""
     try:
         data = read_data(directory)
     except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
-        # Without its runs no marker here can be told from a finished one's leftover.
         problems.append(read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
-        return []
-    found = [
-        _finished(directory, name, run)
-        for name, stage in raw_stages(data)
-        for run in stage["runs"]
-        if type(run) is dict
-    ]
+        return None
+    found: list[Attempt] = []
+    inside: list[tuple[str, datetime.datetime]] = []
+    for name, stage in raw_stages(data):
+        for run in stage["runs"]:
+            if type(run) is not dict:
+                continue
+            found.append(_finished(directory, name, run))
+            parent = _parent_id(run)
+            if parent is not None and (end := _end_of(run)) is not None:
+                inside.append((parent, end))
     markers, bad = read_markers(directory)
     problems.extend(Problem(b.path, b.message) for b in bad)
     finished_ids = {a.attempt_id for a in found if a.attempt_id is not None}
-    open_markers = [m for m in markers if m.attempt_id not in finished_ids]
+    return _Read(directory, found, markers, finished_ids, inside)
+
+
+def _directory_attempts(
+    read: _Read,
+    now: datetime.datetime,
+    slurm: Callable[[str], JobView | None],
+    signs: SignsOfLife,
+) -> list[Attempt]:
+    """The attempts of one artifact directory: its runs, then its other markers."""
+    found = list(read.found)
+    open_markers = [m for m in read.markers if m.attempt_id not in read.finished_ids]
     starts = _later_starts(found, open_markers)
     for marker in open_markers:
         data_ = marker.data
         key = _key(data_["stage"], data_.get("run_idx"), data_.get("label"), data_.get("rank"))
         later = _next_start(starts[key], marker.started_at)
-        found.append(_from_marker(directory, marker, _judged(marker, now, slurm, later)))
+        alive = signs.of(marker)
+        found.append(_from_marker(read.directory, marker,
+                                  _judged(marker, now, slurm, later, alive)))
     return found
 
 
@@ -271,9 +329,15 @@ def scan_attempts(
     directories = [] if with_markers_only else [f.path for f in found]
     known = {os.path.realpath(d) for d in directories}
     directories += [d for d in attempted if os.path.realpath(d) not in known]
+    read = [r for d in directories if (r := _read_directory(d, problems)) is not None]
+    # What each writer was last seen doing, over every directory read: a killed
+    # attempt's lower end is the last moment its writer is known to have been alive.
+    signs = SignsOfLife()
+    for one in read:
+        signs.add_directory(one.markers, one.finished_ids, one.found, one.inside)
     result: list[Attempt] = []
-    for directory in directories:
-        result.extend(sorted(_directory_attempts(directory, moment, lookup, problems), key=_order))
+    for one in read:
+        result.extend(sorted(_directory_attempts(one, moment, lookup, signs), key=_order))
     return result, problems
 
 

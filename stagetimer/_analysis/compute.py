@@ -302,6 +302,12 @@ class ComputeStatement:
     #: values no writer could have stored (a resource or a CPU count), each named with
     #: where it is and what was used instead, as the report names impossible seconds
     flags: list[str] = attrs.Factory(list)
+    #: failed and killed attempts no hardware description could be given to, and the
+    #: wall time they lost (``attribution``: the group ``lost`` calls "(not described)")
+    unattributed_lost_attempts: int = 0
+    unattributed_lost_seconds: float = 0.0
+    #: failed and killed attempts left out: their markers hold values no writer writes
+    odd_attempts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -309,6 +315,11 @@ class ComputeStatement:
             "undescribed_runs": self.undescribed_runs,
             "invalid_runs": self.invalid_runs,
             "flags": list(self.flags),
+            "not_described_lost": {
+                "attempts": self.unattributed_lost_attempts,
+                "wall_seconds": self.unattributed_lost_seconds,
+            },
+            "odd_attempts": self.odd_attempts,
         }
 
 
@@ -357,20 +368,41 @@ def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
     return statement
 
 
-def add_lost(statement: ComputeStatement, found: Iterable[Attempt]) -> None:
+def add_lost(
+    statement: ComputeStatement,
+    found: Iterable[Attempt],
+    described: Mapping[str, Hardware | None] | None = None,
+) -> None:
     """Add to each hardware description of ``statement`` the time its failed and killed
-    attempts lost (``attempts``; a killed one at the lower end of when it ended)."""
+    attempts lost (``attempts``; a killed one at the lower end of when it ended), each
+    attributed as ``lost`` attributes it; ``described``: the descriptions of the
+    directories read (a description none of whose runs finished still gets its lost
+    time). What no description can be given to is counted apart, never dropped."""
     listed = list(found)
-    hardware = hardware_of_attempts(listed)
+    known = described or {}
+    hosts = {hw_id: hw.host for hw_id, hw in known.items() if hw is not None}
+    hardware = hardware_of_attempts(listed, hosts)
     by_id = {hw.hardware_id: hw for hw in statement.hardware}
     for attempt in listed:
-        entry = by_id.get(hardware[id(attempt)] or "")
-        if entry is None or attempt.state not in ("failed", "killed"):
+        if attempt.state not in ("failed", "killed"):
+            continue
+        if attempt.odd:
+            statement.odd_attempts += 1
             continue
         if attempt.state == "failed":
             lost = attempt.seconds if is_valid_seconds(attempt.seconds) else 0.0
         else:
             lost = lost_bounds(attempt)[0]
+        hardware_id = hardware[id(attempt)]
+        entry = by_id.get(hardware_id or "")
+        hw = known.get(hardware_id) if hardware_id is not None else None
+        if entry is None and hardware_id is not None and hw is not None:
+            entry = by_id[hardware_id] = _describe(hardware_id, hw, statement.flags)
+            statement.hardware.append(entry)
+        if entry is None:
+            statement.unattributed_lost_attempts += 1
+            statement.unattributed_lost_seconds += lost
+            continue
         entry.lost_seconds += lost
         entry.lost_attempts += 1
 

@@ -8,7 +8,10 @@ A failed attempt lost its ``seconds``. A killed one lost at least the time from 
 to the lower end of its ``ended_between`` (counted) and at most the time to its upper end
 (shown beside, ``lost_seconds_upper``; None where some killed attempt's end is unbounded
 above). Running and unknown attempts are counted, never summed: nothing says yet what
-they cost. Every rank's attempt counts, each rank having held its own devices.
+they cost. Every rank's attempt counts, each rank having held its own devices. An
+attempt whose marker holds values no writer could have written (``Attempt.odd``) is
+counted, never summed. An attempt of no known hardware is attributed as ``compute`` and
+the page attribute it (``attribution``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attribution import attribute
 from stagetimer._store.rules import is_valid_seconds
 
 __all__ = [
@@ -67,6 +71,8 @@ class LostGroup:
 
     def add(self, attempt: Attempt) -> None:
         self.attempts[attempt.state] = self.attempts.get(attempt.state, 0) + 1
+        if attempt.odd:
+            return  # counted, never summed
         if attempt.state == "finished":
             if is_valid_seconds(attempt.seconds):
                 self.productive_seconds += attempt.seconds
@@ -117,6 +123,10 @@ class LostSummary:
 
     groups: list[LostGroup]
     total: LostGroup
+    #: failed and killed attempts no hardware description could be given to
+    unattributed: int = 0
+    #: attempts left out of the sums: their markers hold values no writer could write
+    odd: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,34 +135,25 @@ class LostSummary:
         }
 
 
-def hardware_of_attempts(attempts: Iterable[Attempt]) -> dict[int, str | None]:
-    """Each attempt's hardware description (by ``id``): its own, else that of a run of
-    the same job in the same directory (a marker written before the process captured
-    its hardware, in its first stage, names none; its job's runs do)."""
-    by_job: dict[tuple[str, str], str] = {}
-    listed = list(attempts)
-    for attempt in listed:
-        job_id = (attempt.job or {}).get("job_id")
-        if attempt.hardware_id is not None and isinstance(job_id, str):
-            by_job.setdefault((attempt.directory, job_id), attempt.hardware_id)
-    found: dict[int, str | None] = {}
-    for attempt in listed:
-        hardware_id = attempt.hardware_id
-        job_id = (attempt.job or {}).get("job_id")
-        if hardware_id is None and isinstance(job_id, str):
-            hardware_id = by_job.get((attempt.directory, job_id))
-        found[id(attempt)] = hardware_id
-    return found
+def hardware_of_attempts(
+    attempts: Iterable[Attempt], hosts: Mapping[str, str | None] | None = None
+) -> dict[int, str | None]:
+    """Each attempt's hardware description (by ``id``), as ``attribution.attribute``
+    gives it: the one attribution ``lost``, ``compute`` and the page share."""
+    return attribute(attempts, hosts)
 
 
 def lost_summary(
-    attempts: Iterable[Attempt], gpus: Mapping[str, int] | None = None
+    attempts: Iterable[Attempt],
+    gpus: Mapping[str, int] | None = None,
+    hosts: Mapping[str, str | None] | None = None,
 ) -> LostSummary:
     """The summary of ``attempts``; ``gpus``: the GPU count of each hardware description
-    known (descriptions without GPUs, or unknown, give no GPU-hours)."""
+    known (descriptions without GPUs, or unknown, give no GPU-hours); ``hosts``: the
+    host each description names (``attribution``)."""
     counts = gpus or {}
     listed = list(attempts)
-    hardware = hardware_of_attempts(listed)
+    hardware = hardware_of_attempts(listed, hosts)
     groups: dict[tuple[str | None, str], LostGroup] = {}
     total = LostGroup(None, None, None)
     for attempt in listed:
@@ -165,7 +166,9 @@ def lost_summary(
         group.add(attempt)
         total.add(attempt)
     ordered = sorted(groups.values(), key=lambda g: (g.hardware_id or "\uffff", g.stage or ""))
-    return LostSummary(ordered, total)
+    unattributed = sum(1 for a in listed if hardware[id(a)] is None
+                       and a.state in ("failed", "killed"))
+    return LostSummary(ordered, total, unattributed, sum(1 for a in listed if a.odd))
 
 
 def gpu_hours_lost(summary: LostSummary) -> tuple[float, float | None] | None:

@@ -27,23 +27,29 @@ __all__ = ["drawable", "suite_attempts"]
 
 def drawable(attempt: Attempt) -> bool:
     """Whether ``attempt`` has a place in time: a start, and a valid duration where it
-    gives one."""
-    if attempt.started_at is None:
+    gives one, and no value no writer could have written in its marker."""
+    if attempt.started_at is None or attempt.odd:
         return False
     return attempt.seconds is None or is_valid_seconds(attempt.seconds)
 
 
 def suite_attempts(reports: Iterable[ArtifactReport]) -> list[Attempt]:
-    """Every attempt of the reports' directories that has a place in time. A bad marker
-    (``stagetimer lost`` names it) is left out."""
+    """Every attempt of the reports' directories (the page sums them as ``lost`` does;
+    its timeline draws those that are ``drawable``). A bad marker (``stagetimer lost``
+    names it) is left out."""
     found: list[Attempt] = []
+    paths: list[str] = []
     for report in reports:
         if os.path.isdir(os.path.join(report.path, ATTEMPTS_DIR)):
-            read, _ = scan_attempts([report.path])
-            found.extend(a for a in read if drawable(a))
+            paths.append(report.path)
             continue
         for stats in report.stages:
             runs = report.stored_runs(stats.name)
-            found.extend(a for run in runs if type(run) is dict
-                         and drawable(a := finished_attempt(report.path, stats.name, run)))
+            found.extend(finished_attempt(report.path, stats.name, run)
+                         for run in runs if type(run) is dict)
+    if paths:
+        # One reading of every directory with markers: a writer's last sign of life in
+        # one of them bounds its killed attempts in the others.
+        read, _ = scan_attempts(paths)
+        found.extend(read)
     return found

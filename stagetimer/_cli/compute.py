@@ -29,6 +29,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         for problem in bad_markers:
             error("compute", problem.line())
         problems += bad_markers
-        add_lost(statement, found)
+        described = {hw_id: hw for a in artifacts for hw_id, hw in a.hardware.hardware.items()}
+        add_lost(statement, found, described)
         sys.stdout.write(render_compute(statement, args.format))
     return 1 if problems else 0

@@ -26,6 +26,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     for problem in problems:
         error("lost", problem.line())
     gpus: dict[str, int] = {}
+    hosts: dict[str, str | None] = {}
     failed = bool(problems)
     cache = HardwareCache()
     for directory in dict.fromkeys(a.directory for a in found):
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             continue
         for hardware_id, hardware in described.items():
             gpus.setdefault(hardware_id, len(hardware.gpus))
+            hosts.setdefault(hardware_id, hardware.host)
     if found or not problems:
-        sys.stdout.write(render_lost(lost_summary(found, gpus), found, args.format))
+        sys.stdout.write(render_lost(lost_summary(found, gpus, hosts), found, args.format))
     return 1 if failed else 0

@@ -22,6 +22,7 @@ started marker of each stage's attempt), ``reporting.py`` (an outcome's warnings
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -89,6 +90,19 @@ def _restore(settings: dict[str, Any]) -> Recorder:
     return Recorder(**settings)
 
 
+def _absolute(directory: str | os.PathLike[str]) -> str:
+    """The directory a recorder owns, made absolute against the working directory of
+    now (``as_path`` checks it first). Not normalised: ``link/..`` keeps the meaning
+    the kernel gives it. A working directory that no longer exists leaves it as given."""
+    path = as_path(directory)
+    if os.path.isabs(path):
+        return path
+    try:
+        return os.path.join(os.getcwd(), path)
+    except OSError:
+        return path
+
+
 def _fixed(rec: Recorder, attribute: attrs.Attribute[Any], value: Any) -> Any:
     """A setting assigned after construction: refused (the saver and the markers were
     made for the settings the recorder was made with)."""
@@ -111,6 +125,8 @@ class Recorder:
     directory
         The artifact directory (a ``str`` or ``os.PathLike``), created at the first
         save. A path that exists and is not a directory is refused (``ValueError``).
+        A relative path is fixed, absolute, when the recorder is made: a later
+        ``os.chdir`` changes nothing (its runs and markers stay in one place).
     resume_partial_runs, completed_runs
         ``resume_partial_runs=True`` with ``completed_runs=n`` (an int >= 0, the prefix
         the caller validated against its checkpoints) keeps, at the first save, only
@@ -157,7 +173,7 @@ class Recorder:
     """
 
     directory: str = attrs.field(
-        converter=as_path, validator=check_directory, on_setattr=_fixed
+        converter=_absolute, validator=check_directory, on_setattr=_fixed
     )
     resume_partial_runs: bool = attrs.field(
         default=False, kw_only=True, validator=check_flag, on_setattr=_fixed

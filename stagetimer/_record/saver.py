@@ -318,9 +318,16 @@ class Saver:
         again: list[Noted] = []
         truncate = s.completed_runs is not None and not self._resume_done
 
-        leftovers: set[str] = set()
-
         def change(data: dict[str, Any]) -> bytes | None:
+            # Markers whose runs the file holds (a writer killed between its publish and
+            # its removal) are finished attempts: told from the runs on disk before this
+            # save's own change replaces any of them (a rerun of the same run under a new
+            # attempt id, a reset, a resume's truncation), and removed while those runs
+            # are still the file's, so that no reader ever sees one without its run.
+            ours = {p.attempt.id for p in records if p.attempt is not None}
+            leftovers = finished_leftovers(s.directory, data, ours)
+            if leftovers:
+                remove_owned(s.directory, leftovers)
             # Under the lock: records ``recover`` stored from our rescue file (it removes
             # the file under this lock) are never stored again.
             taken = self._rescue.taken_by_recover()
@@ -337,10 +344,6 @@ class Saver:
                     changed = self._apply(data, pending, again) or changed
                 except InvalidRecordError as exc:
                     rejections.append(_Rejection(pending, exc))
-            # Markers whose runs the file holds (a writer killed between its publish and
-            # its removal): removed once this save published.
-            ours = {p.attempt.id for p in records if p.attempt is not None}
-            leftovers.update(finished_leftovers(s.directory, data, ours))
             return timings_bytes(data, self._cache) if changed else None
 
         attempt = Attempt()
@@ -354,8 +357,6 @@ class Saver:
         # Written, or nothing needed writing (every record refused or already stored).
         attempt.done = True
         self._settle()
-        if leftovers:
-            remove_owned(s.directory, leftovers)
         return _Written(tuple(rejections), tuple(again))
 
     def _apply(self, data: dict[str, Any], pending: Pending, again: list[Noted]) -> bool:

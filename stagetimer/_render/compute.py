@@ -224,6 +224,14 @@ def _left_out(statement: ComputeStatement) -> list[str]:
         notes.append(f"{statement.undescribed_runs} run(s) left out: hardware not described")
     if statement.invalid_runs:
         notes.append(f"{statement.invalid_runs} run(s) left out: seconds no writer stores")
+    if statement.unattributed_lost_attempts:
+        notes.append(
+            f"{statement.unattributed_lost_attempts} failed or killed attempt(s) could not be "
+            "attributed to a hardware description: (not described) lost "
+            f"{format_duration(statement.unattributed_lost_seconds)}")
+    if statement.odd_attempts:
+        notes.append(f"{statement.odd_attempts} failed or killed attempt(s) left out: their "
+                     "markers hold values no writer could have written")
     return notes
 
 

@@ -2,7 +2,8 @@
 
 The stage table of every directory (the figures of the text report, in its units),
 each stage's runs as a chart (every run a mark, the median and the range over them),
-the suite's timeline, what the stages used, the hardware and the warnings. A suite of
+the suite's timeline and ``lost``'s summary of its attempts, what the stages used, the
+hardware and the warnings. A suite of
 more than ``PER_DIRECTORY`` directories is charted per stage name, its directories'
 runs pooled; a chart never holds more than ``ROWS`` rows (the table holds them all).
 """
@@ -15,12 +16,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.lost import lost_summary
 from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.timeline import drawable
 from stagetimer._render.duration import format_duration
 from stagetimer._render.html_page import html_text, page
 from stagetimer._render.html_resources import resources_section
 from stagetimer._render.html_svg import MARKS_PER_ROW, Mark, Row, chart, log_or_linear
 from stagetimer._render.html_timeline import timeline
+from stagetimer._render.lost_text import HEADER as LOST_HEADER
+from stagetimer._render.lost_text import notes as lost_notes
+from stagetimer._render.lost_text import summary_rows
 from stagetimer._render.report_text import directory_progress, rank_line, suite_line
 from stagetimer._store.rules import is_valid_seconds
 
@@ -159,6 +165,50 @@ def _details(reports: Sequence[ArtifactReport]) -> str:
     return "\n".join(parts) + "\n" if len(parts) > 1 else ""
 
 
+def _lost_section(reports: Sequence[ArtifactReport], attempts: Sequence[Attempt]) -> str:
+    """``stagetimer lost``'s summary, the same attribution and figures: per hardware
+    description and stage with an attempt that did not finish (the first ``ROWS``),
+    productive and lost time by cause, the effective-time ratio; then all of them."""
+    described = {hw_id: hw for r in reports for hw_id, hw in r.hardware.items()
+                 if hw is not None}
+    summary = lost_summary(attempts, {k: len(hw.gpus) for k, hw in described.items()},
+                           {k: hw.host for k, hw in described.items()})
+    ratio = summary.total.effective_ratio
+    said = "none recorded" if ratio is None else f"{ratio:.3f}"
+    parts = [
+        "<h2>Lost time</h2>",
+        "<p>What the attempts cost, as stagetimer lost gives it: productive time "
+        "(finished attempts), time lost by failed and killed ones by cause (a killed one "
+        "counted from its start to its last sign of life, the most it can have lost "
+        "beside it), and the effective-time ratio, productive ÷ (productive + lost): "
+        f"{html_text(said)} in all.</p>",
+    ]
+    rows = summary_rows(summary)
+    shown = [row for group, row in zip(summary.groups, rows, strict=False)
+             if set(group.attempts) - {"finished"}]
+    if not shown:
+        count = summary.total.attempts.get("finished", 0)
+        parts.append(f"<p>Nothing was lost: all {count:,} attempts finished.</p>")
+    else:
+        head = "".join(f'<th scope="col">{html_text(h)}</th>' for h in LOST_HEADER)
+        body = [
+            f'<tr><th scope="row">{html_text(row[0])}</th><td class="t">{html_text(row[1])}'
+            "</td>" + "".join(f"<td>{html_text(c)}</td>" for c in row[2:]) + "</tr>"
+            for row in [*shown[:ROWS], rows[-1]]
+        ]
+        parts.append(f'<table id="lost"><thead><tr>{head}</tr></thead><tbody>'
+                     f'{"".join(body)}</tbody></table>')
+        if len(shown) > ROWS:
+            parts.append(f'<p class="note">The first {ROWS} of {len(shown)} stages with an '
+                         "attempt that did not finish are shown; all is their sum.</p>")
+        finished = len(summary.groups) - len(shown)
+        if finished:
+            parts.append(f'<p class="note">{finished:,} stages whose attempts all finished '
+                         "are in all only.</p>")
+    parts += [f'<p class="note">{html_text(n)}.</p>' for n in lost_notes(summary)]
+    return "\n".join(parts) + "\n"
+
+
 def render_html(
     reports: Sequence[ArtifactReport], paths: Sequence[str | os.PathLike[str]],
     attempts: Sequence[Attempt],
@@ -175,16 +225,20 @@ def render_html(
     body.append(stage_table(reports))
     body.append(_runs_charts(reports))
     body.append("<h2>Timeline</h2>")
-    if attempts:
+    placed = [a for a in attempts if drawable(a)]
+    if placed:
         hosts = {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
                  if hw is not None and hw.host}
-        svg, sentence = timeline(attempts, hosts)
+        svg, sentence = timeline(placed, hosts)
         body.append(f"<p>{html_text(sentence)} Each attempt a bar on its node and rank: "
-                    "finished in blue, failed in red, killed in purple (its faint end: the "
-                    "interval the evidence leaves), running or unknown in grey.</p>")
+                    "finished in blue, failed in red, killed in purple up to its last sign "
+                    "of life (its faint end: the interval the evidence leaves; a dashed "
+                    "end: nothing bounds when it ended), running or unknown in grey.</p>")
         body.append(svg)
     else:
         body.append("<p>No run has a start time to draw.</p>")
+    if attempts:
+        body.append(_lost_section(reports, attempts))
     body.append(resources_section(reports, pooled=len(reports) > PER_DIRECTORY))
     body.append(_details(reports))
     return page(f"stagetimer report: {named}", "\n".join(body))

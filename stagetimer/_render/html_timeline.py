@@ -1,9 +1,11 @@
 """The suite's timeline as SVG: each attempt a bar on its node and rank, in time.
 
 A finished attempt is a bar from its start for its duration; a failed one is drawn the
-same in the failure colour; a killed one up to the earliest end the evidence allows,
-with the rest of its interval as a faint bar; a running or unknown one up to the
-latest time the page knows of. Past ``BARS`` finished attempts, each lane's busy spans
+same in the failure colour; a killed one up to the earliest end the evidence allows (its
+last sign of life), with the rest of its interval as a faint bar, or, where nothing
+bounds its end, an open end: a short dashed stub that never stretches the time axis,
+so the timeline keeps the scale of what ran; a running or unknown one up to the latest
+time the page knows of. Past ``BARS`` finished attempts, each lane's busy spans
 are drawn instead (the attempts that did not finish are still drawn one by one).
 """
 
@@ -24,6 +26,8 @@ __all__ = ["BARS", "lane_name", "timeline"]
 
 #: the most finished attempts drawn one by one
 BARS = 1500
+#: the length of a killed attempt's open end (no upper end), in pixels
+_OPEN = 14
 #: the height of one track of a lane, and the most tracks a lane has
 _TRACK = 12
 _TRACKS = 8
@@ -85,8 +89,13 @@ def _tooltip(attempt: Attempt) -> str:
     cause = f" ({attempt.cause})" if attempt.cause else ""
     took = f", {format_duration(attempt.seconds)}" if attempt.seconds is not None else ""
     exception = f", {attempt.exception}" if attempt.exception else ""
-    low = attempt.ended_between[0] if attempt.ended_between is not None else None
-    after = f", ended after {_stamp(low)}" if low is not None else ""
+    low, high = attempt.ended_between or (None, None)
+    if low is not None and high is not None:
+        after = f", ended between {_stamp(low)} and {_stamp(high)}"
+    elif low is not None:
+        after = f", ended after {_stamp(low)} (nothing bounds its end)"
+    else:
+        after = ""
     return f"{head}{took}, {attempt.state}{cause}{exception}{after}; {attempt.evidence}"
 
 
@@ -116,6 +125,8 @@ class _Drawn:
     tail: float | None
     kind: str
     tooltip: str
+    #: a killed attempt whose end nothing bounds: drawn with an open end
+    open_end: bool = False
 
 
 def _placed(
@@ -149,7 +160,9 @@ def _placed(
         if tail is not None:
             tail = min(tail, t1) if min(tail, t1) > end else None
         kind = "ok" if a.state == "finished" else a.state
-        drawn.append(_Drawn(_lane_key(a, hosts), start, end, tail, kind, _tooltip(a)))
+        unbounded = a.state == "killed" and (a.ended_between or (None, None))[1] is None
+        drawn.append(_Drawn(_lane_key(a, hosts), start, end, tail, kind, _tooltip(a),
+                            unbounded))
     return drawn, t0, t1, aggregated
 
 
@@ -205,6 +218,8 @@ def timeline(attempts: Sequence[Attempt], hosts: Mapping[str, str]) -> tuple[str
         if bar.tail is not None:
             parts.append(_bar(bar.kind, scale, bar.end - t0, bar.tail - t0, at, bar.tooltip,
                               faint=True))
+        if bar.open_end:
+            parts.append(_open_end(scale, bar.start - t0, bar.end - t0, at, bar.tooltip))
     counts = {s: sum(1 for a in attempts if a.state == s)
               for s in ("finished", "failed", "killed", "running", "unknown")}
     said = ", ".join(f"{n:,} {s}" for s, n in counts.items() if n)
@@ -222,6 +237,17 @@ def timeline(attempts: Sequence[Attempt], hosts: Mapping[str, str]) -> tuple[str
     if unfinished > 2 * BARS:
         sentence += f" The first {2 * BARS:,} of {unfinished:,} attempts are drawn."
     return svg("Timeline: " + sentence, bottom + _AXIS, "".join(parts)), sentence
+
+
+def _open_end(scale: Scale, start: float, end: float, y: float, tooltip: str) -> str:
+    """A dashed stub past a bar whose end nothing bounds: the attempt went on, for how
+    long no file says (a fixed length, outside the time axis's scale)."""
+    x = max(scale.x(end), scale.x(start) + 1.5)
+    middle = number(y + (_TRACK - 3) / 2)
+    return (
+        f'<line class="one" x1="{number(x)}" x2="{number(x + _OPEN)}" y1="{middle}" '
+        f'y2="{middle}"><title>{html_text(tooltip)}</title></line>'
+    )
 
 
 def _bar(

@@ -20,9 +20,9 @@ from stagetimer._render.json_text import indented_json
 from stagetimer._render.markdown_text import markdown_text
 from stagetimer.hardware._units import significant
 
-__all__ = ["attempt_line", "attempt_parts", "render_lost"]
+__all__ = ["HEADER", "attempt_line", "attempt_parts", "notes", "render_lost", "summary_rows"]
 
-_HEADER = ("hardware", "stage", "productive", "lost", "up to", "by cause", "effective",
+HEADER = _HEADER = ("hardware", "stage", "productive", "lost", "up to", "by cause", "effective",
            "attempts")
 
 
@@ -60,6 +60,12 @@ def _hardware_name(group: LostGroup) -> str:
         return "(not described)"
     gpus = f" ({group.gpus} GPU{'s' if group.gpus != 1 else ''})" if group.gpus else ""
     return group.hardware_id[:12] + gpus
+
+
+def summary_rows(summary: LostSummary) -> list[list[str]]:
+    """The summary's rows as text cells (``HEADER``'s columns), the row of all last: the
+    text form's, the Markdown's and the page's."""
+    return _rows(summary)
 
 
 def _rows(summary: LostSummary) -> list[list[str]]:
@@ -111,6 +117,22 @@ def _gpu_line(summary: LostSummary) -> str | None:
     return f"GPU-hours lost: {significant(low)} (up to {upper})"
 
 
+def notes(summary: LostSummary) -> list[str]:
+    """What the sums leave apart: the lost attempts no hardware description could be
+    given to, and the attempts whose markers hold values no writer writes."""
+    said = []
+    if summary.unattributed:
+        n = summary.unattributed
+        said.append(f"{n} failed or killed attempt{'s' if n != 1 else ''} could not be "
+                    "attributed to a hardware description: counted as (not described)")
+    if summary.odd:
+        n = summary.odd
+        holds = "their markers hold" if n != 1 else "its marker holds"
+        said.append(f"{n} attempt{'s' if n != 1 else ''} left out of the sums: {holds} "
+                    "values no writer could have written")
+    return said
+
+
 def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     rows = [list(_HEADER), *_rows(summary)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
@@ -119,6 +141,7 @@ def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     gpu = _gpu_line(summary)
     if gpu is not None:
         lines.append(gpu)
+    lines += notes(summary)
     if listed:
         lines += ["", "Attempts lost or not decided:"]
         lines += [f"  {attempt_line(a)}" for a in listed]
@@ -132,6 +155,7 @@ def _markdown(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     gpu = _gpu_line(summary)
     if gpu is not None:
         lines += ["", markdown_text(gpu)]
+    lines += [item for note in notes(summary) for item in ("", markdown_text(note))]
     if listed:
         lines += ["", "Attempts lost or not decided:", ""]
         lines += [f"- {markdown_text(attempt_line(a))}" for a in listed]

@@ -11,14 +11,22 @@ content is not a marker (its id not its name, no stage, no start) is named too.
 
 Temporary files of a writer replacing its marker (``.<id>.tmp-…``) and names that are
 not ``<32 hex digits>.json`` are not markers and are passed over in silence.
+
+A marker read is not yet a marker believed: values no writer could have written (a
+negative, infinite or astronomically large ``seconds``, a start or an end outside the
+years a clock of a running machine gives, a heartbeat of 1e-300 s) are named in its
+``odd`` lines (``odd_values``), and every reader leaves such an attempt out of its sums
+and estimates, as the report leaves out a run's impossible ``seconds``.
 """
 
 from __future__ import annotations
 
 import datetime
 import errno
+import math
 import os
 import stat
+import time
 from typing import Any
 
 import attrs
@@ -30,7 +38,10 @@ from stagetimer._store.markers import DIRECTORY_FLAGS, attempts_path, is_attempt
 from stagetimer._store.openflags import READ
 from stagetimer._store.parse import parse_json
 
-__all__ = ["BadMarker", "Marker", "parse_utc", "read_markers"]
+__all__ = [
+    "BadMarker", "Marker", "Writer", "heartbeat_of", "odd_values", "parse_utc",
+    "read_markers", "writer_of",
+]
 
 #: Nesting a marker may have: the marker, its ``job`` and ``writer`` objects.
 _MARKER_DEPTH = 4
@@ -49,6 +60,9 @@ class Marker:
     mtime: datetime.datetime
     #: the file's owner, which proves who wrote it (the content only claims it)
     uid: int
+    #: one line per value no writer could have written (``odd_values``): an attempt
+    #: with any is counted, never summed
+    odd: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -179,7 +193,94 @@ def _read_one(dfd: int, name: str, path: str) -> Marker:
     except SidecarCorruptError as exc:
         raise _Refused(exc.problem) from None
     started = _check(name, data)
-    return Marker(path, data, name[:32], started, _utc(st.st_mtime), st.st_uid)
+    return Marker(path, data, name[:32], started, _utc(st.st_mtime), st.st_uid,
+                  odd_values(data, started, time.time()))
+
+
+#: The earliest start a writer's clock gives (a clock never set reads 1970; year 1 is no
+#: clock's), and how far past the time of reading a clock may run ahead of ours.
+_EARLIEST = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_AHEAD = datetime.timedelta(days=1)
+#: Heartbeats a writer's thread can keep: from a millisecond to about 30 years.
+_BEATS = (1e-3, 1e9)
+
+
+def heartbeat_of(marker: Marker) -> float | None:
+    """The seconds between the beats of ``marker``'s writer, where it beats at an interval
+    a writer can keep (else None: its mtime says nothing then)."""
+    value = marker.data.get("heartbeat")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return float(value) if _BEATS[0] <= value <= _BEATS[1] else None
+
+
+#: A writer: (host, boot id, pid namespace, pid, process start time).
+Writer = tuple[str, str, Any, int, int]
+
+
+def writer_of(data: dict[str, Any]) -> Writer | None:
+    """The process that wrote marker content ``data``, where its ``writer`` names one
+    fully (a host, boot id, pid and start time: a pid alone is no process, pids are
+    reused); None else."""
+    writer = data.get("writer")
+    if type(writer) is not dict:
+        return None
+    host, boot = writer.get("host"), writer.get("boot_id")
+    pid, started = writer.get("pid"), writer.get("start_time")
+    if type(host) is not str or type(boot) is not str or type(pid) is not int or (
+        type(started) is not int
+    ):
+        return None
+    pidns = writer.get("pidns")
+    return host, boot, pidns if type(pidns) is int else None, pid, started
+
+
+def _shown(value: object) -> str:
+    if type(value) is int and abs(value) >= 10**20:
+        return f"an integer of {len(str(abs(value)))} digits"
+    return _short(value)
+
+
+def _moment_odd(key: str, moment: datetime.datetime, latest: datetime.datetime) -> str | None:
+    if moment < _EARLIEST or moment > latest:
+        return (f"{key} {moment.year:04d}-{moment:%m-%d %H:%M:%S} UTC is no time a writer's "
+                "clock gives")
+    return None
+
+
+def odd_values(
+    data: dict[str, Any], started: datetime.datetime, now: float
+) -> tuple[str, ...]:
+    """One line per value of marker ``data`` (started at ``started``) no writer could have
+    written, as of ``now`` (seconds since the epoch, the reader's clock): ``seconds``
+    negative, not finite, or longer than the time since the start; ``started_at`` or
+    ``ended_at`` before 1970 or more than a day past ``now``, an end before the start; a
+    ``heartbeat`` under a millisecond or over 1e9 s. Never raises."""
+    latest = datetime.datetime.fromtimestamp(now, datetime.timezone.utc) + _AHEAD
+    odd = [line for line in [_moment_odd("started_at", started, latest)] if line]
+    ended = parse_utc(data.get("ended_at"))
+    if ended is not None:
+        line = _moment_odd("ended_at", ended, latest)
+        if line is None and ended < started:
+            line = "ended_at is before started_at"
+        if line is not None:
+            odd.append(line)
+    seconds = data.get("seconds")
+    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+        try:
+            value = float(seconds)
+        except OverflowError:
+            value = math.inf
+        span = (latest - started).total_seconds() if not odd else math.inf
+        if not (math.isfinite(value) and 0 <= value <= max(span, 0.0)):
+            odd.append(f"seconds {_shown(seconds)} is no duration this block could have "
+                       "taken")
+    beat = data.get("heartbeat")
+    if isinstance(beat, (int, float)) and not isinstance(beat, bool) and not (
+        _BEATS[0] <= beat <= _BEATS[1]
+    ):
+        odd.append(f"heartbeat {_shown(beat)} s is no interval a writer beats at")
+    return tuple(odd)
 
 
 def _check(name: str, data: Any) -> datetime.datetime:

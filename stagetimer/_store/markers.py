@@ -41,8 +41,10 @@ from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW, NONBLOCK
 
 __all__ = [
     "DIRECTORY_FLAGS",
+    "MARKER_TEXT_CHARS",
     "attempt_ids",
     "attempts_path",
+    "bounded_text",
     "create",
     "encode",
     "finished_leftovers",
@@ -76,9 +78,33 @@ def is_attempt_id(text: object) -> bool:
     return isinstance(text, str) and len(text) == _ID_LENGTH and _HEX.issuperset(text)
 
 
+#: The most characters a text of a marker keeps (a label, a stage name, an exception's
+#: type name): a marker stays far below ``MARKER_MAX_BYTES`` whatever it was given
+#: (each character at most 6 bytes of JSON, a few such texts), so readers never refuse
+#: it. A longer text keeps its head and says it was cut (``bounded_text``).
+MARKER_TEXT_CHARS = 1024
+
+
+def bounded_text(text: str) -> str:
+    """``text``, or its first ``MARKER_TEXT_CHARS`` characters followed by
+    ``… [70000 characters, truncated]``."""
+    if len(text) <= MARKER_TEXT_CHARS:
+        return text
+    return f"{text[:MARKER_TEXT_CHARS]}\u2026 [{len(text)} characters, truncated]"
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str):
+        return bounded_text(value)
+    if isinstance(value, dict):
+        return {key: _bounded(item) for key, item in value.items()}
+    return value
+
+
 def encode(marker: dict[str, Any]) -> bytes:
-    """A marker's bytes: one line of JSON, its keys in ``MARKER_FIELDS``' order."""
-    ordered = {key: marker[key] for key in MARKER_FIELDS if key in marker}
+    """A marker's bytes: one line of JSON, its keys in ``MARKER_FIELDS``' order, each
+    text bounded (``bounded_text``)."""
+    ordered = {key: _bounded(marker[key]) for key in MARKER_FIELDS if key in marker}
     return (json.dumps(ordered, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 

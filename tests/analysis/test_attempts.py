@@ -83,8 +83,8 @@ def test_a_process_killed_in_its_stage_is_killed_and_ended_before_it_was_looked_
     assert ("killed", "killed") == (found.state, found.cause)
     assert found.ended_between is not None and found.started_at is not None
     low, high = found.ended_between
-    assert low is not None and high is not None
-    assert found.started_at <= low <= before <= high
+    assert low is not None and high is None  # gone by now: no upper end that grows
+    assert found.started_at <= low <= before
     assert "on this machine is gone" in found.evidence
 
 
@@ -256,7 +256,7 @@ def test_a_killed_attempt_started_after_now_is_still_bounded_by_its_start(
     assert found.ended_between is not None and found.started_at is not None
     low, high = found.ended_between
     assert low is not None and found.started_at <= low
-    assert high is None and "clocks disagree" in found.evidence
+    assert high is None  # the moment of reading bounds nothing
 
 
 def test_a_writer_of_another_pid_namespace_is_not_looked_up_here(tmp_path: Path) -> None:

@@ -41,7 +41,9 @@ def tree(tmp_path: Path) -> Path:
     plant(art, marker("train", started_at=iso(T0), heartbeat=60, job=JOB, writer=ELSEWHERE),
           mtime=(T0 + HOUR).timestamp())
     plant(art, marker("train", run_idx=1, started_at=iso(T0 + 3 * HOUR), hardware_id="hw-gpu",
-                      writer=ELSEWHERE, outcome="raised", exception="ValueError",
+                      # another process than the killed one (which wrote nothing later)
+                      writer={**ELSEWHERE, "pid": 4321}, outcome="raised",
+                      exception="ValueError",
                       seconds=600.0, ended_at=iso(T0 + 3 * HOUR + HOUR / 6)))
     return art
 
