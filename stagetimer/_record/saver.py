@@ -35,11 +35,16 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import InvalidRecordError
-from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, takes_expected_runs
+from stagetimer._format import (
+    AUTO_RESUME_SUFFIX,
+    HARDWARE_FILE,
+    TIMINGS_FILE,
+    takes_expected_runs,
+)
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending, descriptions
 from stagetimer._record.rescue_file import RescueFile
-from stagetimer._store.markers import finished_leftovers, remove_owned
+from stagetimer._store.markers import DroppedRuns, remove_owned
 from stagetimer._store.markers import remove as remove_markers
 from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.rules import apply_run, keep_completed_prefix, run_is_stored
@@ -145,6 +150,13 @@ def _discard(pending: list[Pending], records: list[Pending]) -> None:
     for record in records:
         with contextlib.suppress(ValueError):  # already gone
             pending.remove(record)
+
+
+def _may_drop(policy: str, pending: Pending) -> bool:
+    """Whether applying ``pending`` may drop stored runs: every rule but a sequential
+    append (``run_idx > 0``), which only adds one."""
+    run = pending.run
+    return policy != "sequential" or run is None or run.get("run_idx") in (None, 0)
 
 
 @attrs.frozen
@@ -330,6 +342,11 @@ class Saver:
                 assert s.completed_runs is not None
                 keep_completed_prefix(data, s.completed_runs)
             changed = truncate
+            # Runs this save may drop (a reset or a replacement; never an append): their
+            # leftover markers go with them. Found from the runs, never by listing.
+            dropping = DroppedRuns(data, None if truncate else {
+                n for p in records if p not in taken and _may_drop(s.policy, p)
+                for n in (p.name, p.name + AUTO_RESUME_SUFFIX)})
             for pending in records:
                 if pending in taken:
                     continue
@@ -337,10 +354,9 @@ class Saver:
                     changed = self._apply(data, pending, again) or changed
                 except InvalidRecordError as exc:
                     rejections.append(_Rejection(pending, exc))
-            # Markers whose runs the file holds (a writer killed between its publish and
-            # its removal): removed once this save published.
+            # Leftover markers of the runs dropped: removed once this save published.
             ours = {p.attempt.id for p in records if p.attempt is not None}
-            leftovers.update(finished_leftovers(s.directory, data, ours))
+            leftovers.update(dropping.ids(data, ours))
             return timings_bytes(data, self._cache) if changed else None
 
         attempt = Attempt()

@@ -138,7 +138,7 @@ def test_markers_are_off_when_asked(tmp_path: Path, how: str) -> None:
 LEFTOVER = """
 import sys
 from stagetimer import Recorder, record_timing
-record_timing("other", 1.0, recorder=Recorder(sys.argv[1]))
+record_timing("train", 1.0, run_idx=0, label="a", recorder=Recorder(sys.argv[1]))  # replaces the run
 """
 
 
