@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import attrs
 
-from stagetimer._analysis.attempt_evidence import judge
+from stagetimer._analysis.attempt_evidence import judge, untrusted
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.slurm_jobs import JobView, SlurmLookup
 from stagetimer._analysis.tree import Problem, find_artifact_dirs, read_problem
@@ -197,6 +197,9 @@ def _judged(
     slurm: Callable[[str], JobView | None],
     later: datetime.datetime | None,
 ) -> tuple[str, str | None, Any, str]:
+    if marker.distrust is not None:  # before anything it says is taken
+        verdict = untrusted(marker)
+        return verdict.state, None, None, verdict.evidence
     data = marker.data
     outcome = data.get("outcome")
     if outcome is not None:
@@ -237,11 +240,12 @@ def _directory_attempts(
     problems.extend(Problem(b.path, b.message) for b in bad)
     finished_ids = {a.attempt_id for a in found if a.attempt_id is not None}
     open_markers = [m for m in markers if m.attempt_id not in finished_ids]
-    starts = _later_starts(found, open_markers)
+    # Only a trusted marker is evidence against another attempt.
+    starts = _later_starts(found, [m for m in open_markers if m.distrust is None])
     for marker in open_markers:
         data_ = marker.data
         key = _key(data_["stage"], data_.get("run_idx"), data_.get("label"), data_.get("rank"))
-        later = _next_start(starts[key], marker.started_at)
+        later = _next_start(starts.get(key, []), marker.started_at)
         found.append(_from_marker(directory, marker, _judged(marker, now, slurm, later)))
     return found
 

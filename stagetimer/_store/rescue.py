@@ -123,6 +123,13 @@ def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
             f"its writer, process {pid} on this host, still runs: it saves or rescues these "
             "records itself (run recover again once it has ended)"
         )
+    if state == "hidden":
+        pid = owner.get("pid") if owner is not None else "?"
+        return (
+            f"process {pid} on this host runs as another user whose processes /proc hides "
+            "from this one (hidepid): it may be its writer, still saving or rescuing these "
+            "records (run recover as that user, or again once it has ended)"
+        )
     if state == "elsewhere":
         assert owner is not None
         age = written_ago(content.mtime)
