@@ -22,13 +22,15 @@ is not followed either.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import stat
 from collections.abc import Callable
 
-from stagetimer._store.openflags import CLOEXEC, CREATE_NEW
+from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, READ
 
-__all__ = ["fsync_directory", "random_temp_name", "write_file"]
+__all__ = ["fsync_directory", "random_temp_name", "read_regular", "write_file"]
 
 #: Names tried before giving up (each taken one was planted or another writer's).
 _TRIES = 100
@@ -80,7 +82,8 @@ def write_file(
     """Replace (or create) ``path`` by ``content``, atomically and durably.
 
     ``mode``: the file's permission bits, set on the descriptor whatever the umask; None
-    gives a new file's usual ``0666`` less the umask. ``dir_fd``: ``path`` is a name in that directory.
+    gives a new file's usual ``0666`` less the umask. ``dir_fd``: ``path`` is a name in
+    that directory.
     ``temp_name(base)`` makes a candidate temporary name (random by default; sidecars use
     one that records their writer, for ``leftovers``). ``created(temp, inode)`` is told
     the temporary file as soon as it exists; ``fence``, called right before the rename,
@@ -113,9 +116,28 @@ def write_file(
             published()
     except BaseException:
         if not done:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dir_fd)
-            except OSError:
-                pass
         raise
     fsync_directory(directory, dir_fd)
+
+
+def read_regular(path: str) -> tuple[bytes, int] | None:
+    """The bytes and permission bits of the regular file ``path`` (a file about to be
+    rewritten whole), None when there is none. ``OSError`` where something else lies
+    there: ``ELOOP`` for a link (never read through: what it points at would be written
+    back into the file), ``EINVAL`` for a FIFO, a directory or a device."""
+    try:
+        fd = os.open(path, READ)
+    except FileNotFoundError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, max(st.st_size, 65536)):
+            chunks.append(chunk)
+        return b"".join(chunks), stat.S_IMODE(st.st_mode)
+    finally:
+        os.close(fd)

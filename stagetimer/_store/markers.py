@@ -44,8 +44,8 @@ from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW, NONBLOCK
 
 __all__ = [
     "DIRECTORY_FLAGS",
-    "DroppedRuns",
     "MARKER_MODE",
+    "DroppedRuns",
     "attempt_ids",
     "attempts_path",
     "create",
