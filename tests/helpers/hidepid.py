@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from helpers.users import Users, _command, _env
 
 __all__ = ["as_user_hidepid"]

@@ -5,9 +5,9 @@ on cluster scratch), symbolic links to Alice's private 0600 file (in her 0700 ho
 every name a writer could be predicted to use: the output's own name, the temporary
 names ``.<name>.<pid>.tmp`` of the next 4,000 pids, and the fixed ``.<name>.tmp``. Then
 Alice writes there: an HTML report, an HTML comparison, a report's and a comparison's
-picture, an OTLP file, TensorBoard events (sidecars: ``test_hostile_files``). Her private file must be left as
-it was, and the output must be a file of hers. Every process runs as its user with a
-timeout.
+picture, an OTLP file, TensorBoard events (sidecars: ``test_hostile_files``). Her private
+file must be left as it was, and the output must be a file of hers. Every process runs
+as its user with a timeout.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def test_an_otlp_export_never_reads_or_appends_through_a_planted_link(users: Use
     # its name is refused and named, never read or written through.
     if not _has("opentelemetry.proto"):
         pytest.skip("opentelemetry-proto is not installed in this interpreter")
-    secret, shared, art, art2 = _setup(users)
+    secret, shared, art, _ = _setup(users)
     out = shared / "spans.jsonl"
     _plant(users, secret, shared, out.name)
     done = as_user(users, users.alice, python(), "-m", "stagetimer", "export", "otlp",
