@@ -109,7 +109,7 @@ def _plant(users: Users, user: str, path: Path, content: dict[str, Any], mode: i
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("parent_mode", [0o2770, 0o3770])
+@pytest.mark.parametrize("parent_mode", [0o2770, 0o3770], ids=["2770", "3770"])
 def test_a_marker_is_its_writers_alone_whatever_the_umask(
     users: Users, parent_mode: int
 ) -> None:
