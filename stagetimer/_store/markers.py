@@ -12,11 +12,15 @@ attempt it is, under a random name of its own.
 
 - **Create**: ``O_CREAT | O_EXCL`` without following links, through a descriptor of the
   markers' directory opened ``O_DIRECTORY | O_NOFOLLOW`` (a planted link in place of the
-  directory or of the name is never followed), written, ``fsync``-ed, and the directory
-  ``fsync``-ed: the marker is durable before the block runs.
-- **Replace** (a failed attempt): a temporary file of our own in the same directory
-  (``.<attempt_id>.tmp-<random>``, never a ``.json`` name), ``fsync``-ed, ``rename``-d onto
-  the marker, the directory ``fsync``-ed.
+  directory or of the name is never followed), ``fchmod``-ed ``0644`` whatever the umask
+  (only its writer may change it), written, ``fsync``-ed, and the directory ``fsync``-ed:
+  the marker is durable before the block runs. The markers' directory is made as open
+  as its parent, and sticky wherever others may write in it (``_shared_mode``): only a
+  marker's writer may replace, rename or remove it.
+- **Replace** (a failed attempt): ``durable.write_file`` through the directory's
+  descriptor: a temporary file of our own (``.<attempt_id>.tmp-<random>``, never a
+  ``.json`` name), ``0644``, ``fsync``-ed, ``rename``-d onto the marker, the directory
+  ``fsync``-ed.
 - **Remove**: ``unlink`` through the directory's descriptor. Not ``fsync``-ed: a marker
   that comes back after a crash names an id already in ``timings.json``, which counts as
   finished, and the next save removes it.
