@@ -78,12 +78,13 @@ def write_file(
     created: Callable[[str, int], None] | None = None,
     fence: Callable[[], None] | None = None,
     published: Callable[[], None] | None = None,
+    new_mode: int = 0o666,
 ) -> None:
     """Replace (or create) ``path`` by ``content``, atomically and durably.
 
     ``mode``: the file's permission bits, set on the descriptor whatever the umask; None
-    gives a new file's usual ``0666`` less the umask. ``dir_fd``: ``path`` is a name in
-    that directory.
+    gives ``new_mode`` less the umask (``0644`` for a file no one else may write).
+    ``dir_fd``: ``path`` is a name in that directory.
     ``temp_name(base)`` makes a candidate temporary name (random by default; sidecars use
     one that records their writer, for ``leftovers``). ``created(temp, inode)`` is told
     the temporary file as soon as it exists; ``fence``, called right before the rename,
@@ -93,7 +94,7 @@ def write_file(
     directory, base = os.path.split(path)
     if dir_fd is not None and directory:
         raise ValueError(f"with dir_fd, path must be a name, not {path!r}")
-    fd, temp = _create(directory, base, temp_name, dir_fd, 0o666 if mode is None else 0o600)
+    fd, temp = _create(directory, base, temp_name, dir_fd, new_mode if mode is None else 0o600)
     done = False
     try:
         try:

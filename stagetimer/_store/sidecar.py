@@ -141,11 +141,12 @@ def write_atomic(
     attempt: Attempt | None = None,
     fence: Callable[[], None] | None = None,
     published: Callable[[], None] | None = None,
+    new_mode: int = 0o666,
 ) -> None:
     """Replace ``path`` by ``content`` atomically and durably.
 
     ``mode``: the permission bits of the file being replaced (kept), or None for a new
-    file (the umask decides). The temporary file is created new (``O_EXCL``, no link
+    file (``new_mode`` less the umask). The temporary file is created new (``O_EXCL``, no link
     followed) under a name of its own in the same directory, so nothing planted there
     and no other writer's file is ever written through. ``attempt`` records the progress
     (see ``Attempt``). ``fence``, called right before ``os.replace``, raises when this
@@ -170,7 +171,8 @@ def write_atomic(
 
     try:
         write_file(path, content, mode, temp_name=lambda _base: os.path.basename(
-            _temp_path(path)), created=created, fence=fence, published=done)
+            _temp_path(path)), created=created, fence=fence, published=done,
+            new_mode=new_mode)
     except BaseException:
         attempt.replaced()  # removes a temporary file an interrupt left
         raise

@@ -132,3 +132,23 @@ def test_a_bad_prefer_is_named_and_nothing_is_touched(art: Path, prefer: object)
         recover(art, prefer=prefer)  # type: ignore[arg-type]
 
     assert rescue.exists() and before == (art / "timings.json").read_bytes()
+
+
+def test_a_rescue_file_is_never_writable_by_others_whatever_the_umask(art: Path) -> None:
+    # recover trusts a rescue file as far as its owner: no one else may have written it.
+    art.mkdir(parents=True)
+    (art / "timings.json").write_text("{broken")  # every save fails: records are rescued
+    script = textwrap.dedent("""
+        import sys, warnings
+        from stagetimer import Recorder, record_timing
+        warnings.simplefilter("ignore")
+        record_timing("eval", 1.0, recorder=Recorder(sys.argv[1]))
+        import os
+        os._exit(0)  # no save at exit: the rescue file stays as written
+    """)
+    done = subprocess.run(["sh", "-c", 'umask 002; exec "$@"', "sh", sys.executable, "-c",
+                           script, str(art)], capture_output=True, text=True, timeout=60,
+                          cwd="/tmp", env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    (rescue,) = art.glob("timings.rescue-*.json")
+    assert 0o644 == rescue.stat().st_mode & 0o777
