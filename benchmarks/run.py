@@ -170,6 +170,39 @@ def marker_costs(existing: int, repeats: int) -> dict[str, float]:
     return {kind: statistics.median(values[1:]) for kind, values in times.items()}
 
 
+def leftover_costs(leftovers: int, repeats: int) -> tuple[float, float]:
+    """Medians, in seconds, of a recorded ``stage`` (its marker written and removed) at 100
+    runs in a directory whose ``timings.attempts/`` holds ``leftovers`` markers past
+    attempts left (failed or killed: kept for good), and in one that holds none, in
+    turns. A save never lists the markers' directory, so the two should cost the same."""
+    from stagetimer._store import markers
+
+    times: dict[str, list[float]] = {"leftovers": [], "none": []}
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as top:
+        recs = {}
+        for kind in times:
+            directory = os.path.join(top, kind)
+            os.mkdir(directory)
+            _file_of(directory, 100)
+            recs[kind] = Recorder(directory, strict=True)
+            with stage("ippo_train", run_idx=100, recorder=recs[kind]):
+                pass  # makes the markers' directory
+        where = markers.attempts_path(os.path.join(top, "leftovers"))
+        content = b'{"format": 1, "stage": "ippo_train", "outcome": "raised"}\n'
+        for _ in range(leftovers):
+            name = markers.new_attempt_id() + ".json"
+            fd = os.open(os.path.join(where, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, content)
+            os.close(fd)
+        for k in range(repeats + 1):
+            for kind, rec in recs.items():
+                t0 = time.perf_counter()
+                with stage("ippo_train", run_idx=101 + k, recorder=rec, reward=0.5):
+                    pass
+                times[kind].append(time.perf_counter() - t0)
+    return statistics.median(times["leftovers"][1:]), statistics.median(times["none"][1:])
+
+
 def bare_marker(directory: str, content: bytes) -> None:
     """A marker's floor: a new file created, written, ``fsync``-ed, its directory
     ``fsync``-ed (durable), then unlinked, by bare system calls."""
@@ -435,6 +468,11 @@ def main() -> int:
         f"{costs['refused'] * 1e3:.2f} ms vs without markers {costs['unmarked'] * 1e3:.2f} ms"
         f" = {costs['refused'] / costs['unmarked']:.2f}x",
         "<= 1.1x (no more than a save)", costs["refused"] / costs["unmarked"] <= 1.1)
+    with_leftovers, without = leftover_costs(100_000, reps)
+    row("  a stage beside 100,000 leftover markers",
+        f"{with_leftovers * 1e3:.2f} ms vs none {without * 1e3:.2f} ms"
+        f" = {with_leftovers / without:.2f}x",
+        "<= 1.2x (no growth with past attempts)", with_leftovers / without <= 1.2)
     per_run_10 = growth[10][0]
     per_run_10k = growth[10_000][0]
     size_ratio = 10_000 / 10

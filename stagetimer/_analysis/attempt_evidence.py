@@ -19,8 +19,11 @@ anything the same process wrote later in the directories read. Its upper end is 
 earliest evidence of its end (Slurm's end, a missed beat, a later attempt of the same
 run), and None where the only bound would be the moment of reading: a process found
 gone says it ended, not when, and a bound that grew each time it is read would be none.
-Another user's marker is trusted only as far as the file proves: a marker whose content
-names a writer other than the file's owner decides nothing.
+A marker is trusted only as far as its file proves (``marker_read.distrust``: writable
+by others, or naming a writer other than its owner): an untrusted marker decides
+nothing, neither for itself nor as a later attempt. Under ``/proc`` mounted
+``hidepid``, another user's pid that runs is evidence 1 undecided (its start time is
+hidden), and the chain goes on.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from stagetimer._analysis.slurm_jobs import JobView, job_cause
 from stagetimer._store.marker_read import Marker, heartbeat_of
 from stagetimer._store.processes import UNRECORDED, is_pid, liveness, where
 
-__all__ = ["Verdict", "judge", "one_line"]
+__all__ = ["Verdict", "judge", "one_line", "untrusted"]
 
 _Bound = datetime.datetime | None
 #: How many missed beats make a writer dead.
@@ -101,7 +104,12 @@ def _same_machine(marker: Marker, writer: dict[str, Any], now: datetime.datetime
     pid, started = writer.get("pid"), writer.get("start_time")
     if not is_pid(pid) or not isinstance(started, int) or isinstance(started, bool):
         return None  # a pid alone is no process: pids are reused
-    if liveness(pid, started, host=host, boot=boot, pidns=pidns) == "live":
+    state = liveness(pid, started, host=host, boot=boot, pidns=pidns)
+    if state == "hidden":
+        # /proc hides another user's process (hidepid): it runs, but whether it is
+        # the writer (its start time) is unknown. Undecided: the next evidence decides.
+        return _Clue(None, f"process {pid} runs as another user, hidden by /proc's hidepid")
+    if state == "live":
         if _process_uid(pid) not in (marker.uid, None):
             return _Clue(None, f"process {pid} runs, but as another user than the marker's")
         return _Clue("running", f"its process {pid} runs on this machine")
@@ -148,6 +156,12 @@ def _heartbeat(marker: Marker, now: datetime.datetime) -> _Clue | None:
     return _Clue("running", f"last heartbeat {(now - last).total_seconds():.0f} s ago")
 
 
+def untrusted(marker: Marker) -> Verdict:
+    """The verdict on a marker whose content is not trusted: ``unknown``, whatever it
+    says (its outcome included)."""
+    return Verdict("unknown", None, None, f"the marker {marker.distrust}")
+
+
 def judge(
     marker: Marker,
     now: datetime.datetime,
@@ -161,11 +175,8 @@ def judge(
     data = marker.data
     writer = data.get("writer")
     writer = writer if isinstance(writer, dict) else {}
-    claimed = writer.get("uid")
-    if isinstance(claimed, int) and claimed != marker.uid:
-        return Verdict("unknown", None, None, (
-            f"the marker names a writer of uid {claimed} but belongs to uid {marker.uid}: "
-            "nothing it says is trusted"))
+    if marker.distrust is not None:
+        return untrusted(marker)
     clues: list[_Clue] = []
     same = _same_machine(marker, writer, now)
     if same is not None and same.state == "running":

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import attrs
 
-from stagetimer._analysis.attempt_evidence import judge, one_line
+from stagetimer._analysis.attempt_evidence import judge, one_line, untrusted
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.signs_of_life import Sign, SignsOfLife
 from stagetimer._analysis.slurm_jobs import JobView, SlurmLookup
@@ -211,6 +211,9 @@ def _judged(
     later: datetime.datetime | None,
     alive: Sign | None = None,
 ) -> tuple[str, str | None, Any, str]:
+    if marker.distrust is not None:  # before anything it says is taken
+        verdict = untrusted(marker)
+        return verdict.state, None, None, verdict.evidence
     data = marker.data
     outcome = data.get("outcome")
     if outcome is not None:
@@ -293,11 +296,12 @@ def _directory_attempts(
     """The attempts of one artifact directory: its runs, then its other markers."""
     found = list(read.found)
     open_markers = [m for m in read.markers if m.attempt_id not in read.finished_ids]
-    starts = _later_starts(found, open_markers)
+    # Only a trusted marker is evidence against another attempt.
+    starts = _later_starts(found, [m for m in open_markers if m.distrust is None])
     for marker in open_markers:
         data_ = marker.data
         key = _key(data_["stage"], data_.get("run_idx"), data_.get("label"), data_.get("rank"))
-        later = _next_start(starts[key], marker.started_at)
+        later = _next_start(starts.get(key, []), marker.started_at)
         alive = signs.of(marker)
         found.append(_from_marker(read.directory, marker,
                                   _judged(marker, now, slurm, later, alive)))

@@ -277,6 +277,12 @@ def _recover(commands: _Commands) -> None:
         "--trust-owner", action="append", default=[], metavar="USER", dest="owners",
         help="also fold rescue files that USER (a name or uid) owns; repeatable",
     )
+    command.add_argument(
+        "--prefer", choices=("rescued", "stored"), default=None,
+        help="where a rescued record and the stored run of its place cannot be ordered "
+        "(one has no started_at): keep the rescued one in place of the stored run, or keep "
+        "the stored run and drop the rescued one (default: keep the rescue file and name it)",
+    )
     command.set_defaults(run=recover.run, parser=command)
 
 

@@ -15,8 +15,9 @@ __all__ = ["run"]
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Recover each directory in turn; 1 if a directory could not be recovered or a
-    record was refused (it stays in its rescue file), else 0. Files left alone (their
+    """Recover each directory in turn; 1 if a directory could not be recovered, a record
+    was refused, or a record cannot be ordered against the stored run of its place (each
+    stays in its rescue file, named, with what to do), else 0. Files left alone (their
     writer runs, another user owns them) are named on standard error and are not errors.
     """
     from stagetimer._errors import StageTimerError
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     status = 0
     for directory in args.directories:
         try:
-            done = recover(directory, owners=args.owners)
+            done = recover(directory, owners=args.owners, prefer=args.prefer)
         except (StageTimerError, OSError) as exc:
             error("recover", esc(str(exc)))
             status = 1
@@ -41,12 +42,24 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             for refusal in item.refused:
                 error("recover", f"{path}: refused, not stored: {esc(refusal)}")
                 status = 1
+            for line in item.unordered:
+                error("recover", f"{path}: kept, not stored: {esc(line)}")
+            if item.unordered:
+                where = esc(directory)
+                error("recover", (
+                    f"{path}: kept with {len(item.unordered)} record(s) that cannot be "
+                    "ordered against the stored runs: run 'stagetimer recover --prefer "
+                    f"rescued {where}' to store them in place of the stored runs, or "
+                    f"'stagetimer recover --prefer stored {where}' to keep the stored runs "
+                    "and drop them"))
+                status = 1
             print(
                 f"{path}: {item.stored} record(s) stored into {target}"
                 + (f", {item.already} already there or superseded by newer runs"
                    if item.already else "")
                 + ("; rescue file kept (refused records)" if item.refused else
-                   "; rescue file removed")
+                   "; rescue file kept (records that cannot be ordered)" if item.unordered
+                   else "; rescue file removed")
             )
         if not done:
             print(f"{esc(directory)}: no rescue file, nothing to recover")

@@ -23,6 +23,7 @@ from typing import Any
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.tree import Problem
 from stagetimer._export.runs import Exported, ExportError, digest, need, readable
+from stagetimer._store.durable import read_regular, write_file
 
 __all__ = ["export_otlp", "span_ids"]
 
@@ -84,10 +85,10 @@ def export_otlp(
 def _held(destination: str) -> set[str]:
     """The span ids the file holds (a line cut short by a crash is skipped)."""
     try:
-        with open(destination, encoding="utf-8") as file:
-            lines = file.read().splitlines()
-    except FileNotFoundError:
-        return set()
+        found = read_regular(destination)  # never through a link planted there
+        if found is None:
+            return set()
+        lines = found[0].decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ExportError(f"cannot read {destination!r}: {_why(exc)}") from exc
     held: set[str] = set()
@@ -216,21 +217,18 @@ def _request(spans: list[dict[str, Any]]) -> str:
 
 
 def _append(destination: str, line: str) -> None:
-    """Append ``line`` in one write (after a newline when a crash cut the last one short)."""
+    """Add ``line`` (after a newline when a crash cut the last one short): the file is
+    rewritten whole (``durable.write_file``), never opened through a link planted at its
+    name, its permission bits kept."""
     data = line.encode("utf-8") + b"\n"
     try:
-        fd = os.open(destination, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        try:
-            size = os.fstat(fd).st_size
-            if size:
-                with open(destination, "rb") as file:
-                    file.seek(size - 1)
-                    if file.read(1) != b"\n":
-                        data = b"\n" + data
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
+        found = read_regular(destination)
+        if found is None:
+            write_file(destination, data)
+        else:
+            held, mode = found
+            if held and not held.endswith(b"\n"):
+                held += b"\n"
+            write_file(destination, held + data, mode)
     except OSError as exc:
         raise ExportError(f"cannot write {destination!r}: {_why(exc)}") from exc

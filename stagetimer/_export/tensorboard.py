@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable
 from typing import Any
 
 from stagetimer._analysis.wall_span import posix_seconds
 from stagetimer._export.runs import Exported, ExportError, Group, need
+from stagetimer._store.durable import fsync_directory
 
 __all__ = ["export_tensorboard", "run_directory"]
 
@@ -84,10 +87,35 @@ def _write(path: str, new: list[tuple[_Point, float]]) -> None:
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
     os.makedirs(path, exist_ok=True)  # an unwritable destination fails here, plainly
-    writer: Any = EventFileWriter(path, max_queue_size=len(new) + 1)
+    # TensorBoard's writer opens a predictable name (time, host, pid) following links: it
+    # writes into a private directory of a random name (0700), and each file it made is
+    # then linked into ``path`` under a name never taken (link(2) fails on any name that
+    # exists, a planted link included), so nothing planted in ``path`` is written through.
+    private = tempfile.mkdtemp(prefix=".stagetimer-", dir=path)
     try:
-        for (tag, step, wall), seconds in new:
-            summary = Summary(value=[Summary.Value(tag=tag, simple_value=seconds)])
-            writer.add_event(Event(wall_time=wall, step=step, summary=summary))
+        writer: Any = EventFileWriter(private, max_queue_size=len(new) + 1)
+        try:
+            for (tag, step, wall), seconds in new:
+                summary = Summary(value=[Summary.Value(tag=tag, simple_value=seconds)])
+                writer.add_event(Event(wall_time=wall, step=step, summary=summary))
+        finally:
+            writer.close()
+        for name in sorted(os.listdir(private)):
+            _publish(os.path.join(private, name), path, name)
     finally:
-        writer.close()
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _publish(made: str, path: str, name: str) -> None:
+    """Link the event file ``made`` into ``path`` as ``name``, or as ``name.<random>``
+    where that name is taken (never replacing, never following what lies there)."""
+    target = name
+    for _ in range(100):
+        try:
+            os.link(made, os.path.join(path, target), follow_symlinks=False)
+            break
+        except FileExistsError:
+            target = f"{name}.{os.urandom(4).hex()}"
+    else:
+        raise FileExistsError(f"no free name for {name} in {path}")
+    fsync_directory(path)

@@ -104,7 +104,9 @@ class RescueFile:
             text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
             self.attempt = attempt = Attempt()
             os.makedirs(self.directory, exist_ok=True)
-            write_atomic(self.name, text.encode("utf-8"), None, attempt)
+            # Never writable by others, whatever the umask: ``recover`` trusts a rescue
+            # file as far as its owner, who alone may then have written it.
+            write_atomic(self.name, text.encode("utf-8"), None, attempt, new_mode=0o644)
             self.path = self.name
             self.in_file = records
         except Exception as exc:

@@ -35,11 +35,16 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import InvalidRecordError
-from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE, takes_expected_runs
+from stagetimer._format import (
+    AUTO_RESUME_SUFFIX,
+    HARDWARE_FILE,
+    TIMINGS_FILE,
+    takes_expected_runs,
+)
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
 from stagetimer._record.pending import Finished, Pending, descriptions
 from stagetimer._record.rescue_file import RescueFile
-from stagetimer._store.markers import finished_leftovers, remove_owned
+from stagetimer._store.markers import DroppedRuns, remove_owned
 from stagetimer._store.markers import remove as remove_markers
 from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.rules import apply_run, keep_completed_prefix, run_is_stored
@@ -145,6 +150,13 @@ def _discard(pending: list[Pending], records: list[Pending]) -> None:
     for record in records:
         with contextlib.suppress(ValueError):  # already gone
             pending.remove(record)
+
+
+def _may_drop(policy: str, pending: Pending) -> bool:
+    """Whether applying ``pending`` may drop stored runs: every rule but a sequential
+    append (``run_idx > 0``), which only adds one."""
+    run = pending.run
+    return policy != "sequential" or run is None or run.get("run_idx") in (None, 0)
 
 
 @attrs.frozen
@@ -319,15 +331,6 @@ class Saver:
         truncate = s.completed_runs is not None and not self._resume_done
 
         def change(data: dict[str, Any]) -> bytes | None:
-            # Markers whose runs the file holds (a writer killed between its publish and
-            # its removal) are finished attempts: told from the runs on disk before this
-            # save's own change replaces any of them (a rerun of the same run under a new
-            # attempt id, a reset, a resume's truncation), and removed while those runs
-            # are still the file's, so that no reader ever sees one without its run.
-            ours = {p.attempt.id for p in records if p.attempt is not None}
-            leftovers = finished_leftovers(s.directory, data, ours)
-            if leftovers:
-                remove_owned(s.directory, leftovers)
             # Under the lock: records ``recover`` stored from our rescue file (it removes
             # the file under this lock) are never stored again.
             taken = self._rescue.taken_by_recover()
@@ -337,6 +340,11 @@ class Saver:
                 assert s.completed_runs is not None
                 keep_completed_prefix(data, s.completed_runs)
             changed = truncate
+            # Runs this save may drop (a reset or a replacement; never an append): their
+            # leftover markers go with them. Found from the runs, never by listing.
+            dropping = DroppedRuns(data, None if truncate else {
+                n for p in records if p not in taken and _may_drop(s.policy, p)
+                for n in (p.name, p.name + AUTO_RESUME_SUFFIX)})
             for pending in records:
                 if pending in taken:
                     continue
@@ -344,6 +352,15 @@ class Saver:
                     changed = self._apply(data, pending, again) or changed
                 except InvalidRecordError as exc:
                     rejections.append(_Rejection(pending, exc))
+            # Leftover markers (a writer killed between its publish and its marker's
+            # removal) of the runs this change drops (a rerun of the same run under a new
+            # attempt id, a reset, a resume's truncation): told from the runs on disk
+            # before the change, and removed before it publishes, while those runs are
+            # still the file's, so that no reader ever sees one without its run.
+            ours = {p.attempt.id for p in records if p.attempt is not None}
+            leftovers = dropping.ids(data, ours)
+            if leftovers:
+                remove_owned(s.directory, leftovers)
             return timings_bytes(data, self._cache) if changed else None
 
         attempt = Attempt()

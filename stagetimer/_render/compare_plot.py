@@ -26,6 +26,7 @@ from stagetimer._analysis.comparison import (
 )
 from stagetimer._escape import escape_text
 from stagetimer._render.compare_text import SAME_HARDWARE, hardware_words
+from stagetimer._render.output_file import write_figure
 from stagetimer._render.report_plot import (
     load_pyplot,
     quiet_floats,
@@ -226,6 +227,6 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
         figure.text(0.01, 0.12 / height, caption, fontsize=8, va="bottom", ha="left")
         figure.tight_layout(rect=(0, bottom_inches / height, 1, 1))
         with quiet_floats():  # see report_plot: extreme ratios overflow in the transforms
-            figure.savefig(path)
+            write_figure(figure, path)
     finally:
         plt.close(figure)

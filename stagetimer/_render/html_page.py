@@ -15,14 +15,12 @@ the same files give the same bytes.
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import html
 import math
-import os
 
 from stagetimer._escape import escape_text
-from stagetimer._render.output_file import unwritable
+from stagetimer._render.output_file import unwritable, write_output
 
 __all__ = ["check_path", "html_text", "number", "page", "write_page"]
 
@@ -130,16 +128,7 @@ def check_path(path: str) -> str | None:
 
 
 def write_page(path: str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` whole: a temporary file beside it, renamed over it,
-    so that a reader never opens half a page."""
-    data = text.encode("utf-8")
-    folder = os.path.dirname(os.path.abspath(path))
-    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    """Write ``text`` (UTF-8) to ``path`` whole (``output_file.write_output``): a temporary
+    file of a random name, created new, renamed over it, so that a reader never opens half
+    a page and nothing planted in a shared directory is written through."""
+    write_output(path, text.encode("utf-8"))

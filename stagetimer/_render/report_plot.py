@@ -26,7 +26,7 @@ from stagetimer._analysis.report import ArtifactReport
 from stagetimer._errors import PlotUnavailableError
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import Unit, unit_for
-from stagetimer._render.output_file import unwritable
+from stagetimer._render.output_file import unwritable, write_figure
 from stagetimer._render.report_plot_rows import FAMILIES, ROWS_PER_PAGE, Bar, Row
 from stagetimer._render.report_plot_rows import layout as _layout  # the tests read these two
 from stagetimer._render.report_plot_rows import rows as _rows  # here, beside _page
@@ -313,7 +313,7 @@ def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
         with plt.rc_context({"svg.fonttype": "none"}), quiet_floats():
             fig = _page(plt, rows, lines, title, colours)
             try:
-                fig.savefig(target, format=suffix, dpi=110)
+                write_figure(fig, target, suffix, dpi=110)
             finally:
                 plt.close(fig)
     return paths

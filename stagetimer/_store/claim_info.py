@@ -15,7 +15,7 @@ from typing import Any
 
 from stagetimer._store.openflags import READ
 from stagetimer._store.parse import file_kind
-from stagetimer._store.processes import is_pid, liveness, user_name, where
+from stagetimer._store.processes import Liveness, is_pid, liveness, user_name, where
 
 __all__ = ["MAX_CLAIM_BYTES", "ClaimInfo", "blocked", "held", "read_claim"]
 
@@ -63,11 +63,17 @@ class ClaimInfo:
 
     def holder_dead(self, me: dict[str, Any]) -> bool:
         """On this machine: whether the holder is gone (or is an interrupted save of ours)."""
+        return self.holder_liveness(me) == "dead"
+
+    def holder_liveness(self, me: dict[str, Any]) -> Liveness:
+        """On this machine: whether the holder runs (``processes.liveness``; an
+        interrupted save of ours is ``"dead"``). ``"hidden"``: its pid runs as another
+        user whose ``/proc`` entry ``hidepid`` hides, so the stale rule decides."""
         assert self.holder is not None
         pid, recorded = self.holder.get("pid"), self.holder.get("start")
         if is_pid(pid) and pid == me["pid"] and recorded == me["start"]:
-            return self.token not in held
-        return liveness(pid, recorded) == "dead"
+            return "live" if self.token in held else "dead"
+        return liveness(pid, recorded)
 
     def whose(self) -> str:
         """Who holds it, in words: the holder it names, and the file's owner."""

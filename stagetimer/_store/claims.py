@@ -129,7 +129,11 @@ def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> 
     if info.kind not in ("file", "unreadable"):
         return False  # no writer makes it: see ``blocked``
     if info.same_machine():
-        return info.holder_dead(me)
+        state = info.holder_liveness(me)
+        if state != "hidden":
+            return state == "dead"
+        # Another user's process hidden by hidepid holds that pid: whether it is the
+        # holder is unknown, so the stale rule decides, as for another machine's.
     if info.kind == "file" and info.holder is None:
         # Empty or not ours to parse: a live writer fills its claim right after creating
         # it, so one that stays so died in between (a wrong guess costs that writer only

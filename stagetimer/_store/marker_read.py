@@ -9,6 +9,10 @@ FIFO opens at once and is refused as not a regular file), read up to
 with the sidecars' structural checks (UTF-8, nesting, a key twice). A marker whose
 content is not a marker (its id not its name, no stage, no start) is named too.
 
+A marker is trusted no further than its file allows (``distrust``): one that others than
+its owner may write, or whose content names another writer than its owner, is read but
+marked untrusted, and decides nothing.
+
 Temporary files of a writer replacing its marker (``.<id>.tmp-…``) and names that are
 not ``<32 hex digits>.json`` are not markers and are passed over in silence.
 
@@ -39,7 +43,7 @@ from stagetimer._store.openflags import READ
 from stagetimer._store.parse import parse_json
 
 __all__ = [
-    "BadMarker", "Marker", "Writer", "heartbeat_of", "odd_values", "parse_utc",
+    "BadMarker", "Marker", "Writer", "distrust", "heartbeat_of", "odd_values", "parse_utc",
     "read_markers", "writer_of",
 ]
 
@@ -63,6 +67,9 @@ class Marker:
     #: one line per value no writer could have written (``odd_values``): an attempt
     #: with any is counted, never summed
     odd: tuple[str, ...] = ()
+    #: why its content is not trusted (another user than its writer may have written
+    #: it), or None: an untrusted marker decides nothing, not even its own outcome
+    distrust: str | None = None
 
 
 @attrs.frozen
@@ -194,7 +201,8 @@ def _read_one(dfd: int, name: str, path: str) -> Marker:
         raise _Refused(exc.problem) from None
     started = _check(name, data)
     return Marker(path, data, name[:32], started, _utc(st.st_mtime), st.st_uid,
-                  odd_values(data, started, time.time()))
+                  odd_values(data, started, time.time()),
+                  distrust(st.st_mode, st.st_uid, data))
 
 
 #: The earliest start a writer's clock gives (a clock never set reads 1970; year 1 is no
@@ -281,6 +289,27 @@ def odd_values(
     ):
         odd.append(f"heartbeat {_shown(beat)} s is no interval a writer beats at")
     return tuple(odd)
+
+
+def distrust(mode: int, uid: int, data: dict[str, Any]) -> str | None:
+    """Why a marker's content (a file of permission bits ``mode`` owned by ``uid``) is
+    not to be trusted, or None.
+
+    A marker is written by its writer alone (``0644``): one that others may write
+    (group- or world-writable, as markers were once made) may have been rewritten in
+    place by any of them, and one owned by another user than the writer its content
+    names was written by that user. Its owner is the only writer the file proves.
+    """
+    if mode & 0o022:
+        who = "everyone" if mode & 0o002 else "its group"
+        return (f"is writable by {who} (mode {stat.S_IMODE(mode):04o}), so anyone of them "
+                "may have rewritten it: nothing it says is trusted")
+    writer = data.get("writer")
+    claimed = writer.get("uid") if type(writer) is dict else None
+    if type(claimed) is int and claimed != uid:
+        return (f"names a writer of uid {claimed} but belongs to uid {uid}: nothing it "
+                "says is trusted")
+    return None
 
 
 def _check(name: str, data: Any) -> datetime.datetime:

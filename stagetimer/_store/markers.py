@@ -12,18 +12,24 @@ attempt it is, under a random name of its own.
 
 - **Create**: ``O_CREAT | O_EXCL`` without following links, through a descriptor of the
   markers' directory opened ``O_DIRECTORY | O_NOFOLLOW`` (a planted link in place of the
-  directory or of the name is never followed), written, ``fsync``-ed, and the directory
-  ``fsync``-ed: the marker is durable before the block runs.
-- **Replace** (a failed attempt): a temporary file of our own in the same directory
-  (``.<attempt_id>.tmp-<random>``, never a ``.json`` name), ``fsync``-ed, ``rename``-d onto
-  the marker, the directory ``fsync``-ed.
+  directory or of the name is never followed), ``fchmod``-ed ``0644`` whatever the umask
+  (only its writer may change it), written, ``fsync``-ed, and the directory ``fsync``-ed:
+  the marker is durable before the block runs. The markers' directory is made as open
+  as its parent, and sticky wherever others may write in it (``_shared_mode``): only a
+  marker's writer may replace, rename or remove it.
+- **Replace** (a failed attempt): ``durable.write_file`` through the directory's
+  descriptor: a temporary file of our own (``.<attempt_id>.tmp-<random>``, never a
+  ``.json`` name), ``0644``, ``fsync``-ed, ``rename``-d onto the marker, the directory
+  ``fsync``-ed.
 - **Remove**: ``unlink`` through the directory's descriptor. Not ``fsync``-ed: a marker
   that comes back after a crash names an id already in ``timings.json``, which counts as
   finished, and the next save removes it.
 
-A leftover marker (its writer was killed between the publish and the removal) whose id
-is in ``timings.json`` is removed by the next save into the directory, only when it is a
-regular file owned by the saving user (``finished_leftovers``, ``remove_owned``).
+A leftover marker (its writer was killed between the publish and the removal) names a run
+``timings.json`` holds, and reads as that finished run. The save that drops that run
+(replaced, or reset) removes it, found by the run's ``attempt_id``, never by listing the
+directory, and only when it is a regular file owned by the saving user (``DroppedRuns``,
+``remove_owned``).
 """
 
 from __future__ import annotations
@@ -37,19 +43,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from stagetimer._format import ATTEMPTS_DIR, MARKER_FIELDS, MARKER_SUFFIX
+from stagetimer._store.durable import fsync_directory, write_file
 from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW, NONBLOCK
 
 __all__ = [
     "DIRECTORY_FLAGS",
+    "MARKER_MODE",
     "MARKER_TEXT_CHARS",
+    "DroppedRuns",
     "attempt_ids",
     "attempts_path",
     "bounded_text",
     "create",
     "encode",
-    "finished_leftovers",
     "is_attempt_id",
-    "listed_ids",
     "new_attempt_id",
     "remove",
     "remove_owned",
@@ -108,12 +115,22 @@ def encode(marker: dict[str, Any]) -> bytes:
     return (json.dumps(ordered, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
-def _fsync_directory_of(directory: str) -> None:
-    fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+#: A marker's permission bits: only its writer may change it (whatever the umask).
+MARKER_MODE = 0o644
+
+
+def _shared_mode(parent: int) -> int:
+    """The permission bits of a new markers' directory under a parent of mode ``parent``.
+
+    As open as its parent (whoever may write in the artifact directory may start an
+    attempt there), its set-group-id bit kept, and sticky wherever someone else than its
+    owner may write in it: each marker has one writer, and in a sticky directory only a
+    file's owner may remove or rename it (the parent's sticky bit is always kept).
+    """
+    mode = parent & 0o3777
+    if mode & 0o022:
+        mode |= stat.S_ISVTX
+    return mode
 
 
 def _open_directory(directory: str, make: bool) -> int:
@@ -129,13 +146,25 @@ def _open_directory(directory: str, make: bool) -> int:
         if not make:
             raise
     os.makedirs(directory or ".", exist_ok=True)
+    # The artifact directory as the user named it (it may be a link of theirs).
+    pfd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
     try:
-        os.mkdir(path)
-    except FileExistsError:
-        pass  # another writer made it meanwhile
-    else:
-        _fsync_directory_of(directory)  # the new directory's entry is durable too
-    return os.open(path, DIRECTORY_FLAGS)
+        try:
+            os.mkdir(ATTEMPTS_DIR, 0o700, dir_fd=pfd)
+        except FileExistsError:
+            return os.open(ATTEMPTS_DIR, DIRECTORY_FLAGS, dir_fd=pfd)  # made meanwhile
+        dfd = os.open(ATTEMPTS_DIR, DIRECTORY_FLAGS, dir_fd=pfd)
+        try:
+            # Set on the descriptor of the directory just made: its bits follow its
+            # parent's, whatever the umask (made 0700 until then).
+            os.fchmod(dfd, _shared_mode(os.fstat(pfd).st_mode))
+            fsync_directory(directory, pfd)  # the new directory's entry is durable too
+        except BaseException:
+            os.close(dfd)
+            raise
+        return dfd
+    finally:
+        os.close(pfd)
 
 
 def _write_all(fd: int, content: bytes) -> None:
@@ -155,9 +184,10 @@ def create(directory: str, attempt_id: str, content: bytes) -> None:
     name = attempt_id + MARKER_SUFFIX
     dfd = _open_directory(directory, make=True)
     try:
-        fd = os.open(name, CREATE_NEW, 0o666, dir_fd=dfd)
+        fd = os.open(name, CREATE_NEW, 0o600, dir_fd=dfd)
         try:
             try:
+                os.fchmod(fd, MARKER_MODE)  # whatever the umask: only its writer may write
                 _write_all(fd, content)
             finally:
                 os.close(fd)
@@ -172,22 +202,10 @@ def create(directory: str, attempt_id: str, content: bytes) -> None:
 
 def replace(directory: str, attempt_id: str, content: bytes) -> None:
     """Replace this writer's marker by ``content`` atomically and durably (``OSError``)."""
-    name = attempt_id + MARKER_SUFFIX
     dfd = _open_directory(directory, make=False)
     try:
-        tmp = f".{attempt_id}.tmp-{os.urandom(4).hex()}"
-        fd = os.open(tmp, CREATE_NEW, 0o666, dir_fd=dfd)
-        try:
-            try:
-                _write_all(fd, content)
-            finally:
-                os.close(fd)
-            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dfd)
-            raise
-        os.fsync(dfd)
+        write_file(attempt_id + MARKER_SUFFIX, content, MARKER_MODE, dir_fd=dfd,
+                   temp_name=lambda _base: f".{attempt_id}.tmp-{os.urandom(8).hex()}")
     finally:
         os.close(dfd)
 
@@ -203,31 +221,12 @@ def remove(directory: str, attempt_ids: Iterable[str]) -> None:
         os.close(dfd)
 
 
-def listed_ids(directory: str) -> set[str]:
-    """The ids of the markers named in ``directory``'s markers' directory (empty where
-    there is none, or it is no directory, or cannot be read). Names only: nothing is
-    opened."""
-    try:
-        dfd = os.open(attempts_path(directory), DIRECTORY_FLAGS)
-    except OSError:
-        return set()
-    try:
-        names = os.listdir(dfd)
-    except OSError:
-        return set()
-    finally:
-        os.close(dfd)
-    return {
-        name[:_ID_LENGTH] for name in names
-        if len(name) == _NAME_LENGTH and name.endswith(MARKER_SUFFIX)
-        and is_attempt_id(name[:_ID_LENGTH])
-    }
-
-
-def attempt_ids(data: dict[str, Any]) -> set[str]:
-    """Every ``attempt_id`` the runs of a parsed ``timings.json`` hold."""
+def attempt_ids(data: dict[str, Any], stages: Iterable[str] | None = None) -> set[str]:
+    """Every ``attempt_id`` the runs of a parsed ``timings.json`` hold (of the stages
+    ``stages`` only, where given)."""
     found: set[str] = set()
-    for value in data.values():
+    values = data.values() if stages is None else (data.get(name) for name in stages)
+    for value in values:
         runs = value.get("runs") if type(value) is dict else None
         if type(runs) is not list:
             continue
@@ -239,17 +238,29 @@ def attempt_ids(data: dict[str, Any]) -> set[str]:
     return found
 
 
-def finished_leftovers(directory: str, data: dict[str, Any], skip: set[str]) -> set[str]:
-    """The markers in ``directory`` whose id a parsed ``timings.json`` holds (leftovers
-    of a writer killed between its publish and the removal), but those in ``skip``.
+class DroppedRuns:
+    """The attempt ids of the runs one save drops from ``timings.json`` (a run replaced,
+    or reset), found from the file's runs, not by listing the markers' directory: a
+    save's cost never grows with the markers past attempts left.
 
-    Costs one listing where there are no other markers; the file's runs are read only
-    when there are.
+    A leftover marker (its writer was killed between its publish and the removal) names
+    a run the file holds, and readers count it as that finished run; once a save drops
+    that run, its marker would read as an attempt left unfinished, so the save that drops
+    it removes it (``remove_owned``). ``stages``: the stages the save may drop runs of
+    (None: any, as a resume that keeps a prefix does).
     """
-    listed = listed_ids(directory) - skip
-    if not listed:
-        return set()
-    return listed & attempt_ids(data)
+
+    __slots__ = ("before", "stages")
+
+    def __init__(self, data: dict[str, Any], stages: Iterable[str] | None) -> None:
+        self.stages = None if stages is None else list(stages)
+        self.before = attempt_ids(data, self.stages) if self.stages != [] else set()
+
+    def ids(self, data: dict[str, Any], skip: set[str]) -> set[str]:
+        """The ids held before and not now, but those in ``skip``."""
+        if not self.before:
+            return set()
+        return self.before - attempt_ids(data, self.stages) - skip
 
 
 def remove_owned(directory: str, ids: Iterable[str]) -> None:

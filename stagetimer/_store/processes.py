@@ -13,7 +13,8 @@ from before a reboot names nothing. So a writer records, besides its pid:
   boot (proc(5)), which tells a reused pid from the process that had it.
 
 :func:`liveness` judges such a record: ``"elsewhere"`` when it names another machine
-(whose processes this one cannot see), else ``"live"`` or ``"dead"``.
+(whose processes this one cannot see), ``"hidden"`` when its pid runs as another user
+whose ``/proc/<pid>`` is hidden (``hidepid``), else ``"live"`` or ``"dead"``.
 """
 
 from __future__ import annotations
@@ -47,8 +48,11 @@ __all__ = [
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 #: ``"live"``: the writer runs; ``"dead"``: it does not (or no longer on this boot);
-#: ``"elsewhere"``: written on another machine, whose processes this one cannot see.
-Liveness = Literal["live", "dead", "elsewhere"]
+#: ``"elsewhere"``: written on another machine, whose processes this one cannot see;
+#: ``"hidden"``: its pid runs as another user whose ``/proc/<pid>`` this process may not
+#: read (``/proc`` mounted ``hidepid=1`` or ``2``, proc(5)), so whether it is the writer
+#: (its start time) is unknown: neither live nor dead is proven.
+Liveness = Literal["live", "dead", "elsewhere", "hidden"]
 
 
 class _Unrecorded:
@@ -166,13 +170,19 @@ def is_pid(value: Any) -> TypeGuard[int]:
 def alive(pid: int) -> bool:
     """Whether process ``pid`` exists: kill(2) with signal 0 sends nothing and fails with
     ESRCH when there is no such process, EPERM when it is another user's (alive)."""
+    return _signal_zero(pid) != "gone"
+
+
+def _signal_zero(pid: int) -> Literal["gone", "ours", "another user's"]:
+    """kill(2) with signal 0: no such process, one we may signal, or another user's
+    (``EPERM``: it exists, and its ``/proc/<pid>`` may be hidden from us)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return "gone"
     except OSError:
-        pass  # EPERM: alive, another user's
-    return True
+        return "another user's"  # EPERM
+    return "ours"
 
 
 def liveness(
@@ -225,12 +235,23 @@ def where(
 
 
 def _pid_liveness(pid: int, started: object) -> Liveness:
-    """Whether process ``pid`` of this machine is the one that started at ``started``."""
-    if not alive(pid):
+    """Whether process ``pid`` of this machine is the one that started at ``started``.
+
+    ``/proc/<pid>`` missing or unreadable while kill(2) answers ``EPERM`` is another
+    user's process hidden by ``hidepid``: it runs, but its start time is unknown, so a
+    record that gives one is ``"hidden"`` (never ``"dead"``).
+    """
+    signalled = _signal_zero(pid)
+    if signalled == "gone":
         return "dead"
     stat = proc_stat(pid)
     if stat is None:
-        # No /proc here (or the process left meanwhile): the pid is all there is.
+        if _signal_zero(pid) == "gone":
+            return "dead"  # it left meanwhile
+        if signalled == "another user's" and os.path.isdir("/proc/self"):
+            # /proc is there but shows us nothing of it: hidden (hidepid).
+            return "live" if started is None else "hidden"
+        # No /proc here: the pid is all there is.
         return "live" if os.path.exists(f"/proc/{pid}") or not os.path.isdir("/proc") else "dead"
     state, now = stat
     if state in ("Z", "X"):

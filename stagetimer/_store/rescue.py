@@ -10,7 +10,9 @@ recover DIR``) folds the files whose writer is gone back into ``timings.json``:
   been (a rerun's records are stored), one older than the run of its place (stage,
   ``run_idx``, ``label``, ``rank``) is superseded, so a stale sequential ``run_idx=0``
   never resets a stage that a rerun filled, nor an upsert replaces a newer run. Two
-  identical records are two records.
+  identical records are two records. A record that cannot be ordered against the stored
+  run of its place (one of the two has no ``started_at``) is never dropped in silence:
+  it stays in its file, named, until ``prefer`` says which to keep.
 - A file whose writer still runs, or cannot be proven dead (another host, boot or pid
   namespace: ``_store/processes.py``), is left alone and named: that process saves or
   rewrites its records itself. A file is removed under the sidecar's lock, and a live
@@ -28,11 +30,16 @@ import os
 import pwd
 import stat
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
-from stagetimer._errors import InvalidRecordError, InvalidTypeError, SidecarCorruptError
+from stagetimer._errors import (
+    InvalidRecordError,
+    InvalidSettingError,
+    InvalidTypeError,
+    SidecarCorruptError,
+)
 from stagetimer._format import (
     HARDWARE_FILE,
     RESCUE_SUFFIX,
@@ -47,14 +54,19 @@ from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.processes import is_pid, user_name
 from stagetimer._store.processes import liveness as process_liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
-from stagetimer._store.rules import is_stage, replay_run
+from stagetimer._store.rules import is_stage, replace_place, replay_run
 from stagetimer._store.sidecar import (
     add_descriptions,
     timings_bytes,
     update_file,
 )
 
-__all__ = ["REWRITTEN", "Recovered", "inode", "recover", "rescue_files"]
+__all__ = ["PREFER", "REWRITTEN", "Prefer", "Recovered", "inode", "recover", "rescue_files"]
+
+#: What ``recover(prefer=...)`` keeps where a rescued record and the stored run of its
+#: place cannot be ordered: None keeps both apart (the rescue file stays, named).
+Prefer = Literal["rescued", "stored"] | None
+PREFER = ("rescued", "stored")
 
 @attrs.frozen
 class Recovered:
@@ -66,8 +78,9 @@ class Recovered:
     ``refused``: one line per record no writer could have written, or for the whole
     file when it does not parse (never stored; the file is then kept); ``skipped``: why
     the file was left alone by design (its writer runs, another user owns it, it is a
-    symbolic link), else None. The file is removed
-    when it was folded in with nothing refused.
+    symbolic link), else None; ``unordered``: one line per record nothing orders against
+    the stored run of its place (the file is then kept: ``recover(prefer=...)``). The
+    file is removed when it was folded in with nothing refused or unordered.
     """
 
     path: str
@@ -75,6 +88,10 @@ class Recovered:
     already: int
     refused: tuple[str, ...] = ()
     skipped: str | None = None
+    #: one line per record that cannot be ordered against the stored run of its place
+    #: (one of the two has no ``started_at``): kept in the file, which then stays,
+    #: until ``prefer`` says which one is kept
+    unordered: tuple[str, ...] = ()
 
 
 def rescue_files(directory: str) -> list[str]:
@@ -123,6 +140,13 @@ def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
             f"its writer, process {pid} on this host, still runs: it saves or rescues these "
             "records itself (run recover again once it has ended)"
         )
+    if state == "hidden":
+        pid = owner.get("pid") if owner is not None else "?"
+        return (
+            f"process {pid} on this host runs as another user whose processes /proc hides "
+            "from this one (hidepid): it may be its writer, still saving or rescuing these "
+            "records (run recover as that user, or again once it has ended)"
+        )
     if state == "elsewhere":
         assert owner is not None
         age = written_ago(content.mtime)
@@ -154,19 +178,22 @@ class _Fold:
     stored: int = 0
     already: int = 0
     skipped: str | None = None
+    unordered: list[str] = attrs.Factory(list)
 
     def result(self) -> Recovered:
         return Recovered(self.content.path, self.stored, self.already, tuple(self.refused),
-                         self.skipped)
+                         self.skipped, tuple(self.unordered))
 
 
-def _fold(directory: str, contents: list[RescueContent], lock_timeout: float) -> list[Recovered]:
+def _fold(
+    directory: str, contents: list[RescueContent], lock_timeout: float, prefer: Prefer
+) -> list[Recovered]:
     """Put the records of ``contents`` back where missing: one save of the hardware (and
     software) descriptions, then one of ``timings.json``, for all files together. A file
-    with nothing refused is then removed."""
+    with nothing refused or unordered is then removed."""
     folds = [_Fold(c, list(c.records), list(c.refused)) for c in contents]
     _fold_hardware(directory, folds, lock_timeout)
-    _fold_timings(directory, folds, lock_timeout)
+    _fold_timings(directory, folds, lock_timeout, prefer)
     return [fold.result() for fold in folds]
 
 
@@ -203,7 +230,9 @@ def _fold_hardware(directory: str, folds: list[_Fold], lock_timeout: float) -> N
         fold.records = [r for r in fold.records if r not in unresolved]
 
 
-def _fold_timings(directory: str, folds: list[_Fold], lock_timeout: float) -> None:
+def _fold_timings(
+    directory: str, folds: list[_Fold], lock_timeout: float, prefer: Prefer
+) -> None:
     """Replay every rescued record into ``timings.json``, oldest first (``_put_back``),
     in one save; under the same lock, remove each file whose records are all stored or
     provably older than what is stored (its writer, should it still run, finds its file
@@ -214,12 +243,12 @@ def _fold_timings(directory: str, folds: list[_Fold], lock_timeout: float) -> No
                 # Rewritten (or removed) by its writer since it was read: its writer runs
                 # and owns its records; nothing of the file read is stored.
                 fold.records, fold.skipped = [], REWRITTEN
-        _put_back(data, folds)
+        _put_back(data, folds, prefer)
         return timings_bytes(data) if any(fold.stored for fold in folds) else None
 
     def settled() -> None:
         for fold in folds:
-            if not fold.refused and fold.skipped is None:
+            if not fold.refused and not fold.unordered and fold.skipped is None:
                 _remove(fold.content)
 
     update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout,
@@ -246,10 +275,10 @@ def _remove(content: RescueContent) -> None:
             os.unlink(content.path)
 
 
-def _put_back(data: dict[str, Any], folds: list[_Fold]) -> None:
+def _put_back(data: dict[str, Any], folds: list[_Fold], prefer: Prefer) -> None:
     """Replay the records of ``folds`` as their saves would have, oldest first
-    (``rules.replay_run``); count them stored, already there (or provably older), or
-    refused."""
+    (``rules.replay_run``); count them stored, already there (or provably older),
+    unordered (kept, unless ``prefer`` decides), or refused."""
     order = sorted(
         ((fold, record) for fold in folds for record in fold.records),
         key=lambda pair: _started(pair[1].run),
@@ -261,8 +290,14 @@ def _put_back(data: dict[str, Any], folds: list[_Fold]) -> None:
         before = [r for r in runs if made_by.get(id(r)) is not fold]
         try:
             verdict = replay_run(data, record.stage, record.run, fold.content.policy, before)
+            if verdict == "unordered" and prefer == "rescued":
+                replace_place(data, record.stage, record.run)
+                verdict = "stored"
         except InvalidRecordError as exc:
             fold.refused.append(str(exc))
+            continue
+        if verdict == "unordered" and prefer is None:
+            fold.unordered.append(_unordered(record))
             continue
         if verdict == "stored":
             made_by[id(record.run)] = fold
@@ -270,6 +305,18 @@ def _put_back(data: dict[str, Any], folds: list[_Fold]) -> None:
             _note_expected(data, record, fold.content.expected_runs)
         else:
             fold.already += 1
+
+
+def _unordered(record: RescueRecord) -> str:
+    """One line for a rescued record that cannot be ordered against the stored run."""
+    run = record.run
+    place = ", ".join(f"{k} {run.get(k)!r}" for k in ("run_idx", "label", "rank")
+                      if run.get(k) is not None)
+    return (
+        f"stage {record.stage!r}" + (f" ({place})" if place else "")
+        + f": {TIMINGS_FILE} holds a run of the same place and one of the two has no "
+        "started_at, so nothing tells which is newer"
+    )
 
 
 def _started(run: dict[str, Any]) -> str:
@@ -313,11 +360,13 @@ def _judge(path: str, trusted: set[int]) -> RescueContent | Recovered:
     return content
 
 
-def _recover_all(directory: str, lock_timeout: float, trusted: set[int]) -> list[Recovered]:
+def _recover_all(
+    directory: str, lock_timeout: float, trusted: set[int], prefer: Prefer
+) -> list[Recovered]:
     """Judge every rescue file first, then fold those that may be folded in together."""
     judged = [_judge(path, trusted) for path in rescue_files(directory)]
     contents = [j for j in judged if isinstance(j, RescueContent)]
-    folded = iter(_fold(directory, contents, lock_timeout) if contents else [])
+    folded = iter(_fold(directory, contents, lock_timeout, prefer) if contents else [])
     return [next(folded) if isinstance(j, RescueContent) else j for j in judged]
 
 
@@ -326,6 +375,7 @@ def recover(
     *,
     lock_timeout: float = 60.0,
     owners: Iterable[str | int] = (),
+    prefer: Prefer = None,
 ) -> list[Recovered]:
     """Fold the rescue files of ``directory`` back into its ``timings.json``.
 
@@ -335,13 +385,17 @@ def recover(
     wrote it runs (or cannot be proven dead), when it does not parse, or when another user than
     the owner of ``timings.json`` (or root) owns it, unless ``owners`` names that user
     (a name or a uid). A record no writer could have written is refused and named
-    (``Recovered.refused``), never stored; the file then stays. A file folded in whole
+    (``Recovered.refused``), never stored; the file then stays. A record that cannot be
+    ordered against the stored run of its place (one of the two has no ``started_at``)
+    is named (``Recovered.unordered``) and kept in its file, which stays, unless
+    ``prefer`` says which to keep: ``"rescued"`` puts it in place of the stored run,
+    ``"stored"`` drops it. A file folded in whole
     is removed, so running it again changes nothing. Returns one ``Recovered`` per
     rescue file. Raises ``SidecarCorruptError`` for a sidecar that does not parse
     (nothing written), ``LockTimeoutError``, ``InvalidSettingError`` (a ``ValueError``) for
     a ``lock_timeout`` that is not a number of seconds >= 0 (as ``Recorder``'s),
     ``InvalidTypeError`` (a ``TypeError``) for a ``directory`` that is not a path or an
-    owner that is not a user,
+    owner that is not a user, ``InvalidSettingError`` for a ``prefer`` not in ``PREFER``,
     ``NotADirectoryError``/``FileNotFoundError`` for a path that is not a directory.
 
     >>> recover("exports/pursuit/classic_3/ippo")
@@ -353,6 +407,10 @@ stored=2, already=0, refused=(), skipped=None)]
             f"directory {directory!r} is not valid: expected a str or os.PathLike", directory
         )
     timeout = check_lock_timeout(lock_timeout)
+    if prefer is not None and prefer not in PREFER:
+        raise InvalidSettingError(
+            f"prefer {prefer!r} is not valid: expected 'rescued', 'stored' or None", prefer
+        )
     if isinstance(owners, (str, int)):
         owners = [owners]
     path = os.fspath(directory)
@@ -361,4 +419,4 @@ stored=2, already=0, refused=(), skipped=None)]
             raise NotADirectoryError(f"{path}: not a directory")
         raise FileNotFoundError(f"{path}: no such directory")
     trusted = _trusted(path, owners)
-    return _recover_all(path, timeout, trusted)
+    return _recover_all(path, timeout, trusted, prefer)

@@ -25,6 +25,7 @@ __all__ = [
     "is_stage",
     "is_valid_seconds",
     "keep_completed_prefix",
+    "replace_place",
     "replay_run",
     "run_is_stored",
     "run_key",
@@ -262,6 +263,20 @@ def _same_attempt(a: object, b: dict[str, Any]) -> bool:
     return ident is not None and isinstance(a, dict) and a.get("attempt_id") == ident
 
 
+def replace_place(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
+    """Put ``run`` in place of the runs of its place (stage, ``run_idx``, ``label``,
+    ``rank``) in stage ``name``, no other run changed (``recover --prefer rescued``, for
+    a rescued run that cannot be ordered against the stored one). Refused like
+    ``apply_run``; nothing is changed then."""
+    existing = _existing_stage(data, name)
+    key = run_key(run)
+    kept = [] if existing is None else [r for r in existing["runs"] if run_key(r) != key]
+    _checked_total(name, add_seconds(0.0, [*kept, run]), run)
+    if existing is not None:
+        _set_runs(existing, kept)
+    insert_run(data, name, run)
+
+
 def replay_run(
     data: dict[str, Any], name: str, run: dict[str, Any], policy: str, before: list[Any]
 ) -> str:
@@ -269,9 +284,10 @@ def replay_run(
 
     ``before``: the stage's runs before this rescue file's records (a rescue file's two
     identical records are two records). Returns ``"already"`` (that record, or the same
-    attempt, is stored), ``"older"`` (a run of its place started later; or one of the
-    two has no ``started_at``, as ``record_timing`` without one writes, and the stored
-    run is kept as it always was), or ``"stored"``.
+    attempt, is stored), ``"older"`` (a run of its place started later),
+    ``"unordered"`` (a run of its place is stored and one of the two has no
+    ``started_at``, as ``record_timing`` without one writes: nothing tells which is
+    newer, and nothing is changed), or ``"stored"``.
 
     A run newer than every run of its rank in the stage is applied by ``policy``'s
     rules exactly as a direct save (``apply_run``). An older one replays them at its
@@ -288,7 +304,7 @@ def replay_run(
     key = run_key(run)
     times = [_started(r) for r in before if run_key(r) == key]
     if times and (started is None or None in times):
-        return "older"  # nothing tells which is newer: the stored run is kept
+        return "unordered"  # nothing tells which is newer: the caller decides
     if started is None:
         insert_run(data, name, run)
         return "stored"

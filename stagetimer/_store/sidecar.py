@@ -9,7 +9,6 @@ sidecar of a newer schema, is never overwritten. The bytes written are encoded b
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 from collections.abc import Callable
@@ -17,12 +16,12 @@ from typing import Any
 
 from stagetimer._errors import SidecarCorruptError
 from stagetimer._store.claims import Claim, NoClaim
+from stagetimer._store.durable import write_file
 from stagetimer._store.encode import TimingsCache, dumps_hardware, dumps_timings, timings_bytes
 from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import unclean as _unclean
 from stagetimer._store.lock import acquire, release
-from stagetimer._store.openflags import CREATE_NEW
 from stagetimer._store.parse import open_sidecar, read_all, retry_replaced
 from stagetimer.hardware._mounts import is_local
 
@@ -94,14 +93,6 @@ def add_descriptions(
     return dumps_hardware(data) if added else None
 
 
-def _fsync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Attempt:
     """One write's bookkeeping, from which an interrupted save learns whether it happened.
 
@@ -150,11 +141,12 @@ def write_atomic(
     attempt: Attempt | None = None,
     fence: Callable[[], None] | None = None,
     published: Callable[[], None] | None = None,
+    new_mode: int = 0o666,
 ) -> None:
     """Replace ``path`` by ``content`` atomically and durably.
 
     ``mode``: the permission bits of the file being replaced (kept), or None for a new
-    file (the umask decides). The temporary file is created new (``O_EXCL``, no link
+    file (``new_mode`` less the umask). The temporary file is created new (``O_EXCL``, no link
     followed) under a name of its own in the same directory, so nothing planted there
     and no other writer's file is ever written through. ``attempt`` records the progress
     (see ``Attempt``). ``fence``, called right before ``os.replace``, raises when this
@@ -165,40 +157,26 @@ def write_atomic(
     """
     if attempt is None:
         attempt = Attempt()
-    directory = os.path.dirname(path)
     _unclean.add(path)
     attempt.path = path
-    for _ in range(100):
-        attempt.tmp = tmp = _temp_path(path)
-        try:
-            fd = os.open(tmp, CREATE_NEW, 0o666 if mode is None else 0o600)
-        except FileExistsError:
-            continue  # something is planted at that name: take another
-        break
-    else:
-        raise FileExistsError(errno.EEXIST, "no free temporary file name", path)
-    try:
-        try:
-            attempt.ino = os.fstat(fd).st_ino
-            if mode is not None:
-                os.fchmod(fd, mode)
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if fence is not None:
-            fence()
-        os.replace(tmp, path)
+    attempt.tmp = attempt.ino = None
+
+    def created(temp: str, ino: int) -> None:
+        attempt.tmp, attempt.ino = temp, ino
+
+    def done() -> None:
         attempt.done = True
         if published is not None:
             published()
+
+    try:
+        write_file(path, content, mode, temp_name=lambda _base: os.path.basename(
+            _temp_path(path)), created=created, fence=fence, published=done,
+            new_mode=new_mode)
     except BaseException:
-        attempt.replaced()  # removes the temporary file
+        attempt.replaced()  # removes a temporary file an interrupt left
         raise
     _unclean.discard(path)
-    _fsync_directory(directory or ".")
 
 
 def _read_locked(

@@ -94,6 +94,7 @@ def plant(directory: Path, content: dict[str, Any], mtime: float | None = None) 
     where.mkdir(parents=True, exist_ok=True)
     path = where / f"{content['attempt_id']}.json"
     path.write_bytes(encode(content))
+    path.chmod(0o644)  # as writers make them, whatever the umask (0664 is not trusted)
     if mtime is not None:
         os.utime(path, (mtime, mtime))
     return path

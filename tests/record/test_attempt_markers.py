@@ -135,10 +135,11 @@ def test_markers_are_off_when_asked(tmp_path: Path, how: str) -> None:
     assert "attempt_id" not in stage_runs(tmp_path / "art", "s")[0]
 
 
+#: A save that replaces the run the leftover marker names (a sequential reset).
 LEFTOVER = """
 import sys
 from stagetimer import Recorder, record_timing
-record_timing("other", 1.0, recorder=Recorder(sys.argv[1]))
+record_timing("train", 1.0, run_idx=0, label="a", recorder=Recorder(sys.argv[1]))
 """
 
 
