@@ -336,15 +336,16 @@ class Saver:
             taken = self._rescue.taken_by_recover()
             if taken:
                 _discard(self.pending, taken)
+            # Runs this save may drop (a resume's truncation, a reset or a replacement;
+            # never an append): their leftover markers go with them. Found from the runs
+            # before any change, never by listing.
+            dropping = DroppedRuns(data, None if truncate else {
+                n for p in records if p not in taken and _may_drop(s.policy, p)
+                for n in (p.name, p.name + AUTO_RESUME_SUFFIX)})
             if truncate:
                 assert s.completed_runs is not None
                 keep_completed_prefix(data, s.completed_runs)
             changed = truncate
-            # Runs this save may drop (a reset or a replacement; never an append): their
-            # leftover markers go with them. Found from the runs, never by listing.
-            dropping = DroppedRuns(data, None if truncate else {
-                n for p in records if p not in taken and _may_drop(s.policy, p)
-                for n in (p.name, p.name + AUTO_RESUME_SUFFIX)})
             for pending in records:
                 if pending in taken:
                     continue
