@@ -66,10 +66,16 @@ class AttemptMarkers:
         return started.stored or any(p.attempt is started for p in self.pending)
 
     def begin(
-        self, name: str, run_idx: int | None, label: str | None, started_at: float
+        self,
+        name: str,
+        run_idx: int | None,
+        label: str | None,
+        started_at: float,
+        parent: dict[str, str] | None = None,
     ) -> Started | None:
         """A stage's new attempt (its marker not yet written: ``mark``); None when
-        markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``)."""
+        markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``). ``parent``: the
+        stage open around it (``{"stage", "attempt_id"}``), None where none."""
         if not self.attempts or os.environ.get(_ATTEMPTS_ENV, "").strip() == "0":
             return None
         interval = self.heartbeat
@@ -80,7 +86,9 @@ class AttemptMarkers:
                 if str(exc) not in _warned_settings:  # once per process and value
                     _warned_settings.add(str(exc))
                     self.warn(f"{exc}; stages run without heartbeats")
-        return attempt.prepare(self.directory, name, run_idx, label, started_at, interval)
+        return attempt.prepare(
+            self.directory, name, run_idx, label, started_at, interval, parent
+        )
 
     def mark(self, started: Started) -> bool:
         """Write ``started``'s marker and start its heartbeats (when asked); False when
