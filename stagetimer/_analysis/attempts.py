@@ -19,6 +19,7 @@ from typing import Any, Literal
 import attrs
 
 from stagetimer._analysis.attempt_evidence import judge
+from stagetimer._analysis.nesting import parent_id
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.slurm_jobs import JobView, SlurmLookup
 from stagetimer._analysis.tree import Problem, find_artifact_dirs, read_problem
@@ -80,6 +81,8 @@ class Attempt:
     #: the batch job (``{"scheduler": "slurm", "job_id": ..., "array_job_id": ...,
     #: "array_task_id": ..., "restart_count": ...}``), as runs store it; None outside a job
     job: dict[str, Any] | None = None
+    #: the attempt id of the stage open around it (its ``parent``), None where none
+    parent_id: str | None = None
 
 
 _Key = tuple[str, Any, Any, Any]
@@ -127,6 +130,7 @@ def _finished(directory: str, stage: str, run: dict[str, Any]) -> Attempt:
         hardware_id=_text(run.get("hardware_id")),
         software_id=_text(run.get("software_id")),
         job=_job(run.get("job")),
+        parent_id=parent_id(run.get("parent")),
     )
 
 
@@ -160,6 +164,7 @@ def _from_marker(
         hardware_id=_text(data.get("hardware_id")),
         software_id=_text(data.get("software_id")),
         job=_job(data.get("job")),
+        parent_id=parent_id(data.get("parent")),
     )
 
 

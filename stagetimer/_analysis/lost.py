@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.nesting import NESTED_NOTE, nested_attempts
 from stagetimer._store.rules import is_valid_seconds
 
 __all__ = [
@@ -65,10 +66,12 @@ class LostGroup:
             return None
         return seconds * self.gpus / 3600.0
 
-    def add(self, attempt: Attempt) -> None:
+    def add(self, attempt: Attempt, *, nested: bool = False) -> None:
+        """Count ``attempt``; ``nested``: a finished one inside its parent's run, whose time
+        its parent's already holds (``nesting``)."""
         self.attempts[attempt.state] = self.attempts.get(attempt.state, 0) + 1
         if attempt.state == "finished":
-            if is_valid_seconds(attempt.seconds):
+            if is_valid_seconds(attempt.seconds) and not nested:
                 self.productive_seconds += attempt.seconds
             return
         if attempt.state == "failed":
@@ -117,11 +120,16 @@ class LostSummary:
 
     groups: list[LostGroup]
     total: LostGroup
+    #: finished attempts counted inside their parent's in ``total`` (``nesting``); each
+    #: group, one stage's, counts its own
+    nested_attempts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "groups": [group.to_dict() for group in self.groups],
             "total": self.total.to_dict(keys=False),
+            "nested_attempts": self.nested_attempts,
+            "nested_note": NESTED_NOTE if self.nested_attempts else None,
         }
 
 
@@ -155,6 +163,7 @@ def lost_summary(
     hardware = hardware_of_attempts(listed)
     groups: dict[tuple[str | None, str], LostGroup] = {}
     total = LostGroup(None, None, None)
+    nested = nested_attempts(listed)
     for attempt in listed:
         hardware_id = hardware[id(attempt)]
         key = (hardware_id, attempt.stage)
@@ -163,9 +172,9 @@ def lost_summary(
             gpu = counts.get(hardware_id) if hardware_id is not None else None
             group = groups[key] = LostGroup(hardware_id, attempt.stage, gpu)
         group.add(attempt)
-        total.add(attempt)
+        total.add(attempt, nested=id(attempt) in nested)
     ordered = sorted(groups.values(), key=lambda g: (g.hardware_id or "\uffff", g.stage or ""))
-    return LostSummary(ordered, total)
+    return LostSummary(ordered, total, len(nested))
 
 
 def gpu_hours_lost(summary: LostSummary) -> tuple[float, float | None] | None:

@@ -25,6 +25,7 @@ import attrs
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.eta import StageProgress, stage_progress
 from stagetimer._analysis.id_pairs import PairCache, distinct_ids
+from stagetimer._analysis.nesting import nested_runs
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.report_model import ArtifactReport, LegacyRun, StageStats
 from stagetimer._analysis.report_warnings import (
@@ -34,6 +35,7 @@ from stagetimer._analysis.report_warnings import (
     software_warning,
     value_flags,
 )
+from stagetimer._analysis.run_parts import run_parts
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
@@ -57,6 +59,7 @@ __all__ = [
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _RUN_IDX): each run's run_idx, gathered in C (repeat() is endless)
 _RUN_IDX, _HARDWARE_ID, _STARTED_AT = repeat("run_idx"), repeat("hardware_id"), repeat("started_at")
+_LABEL = repeat("label")
 
 
 def expected_runs(stage: dict[str, Any]) -> int | None:
@@ -68,7 +71,7 @@ def expected_runs(stage: dict[str, Any]) -> int | None:
 
 
 def _stage_stats(
-    name: str, stage: dict[str, Any], stored: dict[str, Any]
+    name: str, stage: dict[str, Any], stored: dict[str, Any], nested: set[int]
 ) -> tuple[StageStats, list[str]]:
     """``stage``'s statistics (``by_seed``'s view of ``stored``: a seed once) and the
     warnings for ``stored``: what no writer stores is looked for in every rank's run,
@@ -77,8 +80,9 @@ def _stage_stats(
     # the statistics are moments' (summarise's arithmetic without its Summary object).
     runs = stage["runs"]
     seconds = raw_seconds(stage)
+    run_idxs = list(map(_get, runs, _RUN_IDX))
     if stage is stored:  # the usual stage: no ranks
-        flags, kept, total = value_flags(name, stage, seconds, list(map(_get, runs, _RUN_IDX)))
+        flags, kept, total = value_flags(name, stage, seconds, run_idxs)
         flagged = len(seconds) - len(kept)
     else:
         every = raw_seconds(stored)
@@ -97,11 +101,19 @@ def _stage_stats(
     if None in starts:
         starts = [t for t in starts if t is not None]
     first, last = start_range(starts)
+    parts = run_parts(run_idxs, list(map(_get, runs, _LABEL)))
+    inside = [
+        value for run, value in zip(runs, seconds, strict=True) if id(run) in nested
+    ] if nested else []
     stats = StageStats(
         name, len(runs), total, mean, median, stdev, low, high, distinct_ids(runs, "hardware_id"),
         tuple(seconds), ids.count(None), flagged, expected_runs(stage),
         first, last,
         software_ids=distinct_ids(runs, "software_id"),
+        seed_runs=None if parts is None else parts[0],
+        part_name=None if parts is None else parts[2],
+        nested_runs=len(inside),
+        nested_seconds=sum(valid_durations(inside), 0.0),
     )
     return stats, flags
 
@@ -151,10 +163,11 @@ def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> Art
     legacy_runs: list[LegacyRun] = []
     warnings: list[str] = []
     referenced: dict[str, int] = {}
+    nested = nested_runs(data)  # runs inside their parent's run (none in most files)
     for name, stored in raw_stages(data):
         # A seed of a distributed launch counts once, as its slowest rank.
         stage, spread = by_seed(stored)
-        stats, flags = _stage_stats(name, stage, stored)
+        stats, flags = _stage_stats(name, stage, stored, nested)
         if spread is not None:
             stats = attrs.evolve(stats, rank_spread=spread)
         stages.append(stats)

@@ -18,6 +18,7 @@ from stagetimer._analysis.compute import (
     StageUse,
     stage_use,
 )
+from stagetimer._analysis.nesting import NESTED_NOTE
 from stagetimer._analysis.report import ArtifactReport
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
@@ -224,6 +225,8 @@ def _left_out(statement: ComputeStatement) -> list[str]:
         notes.append(f"{statement.undescribed_runs} run(s) left out: hardware not described")
     if statement.invalid_runs:
         notes.append(f"{statement.invalid_runs} run(s) left out: seconds no writer stores")
+    if statement.nested_runs:
+        notes.append(f"{NESTED_NOTE} ({statement.nested_runs} run(s) inside another run)")
     return notes
 
 

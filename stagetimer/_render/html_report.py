@@ -21,7 +21,14 @@ from stagetimer._render.html_page import html_text, page
 from stagetimer._render.html_resources import resources_section
 from stagetimer._render.html_svg import MARKS_PER_ROW, Mark, Row, chart, log_or_linear
 from stagetimer._render.html_timeline import timeline
-from stagetimer._render.report_text import directory_progress, rank_line, suite_line
+from stagetimer._render.report_text import (
+    directory_progress,
+    nested_line,
+    rank_line,
+    runs_cell,
+    suite_line,
+    suite_totals,
+)
 from stagetimer._store.rules import is_valid_seconds
 
 __all__ = ["PER_DIRECTORY", "ROWS", "render_html"]
@@ -34,7 +41,7 @@ _HEADER = ("runs", "total", "mean", "median", "sd", "min", "max")
 
 
 def _cells(s: StageStats) -> str:
-    runs = f"{s.runs}*" if s.flagged_runs else str(s.runs)
+    runs = runs_cell(s) + ("*" if s.flagged_runs else "")
     figures = (s.total_seconds, s.mean_seconds, s.median_seconds, s.stdev_seconds,
                s.min_seconds, s.max_seconds)
     return f"<td>{runs}</td>" + "".join(f"<td>{format_duration(v)}</td>" for v in figures)
@@ -170,6 +177,8 @@ def render_html(
         body.append("<p>No timings.json was found under these paths.</p>")
         return page(f"stagetimer report: {named}", "\n".join(body) + "\n")
     body.append(f"<p>{html_text(suite_line(reports))}</p>")
+    if (said := nested_line(suite_totals(reports)[2])) is not None:
+        body.append(f'<p class="note">{html_text(said[0].upper() + said[1:])}.</p>')
     body.append("<h2>Stages</h2>\n<p>Durations in the text report's units; sd is the "
                 "sample standard deviation, each seed counted once.</p>")
     body.append(stage_table(reports))

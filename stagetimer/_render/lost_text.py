@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.lost import STATES, LostGroup, LostSummary, gpu_hours_lost
+from stagetimer._analysis.nesting import NESTED_NOTE
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
 from stagetimer._render.json_text import indented_json
@@ -111,6 +112,16 @@ def _gpu_line(summary: LostSummary) -> str | None:
     return f"GPU-hours lost: {significant(low)} (up to {upper})"
 
 
+def _nested_line(summary: LostSummary) -> list[str]:
+    """Said once where the productive time in all counted nested attempts inside their
+    parents' (each stage's row counts its own)."""
+    count = summary.nested_attempts
+    if not count:
+        return []
+    return [f"productive in all: {NESTED_NOTE} ({count} attempt{'s' if count > 1 else ''} "
+            "inside another)"]
+
+
 def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     rows = [list(_HEADER), *_rows(summary)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
@@ -119,6 +130,7 @@ def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     gpu = _gpu_line(summary)
     if gpu is not None:
         lines.append(gpu)
+    lines += _nested_line(summary)
     if listed:
         lines += ["", "Attempts lost or not decided:"]
         lines += [f"  {attempt_line(a)}" for a in listed]
@@ -132,6 +144,7 @@ def _markdown(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     gpu = _gpu_line(summary)
     if gpu is not None:
         lines += ["", markdown_text(gpu)]
+    lines += ["", *map(markdown_text, said)] if (said := _nested_line(summary)) else []
     if listed:
         lines += ["", "Attempts lost or not decided:", ""]
         lines += [f"- {markdown_text(attempt_line(a))}" for a in listed]
