@@ -125,12 +125,14 @@ class LostSummary:
     nested_attempts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "groups": [group.to_dict() for group in self.groups],
-            "total": self.total.to_dict(keys=False),
-            "nested_attempts": self.nested_attempts,
-            "nested_note": NESTED_NOTE if self.nested_attempts else None,
-        }
+        """The shape of ``lost --json``; ``nested_attempts`` and ``nested_note`` only where
+        ``total`` counted some attempt inside its parent's."""
+        said: dict[str, Any] = {"groups": [group.to_dict() for group in self.groups],
+                                "total": self.total.to_dict(keys=False)}
+        if self.nested_attempts:
+            said["nested_attempts"] = self.nested_attempts
+            said["nested_note"] = NESTED_NOTE
+        return said
 
 
 def hardware_of_attempts(attempts: Iterable[Attempt]) -> dict[int, str | None]:
