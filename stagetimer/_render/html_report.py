@@ -178,7 +178,7 @@ def render_html(
         return page(f"stagetimer report: {named}", "\n".join(body) + "\n")
     body.append(f"<p>{html_text(suite_line(reports))}</p>")
     if (said := nested_line(suite_totals(reports)[2])) is not None:
-        body.append(f'<p class="note">{html_text(said[0].upper() + said[1:])}.</p>')
+        body.append(f'<p class="note">{html_text(said)}.</p>')
     body.append("<h2>Stages</h2>\n<p>Durations in the text report's units; sd is the "
                 "sample standard deviation, each seed counted once.</p>")
     body.append(stage_table(reports))
