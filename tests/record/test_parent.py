@@ -140,6 +140,8 @@ with stage("outer", recorder=rec):
     t = threading.Thread(target=work)
     t.start()
     t.join()
+    with stage("inner", recorder=rec):
+        pass
 """
 
 
@@ -148,6 +150,7 @@ def test_a_stage_in_another_thread_has_no_parent(tmp_path: Path) -> None:
     run_script(THREAD, art)
 
     assert None is parent_of(only_run(art, "in_thread"))
+    assert link(art, "outer") == parent_of(only_run(art, "inner"))  # this thread's
 
 
 TASKS = """
@@ -221,6 +224,8 @@ with stage("outer", recorder=rec):
         rec.close()
         os._exit(0)
     os.waitpid(pid, 0)
+    with stage("inner", recorder=rec):
+        pass
 """
 
 
@@ -229,23 +234,29 @@ def test_a_forked_childs_stage_has_no_parent_in_its_parents_process(tmp_path: Pa
     run_script(FORK, art)
 
     assert None is parent_of(only_run(art, "child"))
+    assert link(art, "outer") == parent_of(only_run(art, "inner"))  # the parent process's
 
 
-NO_MARKERS = """
+MARKERS = """
 import sys
 from stagetimer import Recorder, stage
-rec = Recorder(sys.argv[1], attempts=False)
+rec = Recorder(sys.argv[1], attempts=sys.argv[2] == "on")
 with stage("outer", recorder=rec):
     with stage("inner", recorder=rec):
         pass
 """
 
 
-def test_without_started_markers_no_parent_is_recorded(tmp_path: Path) -> None:
-    art = tmp_path / "art"
-    run_script(NO_MARKERS, art)
+def test_a_parent_is_recorded_only_where_it_has_a_started_marker(tmp_path: Path) -> None:
+    on, off = tmp_path / "on", tmp_path / "off"
+    run_script(MARKERS, on, "on")
+    run_script(MARKERS, off, "off")
 
-    assert None is parent_of(only_run(art, "inner"))
+    # without markers the outer stage has no attempt id to name: the inner one counts on
+    # its own in every total
+    assert (link(on, "outer"), None) == (
+        parent_of(only_run(on, "inner")), parent_of(only_run(off, "inner"))
+    )
 
 
 def test_parent_is_a_reserved_key_metadata_may_not_use() -> None:
