@@ -97,8 +97,8 @@ def directory_progress(report: ArtifactReport) -> str | None:
     recorder was told how many runs to expect.
 
     ``3 stages, 3 of 10 seeds (ippo_train 3, nashconv 4), about 5 h 15 min to go (90 %:
-    6 h)``: the stages' times to go summed (a seed runs them one after another); one
-    stage reads as ``progress_line``.
+    6 h)``: the stages' times to go summed (a seed runs them one after another), a stage
+    run inside another left out of the sum; one stage reads as ``progress_line``.
     """
     tracked = [s for s in report.stages if _tracked(s) and s.name in report.progress]
     if not tracked:
@@ -111,7 +111,15 @@ def directory_progress(report: ArtifactReport) -> str | None:
         return f"{len(tracked)} stages, {expected} of {expected} seeds each, done"
     detail = ", ".join(f"{p.name} {p.done}" for p in progress if not p.complete)
     head = f"{len(tracked)} stages, {min(p.done for p in progress)} of {expected} seeds ({detail})"
-    return f"{head}, {_to_go(suite_eta(progress))}"
+    return f"{head}, {_to_go(suite_eta(_outermost(report, tracked)))}"
+
+
+def _outermost(report: ArtifactReport, stages: Sequence[StageStats]) -> list[StageProgress]:
+    """The progress whose times to go add up: of the stages not run inside another
+    (every run of a nested stage, an epoch, lies inside its parent's, the fit)."""
+    summed = [report.progress[s.name] for s in stages
+              if not (s.nested_runs and s.nested_runs == s.runs)]
+    return summed or [report.progress[s.name] for s in stages]
 
 
 def _table(report: ArtifactReport) -> list[str]:
@@ -268,7 +276,10 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
         line += f", started {first} to {last}"
     going = [p for r in reports for p in r.progress.values() if not p.complete]
     if going:
-        line += f"; {_plural(len(going), 'stage')} in progress, {_to_go(suite_eta(going))}"
+        summed = [p for r in reports for p in _outermost(r, [
+            s for s in r.stages if s.name in r.progress and not r.progress[s.name].complete
+        ])]
+        line += f"; {_plural(len(going), 'stage')} in progress, {_to_go(suite_eta(summed))}"
     return line
 
 

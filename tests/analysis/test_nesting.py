@@ -306,3 +306,27 @@ def test_records_that_share_a_seed_and_a_label_stay_runs_of_their_own(tmp_path: 
     (prepare,) = data["artifacts"][0]["stages"]
 
     assert (3, None, None) == (prepare["runs"], prepare["parts"], prepare["part_name"])
+
+
+def test_the_time_to_go_of_a_directory_sums_only_the_stages_not_run_inside_another(
+    tmp_path: Path,
+) -> None:
+    from stagetimer._analysis.eta import suite_eta
+    from stagetimer._analysis.report import build_report
+    from stagetimer._render.report_text import directory_progress, suite_line
+
+    rec = Recorder(tmp_path / "a", policy="upsert", expected_runs=5)
+    for seed in range(2):
+        with stage("fit_train", run_idx=seed, recorder=rec):
+            for epoch in range(2):
+                with stage("train_epoch", run_idx=seed, label=f"epoch{epoch}", recorder=rec):
+                    time.sleep(0.01)
+    rec.close()
+    (report,), _ = build_report([tmp_path])
+    fit = suite_eta([report.progress["fit_train"]])
+    assert fit is not None
+    from stagetimer._render.duration import format_duration
+
+    said = f"about {format_duration(fit.p50)} to go (90 %: {format_duration(fit.p90)})"
+    assert said in (directory_progress(report) or "")
+    assert said in suite_line([report])
