@@ -16,6 +16,7 @@ from typing import Any
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.run_parts import run_parts
 from stagetimer._render.duration import format_duration
 from stagetimer._render.html_page import html_text, page
 from stagetimer._render.html_resources import resources_section
@@ -93,7 +94,11 @@ def _row(name: str, runs: list[tuple[float, dict[str, Any]]]) -> Row:
         return Row(name, (), summary=f"{name}: no valid run")
     median = statistics.median(values)
     low, high = min(values), max(values)
-    summary = (f"{name}: {len(values)} runs, median {format_duration(median)}, from "
+    parts = run_parts([run.get("run_idx") for _, run in runs],
+                      [run.get("label") for _, run in runs])
+    counted = (f"{len(values)} runs" if parts is None
+               else f"{parts[0]} runs ({len(values)} {parts[2]})")
+    summary = (f"{name}: {counted}, median {format_duration(median)}, from "
                f"{format_duration(low)} to {format_duration(high)}")
     return Row(name, tuple(marks), median, (low, high), summary)
 

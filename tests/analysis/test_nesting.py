@@ -275,7 +275,9 @@ def test_a_seeds_epochs_are_one_run_with_parts_in_text_json_and_page(tmp_path: P
     # the suite counts runs by seed: 2 fits, 2 of epochs, 2 of validations, 2 evaluations
     assert 8 == data["runs"]
     assert "suite: 1 directory, 8 runs," in text
-    assert f"<td>2 runs ({2 * EPOCHS} epochs)</td>" in page.read_text(encoding="utf-8")
+    shown = page.read_text(encoding="utf-8")
+    assert f"<td>2 runs ({2 * EPOCHS} epochs)</td>" in shown
+    assert f"train_epoch: 2 runs ({2 * EPOCHS} epochs), median" in shown  # its chart
 
 
 def test_labels_that_are_not_epochs_are_parts(tmp_path: Path) -> None:
