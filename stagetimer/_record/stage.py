@@ -184,6 +184,7 @@ class Stage:
         target = self._target
         if target is None:
             return
+        _close(self)  # where the exit was cut off before it got so far
         seconds = perf_counter() - self._t0
         if isinstance(error, Exception):
             self.seconds = seconds  # a save that failed (strict): the block finished
