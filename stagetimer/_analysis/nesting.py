@@ -25,6 +25,7 @@ from stagetimer._store.rules import is_valid_seconds
 __all__ = [
     "NESTED_NOTE",
     "Span",
+    "has_parent",
     "nested_attempts",
     "nested_flags",
     "nested_of",
@@ -106,15 +107,13 @@ def _raw_spans(data: dict[str, Any]) -> Iterator[tuple[int, Span]]:
 
 def nested_runs(data: dict[str, Any]) -> set[int]:
     """The ``id()`` of each stored run (a mapping of the parsed ``timings.json`` ``data``)
-    that counts inside its parent's run. Empty, cheaply, for a file with no ``parent``."""
-    if not _has_parent(data):
-        return set()
+    that counts inside its parent's run (``has_parent`` tells cheaply whether any may)."""
     listed = list(_raw_spans(data))
     flags = nested_flags([span for _, span in listed])
     return {key for (key, _), nested in zip(listed, flags, strict=True) if nested}
 
 
-def _has_parent(data: dict[str, Any]) -> bool:
+def has_parent(data: dict[str, Any]) -> bool:
     """Whether some run of ``data`` holds a ``parent`` (one look at each stage's keys, in
     C)."""
     return any(

@@ -71,7 +71,7 @@ def expected_runs(stage: dict[str, Any]) -> int | None:
 
 
 def _stage_stats(
-    name: str, stage: dict[str, Any], stored: dict[str, Any], nested: set[int]
+    name: str, stage: dict[str, Any], stored: dict[str, Any], keys: set[str]
 ) -> tuple[StageStats, list[str]]:
     """``stage``'s statistics (``by_seed``'s view of ``stored``: a seed once) and the
     warnings for ``stored``: what no writer stores is looked for in every rank's run,
@@ -101,10 +101,7 @@ def _stage_stats(
     if None in starts:
         starts = [t for t in starts if t is not None]
     first, last = start_range(starts)
-    parts = run_parts(run_idxs, list(map(_get, runs, _LABEL)))
-    inside = [
-        value for run, value in zip(runs, seconds, strict=True) if id(run) in nested
-    ] if nested else []
+    parts = run_parts(run_idxs, list(map(_get, runs, _LABEL))) if "label" in keys else None
     stats = StageStats(
         name, len(runs), total, mean, median, stdev, low, high, distinct_ids(runs, "hardware_id"),
         tuple(seconds), ids.count(None), flagged, expected_runs(stage),
@@ -112,8 +109,6 @@ def _stage_stats(
         software_ids=distinct_ids(runs, "software_id"),
         seed_runs=None if parts is None else parts[0],
         part_name=None if parts is None else parts[2],
-        nested_runs=len(inside),
-        nested_seconds=sum(valid_durations(inside), 0.0),
     )
     return stats, flags
 
@@ -163,19 +158,24 @@ def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> Art
     legacy_runs: list[LegacyRun] = []
     warnings: list[str] = []
     referenced: dict[str, int] = {}
-    nested = nested_runs(data)  # runs inside their parent's run (none in most files)
+    with_parent: list[tuple[int, list[dict[str, Any]]]] = []
     for name, stored in raw_stages(data):
         # A seed of a distributed launch counts once, as its slowest rank.
         stage, spread = by_seed(stored)
-        stats, flags = _stage_stats(name, stage, stored, nested)
+        runs = stage["runs"]
+        keys: set[str] = set().union(*runs)
+        stats, flags = _stage_stats(name, stage, stored, keys)
         if spread is not None:
             stats = attrs.evolve(stats, rank_spread=spread)
         stages.append(stats)
         warnings.extend(flags)
-        runs = stage["runs"]
-        _note_run_keys(name, runs, legacy_runs, warnings)
+        if "parent" in keys:
+            with_parent.append((len(stages) - 1, runs))
+        _note_run_keys(name, runs, keys, legacy_runs, warnings)
         _count_references(stats, runs, referenced)
         _note_mixed_machines(stats, artifact, caches, warnings)
+    if with_parent:
+        _count_nested(data, stages, with_parent)
     hardware = _referenced_hardware(referenced, artifact.hardware.hardware, warnings)
     return ArtifactReport(
         artifact=artifact,
@@ -190,12 +190,32 @@ def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> Art
     )
 
 
+def _count_nested(
+    data: dict[str, Any],
+    stages: list[StageStats],
+    with_parent: list[tuple[int, list[dict[str, Any]]]],
+) -> None:
+    """Give each stage (at its position in ``stages``, with the runs it counts) whose runs
+    hold a ``parent`` how many of them, and their seconds, lie inside their parent's run
+    (``nesting``): a total across stages counts them there."""
+    nested = nested_runs(data)
+    for position, runs in with_parent:
+        inside = {"runs": [run for run in runs if id(run) in nested]}
+        stages[position] = attrs.evolve(
+            stages[position], nested_runs=len(inside["runs"]),
+            nested_seconds=sum(valid_durations(raw_seconds(inside)), 0.0),
+        )
+
+
 def _note_run_keys(
-    name: str, runs: list[dict[str, Any]], legacy_runs: list[LegacyRun], warnings: list[str]
+    name: str,
+    runs: list[dict[str, Any]],
+    keys: set[str],
+    legacy_runs: list[LegacyRun],
+    warnings: list[str],
 ) -> None:
     """Keys beyond a run's own fields: legacy values go to ``legacy_runs``, metadata that
     differs between the runs to ``warnings``."""
-    keys = set().union(*runs)
     if not keys.isdisjoint(LEGACY_KEYS):
         legacy_runs.extend(
             LegacyRun(name, r.get("run_idx"), r.get("label"),

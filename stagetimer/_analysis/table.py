@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.folding import seed_times
-from stagetimer._analysis.nesting import nested_runs, parent_id
+from stagetimer._analysis.nesting import has_parent, nested_runs, parent_id
 from stagetimer._analysis.raw import raw_seconds, raw_stages, stored_runs
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import Summary, summarise
@@ -146,9 +146,9 @@ def _stage_samples(data: dict[str, Any], fold: bool) -> dict[str, list[float]]:
 def _nested(data: dict[str, Any], names: Sequence[str], fold: bool) -> tuple[float, int]:
     """The seconds, and the number, of the runs summed into a row's total that lie inside
     a run of a stage also summed there (``nesting``): the total counts them once."""
-    nested = nested_runs(data)
-    if not nested:
+    if not has_parent(data):
         return 0.0, 0
+    nested = nested_runs(data)
     shown = set(names)
 
     def column(stage: str | None) -> bool:
