@@ -64,11 +64,12 @@ MARKER_SUFFIX = ".json"
 MARKER_FORMAT = 1
 #: The keys of a marker, in the order they are written. ``writer`` is the process
 #: identity rescue files record as ``owner``; ``heartbeat`` the seconds between beats
-#: (null: no beats). A failed attempt's marker adds ``ended_at``, ``seconds``,
+#: (null: no beats); ``parent`` the stage open around it (``{"stage", "attempt_id"}``,
+#: null: none; 0.5, absent before). A failed attempt's marker adds ``ended_at``, ``seconds``,
 #: ``outcome`` (one of ``ATTEMPT_OUTCOMES``) and ``exception`` (the type name).
 MARKER_FIELDS: tuple[str, ...] = (
     "format", "attempt_id", "stage", "run_idx", "label", "rank", "world_size", "started_at",
-    "writer", "job", "software_id", "hardware_id", "heartbeat",
+    "writer", "job", "software_id", "hardware_id", "heartbeat", "parent",
     "ended_at", "seconds", "outcome", "exception",
 )
 ATTEMPT_OUTCOMES = ("raised", "interrupted")
@@ -91,6 +92,8 @@ RUN_FIELDS: tuple[str, ...] = (
     "resources",
     # the attempt that wrote it (0.4): its started marker's id
     "attempt_id",
+    # the stage open around it in the same thread or task (0.5): {"stage", "attempt_id"}
+    "parent",
 )
 #: What a run's ``resources`` object holds, each where it was measured (docs/resources.md).
 RESOURCE_FIELDS = ("cpu_seconds", "children_cpu_seconds", "memory_peak_bytes", "gpu_energy_joules")

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import attrs
 
 from stagetimer._analysis.attempt_evidence import judge, one_line, untrusted
+from stagetimer._analysis.nesting import parent_id
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.signs_of_life import Sign, SignsOfLife
 from stagetimer._analysis.slurm_jobs import JobView, SlurmLookup
@@ -87,6 +88,8 @@ class Attempt:
     odd: tuple[str, ...] = ()
     #: the boot id of the writer's machine, as its marker records it (runs record none)
     boot_id: str | None = None
+    #: the attempt id of the stage open around it (its ``parent``), None where none
+    parent_id: str | None = None
 
 
 _Key = tuple[str, Any, Any, Any]
@@ -134,6 +137,7 @@ def _finished(directory: str, stage: str, run: dict[str, Any]) -> Attempt:
         hardware_id=_text(run.get("hardware_id")),
         software_id=_text(run.get("software_id")),
         job=_job(run.get("job")),
+        parent_id=parent_id(run.get("parent")),
     )
 
 
@@ -169,6 +173,7 @@ def _from_marker(
         job=_job(data.get("job")),
         odd=marker.odd,
         boot_id=_text(writer.get("boot_id")) if type(writer) is dict else None,
+        parent_id=parent_id(data.get("parent")),
     )
 
 

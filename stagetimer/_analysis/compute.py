@@ -6,7 +6,8 @@ family: wall time, GPU-hours (wall time x the GPUs the process could see), CPU
 core-hours (recorded CPU time of the process and its waited-for children where the run
 has it, else wall time x logical CPUs, and it says which), and GPU energy where recorded.
 Every rank's run counts: each rank used its own devices. Runs whose ``seconds`` no
-writer could have written count for nothing, as in the report.
+writer could have written count for nothing, as in the report; a run nested inside its
+parent's run (``nesting``) adds nothing either, its time and use being inside its parent's.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import attrs
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.impossible_values import number, possible_cpus, possible_resources
 from stagetimer._analysis.lost import hardware_of_attempts, lost_bounds
+from stagetimer._analysis.nesting import NESTED_NOTE, nested_of
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._format import continued_stage, is_training_name
 from stagetimer._store.records import RunTiming
@@ -308,6 +310,9 @@ class ComputeStatement:
     unattributed_lost_seconds: float = 0.0
     #: failed and killed attempts left out: their markers hold values no writer writes
     odd_attempts: int = 0
+    #: runs counted inside their parent's run (``nesting``): their wall time, CPU time
+    #: and energy are inside the parent's, so they add nothing to any sum
+    nested_runs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -320,6 +325,8 @@ class ComputeStatement:
                 "wall_seconds": self.unattributed_lost_seconds,
             },
             "odd_attempts": self.odd_attempts,
+            "nested_runs": self.nested_runs,
+            "nested_note": NESTED_NOTE if self.nested_runs else None,
         }
 
 
@@ -337,17 +344,29 @@ def _where(path: str, name: str, run: RunTiming) -> str:
     return f"{path}: stage {name}"
 
 
+def _inside_parents(artifact: Artifact) -> set[int]:
+    """The ``id()`` of each run of ``artifact`` nested inside its parent's run."""
+    runs = [run for stage in artifact.timings.stages.values() for run in stage.runs]
+    if all(run.parent is None for run in runs):
+        return set()
+    return {id(run) for run, nested in zip(runs, nested_of(runs), strict=True) if nested}
+
+
 def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
     """The compute statement of artifacts already read (``load_tree``)."""
     found: dict[str, HardwareCompute] = {}
     statement = ComputeStatement([])
     for artifact in artifacts:
         described = artifact.hardware.hardware
+        inside = _inside_parents(artifact)
         for name, stage in artifact.timings.stages.items():
             kind = family(name)
             for run in stage.runs:
                 if not is_valid_seconds(run.seconds):
                     statement.invalid_runs += 1
+                    continue
+                if id(run) in inside:  # its time and use are inside its parent's run
+                    statement.nested_runs += 1
                     continue
                 hw = described.get(run.hardware_id) if run.hardware_id else None
                 if hw is None or run.hardware_id is None:

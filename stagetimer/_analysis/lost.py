@@ -23,6 +23,7 @@ import attrs
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.attribution import attribute
+from stagetimer._analysis.nesting import NESTED_NOTE, nested_attempts
 from stagetimer._store.rules import is_valid_seconds
 
 __all__ = [
@@ -69,12 +70,14 @@ class LostGroup:
             return None
         return seconds * self.gpus / 3600.0
 
-    def add(self, attempt: Attempt) -> None:
+    def add(self, attempt: Attempt, *, nested: bool = False) -> None:
+        """Count ``attempt``; ``nested``: a finished one inside its parent's run, whose time
+        its parent's already holds (``nesting``)."""
         self.attempts[attempt.state] = self.attempts.get(attempt.state, 0) + 1
         if attempt.odd:
             return  # counted, never summed
         if attempt.state == "finished":
-            if is_valid_seconds(attempt.seconds):
+            if is_valid_seconds(attempt.seconds) and not nested:
                 self.productive_seconds += attempt.seconds
             return
         if attempt.state == "failed":
@@ -127,12 +130,19 @@ class LostSummary:
     unattributed: int = 0
     #: attempts left out of the sums: their markers hold values no writer could write
     odd: int = 0
+    #: finished attempts counted inside their parent's in ``total`` (``nesting``); each
+    #: group, one stage's, counts its own
+    nested_attempts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "groups": [group.to_dict() for group in self.groups],
-            "total": self.total.to_dict(keys=False),
-        }
+        """The shape of ``lost --json``; ``nested_attempts`` and ``nested_note`` only where
+        ``total`` counted some attempt inside its parent's."""
+        said: dict[str, Any] = {"groups": [group.to_dict() for group in self.groups],
+                                "total": self.total.to_dict(keys=False)}
+        if self.nested_attempts:
+            said["nested_attempts"] = self.nested_attempts
+            said["nested_note"] = NESTED_NOTE
+        return said
 
 
 def hardware_of_attempts(
@@ -156,6 +166,7 @@ def lost_summary(
     hardware = hardware_of_attempts(listed, hosts)
     groups: dict[tuple[str | None, str], LostGroup] = {}
     total = LostGroup(None, None, None)
+    nested = nested_attempts(listed)
     for attempt in listed:
         hardware_id = hardware[id(attempt)]
         key = (hardware_id, attempt.stage)
@@ -164,11 +175,12 @@ def lost_summary(
             gpu = counts.get(hardware_id) if hardware_id is not None else None
             group = groups[key] = LostGroup(hardware_id, attempt.stage, gpu)
         group.add(attempt)
-        total.add(attempt)
+        total.add(attempt, nested=id(attempt) in nested)
     ordered = sorted(groups.values(), key=lambda g: (g.hardware_id or "\uffff", g.stage or ""))
     unattributed = sum(1 for a in listed if hardware[id(a)] is None
                        and a.state in ("failed", "killed"))
-    return LostSummary(ordered, total, unattributed, sum(1 for a in listed if a.odd))
+    return LostSummary(ordered, total, unattributed, sum(1 for a in listed if a.odd),
+                       len(nested))
 
 
 def gpu_hours_lost(summary: LostSummary) -> tuple[float, float | None] | None:

@@ -25,6 +25,7 @@ import attrs
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.eta import StageProgress, stage_progress
 from stagetimer._analysis.id_pairs import PairCache, distinct_ids
+from stagetimer._analysis.nesting import nested_runs
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.report_model import ArtifactReport, LegacyRun, StageStats
 from stagetimer._analysis.report_warnings import (
@@ -34,6 +35,7 @@ from stagetimer._analysis.report_warnings import (
     software_warning,
     value_flags,
 )
+from stagetimer._analysis.run_parts import run_parts
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import moments
 from stagetimer._analysis.tree import Artifact, Problem, scan_tree
@@ -57,6 +59,7 @@ __all__ = [
 _get: Callable[[dict[str, Any], str], Any] = dict.get
 # map(_get, runs, _RUN_IDX): each run's run_idx, gathered in C (repeat() is endless)
 _RUN_IDX, _HARDWARE_ID, _STARTED_AT = repeat("run_idx"), repeat("hardware_id"), repeat("started_at")
+_LABEL = repeat("label")
 
 
 def expected_runs(stage: dict[str, Any]) -> int | None:
@@ -68,7 +71,7 @@ def expected_runs(stage: dict[str, Any]) -> int | None:
 
 
 def _stage_stats(
-    name: str, stage: dict[str, Any], stored: dict[str, Any]
+    name: str, stage: dict[str, Any], stored: dict[str, Any], keys: set[str]
 ) -> tuple[StageStats, list[str]]:
     """``stage``'s statistics (``by_seed``'s view of ``stored``: a seed once) and the
     warnings for ``stored``: what no writer stores is looked for in every rank's run,
@@ -77,8 +80,9 @@ def _stage_stats(
     # the statistics are moments' (summarise's arithmetic without its Summary object).
     runs = stage["runs"]
     seconds = raw_seconds(stage)
+    run_idxs = list(map(_get, runs, _RUN_IDX))
     if stage is stored:  # the usual stage: no ranks
-        flags, kept, total = value_flags(name, stage, seconds, list(map(_get, runs, _RUN_IDX)))
+        flags, kept, total = value_flags(name, stage, seconds, run_idxs)
         flagged = len(seconds) - len(kept)
     else:
         every = raw_seconds(stored)
@@ -97,11 +101,14 @@ def _stage_stats(
     if None in starts:
         starts = [t for t in starts if t is not None]
     first, last = start_range(starts)
+    parts = run_parts(run_idxs, list(map(_get, runs, _LABEL))) if "label" in keys else None
     stats = StageStats(
         name, len(runs), total, mean, median, stdev, low, high, distinct_ids(runs, "hardware_id"),
         tuple(seconds), ids.count(None), flagged, expected_runs(stage),
         first, last,
         software_ids=distinct_ids(runs, "software_id"),
+        seed_runs=None if parts is None else parts[0],
+        part_name=None if parts is None else parts[2],
     )
     return stats, flags
 
@@ -151,18 +158,24 @@ def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> Art
     legacy_runs: list[LegacyRun] = []
     warnings: list[str] = []
     referenced: dict[str, int] = {}
+    with_parent: list[tuple[int, list[dict[str, Any]]]] = []
     for name, stored in raw_stages(data):
         # A seed of a distributed launch counts once, as its slowest rank.
         stage, spread = by_seed(stored)
-        stats, flags = _stage_stats(name, stage, stored)
+        runs = stage["runs"]
+        keys: set[str] = set().union(*runs)
+        stats, flags = _stage_stats(name, stage, stored, keys)
         if spread is not None:
             stats = attrs.evolve(stats, rank_spread=spread)
         stages.append(stats)
         warnings.extend(flags)
-        runs = stage["runs"]
-        _note_run_keys(name, runs, legacy_runs, warnings)
+        if "parent" in keys:
+            with_parent.append((len(stages) - 1, runs))
+        _note_run_keys(name, runs, keys, legacy_runs, warnings)
         _count_references(stats, runs, referenced)
         _note_mixed_machines(stats, artifact, caches, warnings)
+    if with_parent:
+        _count_nested(data, stages, with_parent)
     hardware = _referenced_hardware(referenced, artifact.hardware.hardware, warnings)
     return ArtifactReport(
         artifact=artifact,
@@ -177,12 +190,32 @@ def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> Art
     )
 
 
+def _count_nested(
+    data: dict[str, Any],
+    stages: list[StageStats],
+    with_parent: list[tuple[int, list[dict[str, Any]]]],
+) -> None:
+    """Give each stage (at its position in ``stages``, with the runs it counts) whose runs
+    hold a ``parent`` how many of them, and their seconds, lie inside their parent's run
+    (``nesting``): a total across stages counts them there."""
+    nested = nested_runs(data)
+    for position, runs in with_parent:
+        inside = {"runs": [run for run in runs if id(run) in nested]}
+        stages[position] = attrs.evolve(
+            stages[position], nested_runs=len(inside["runs"]),
+            nested_seconds=sum(valid_durations(raw_seconds(inside)), 0.0),
+        )
+
+
 def _note_run_keys(
-    name: str, runs: list[dict[str, Any]], legacy_runs: list[LegacyRun], warnings: list[str]
+    name: str,
+    runs: list[dict[str, Any]],
+    keys: set[str],
+    legacy_runs: list[LegacyRun],
+    warnings: list[str],
 ) -> None:
     """Keys beyond a run's own fields: legacy values go to ``legacy_runs``, metadata that
     differs between the runs to ``warnings``."""
-    keys = set().union(*runs)
     if not keys.isdisjoint(LEGACY_KEYS):
         legacy_runs.extend(
             LegacyRun(name, r.get("run_idx"), r.get("label"),

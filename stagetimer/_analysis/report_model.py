@@ -52,6 +52,26 @@ class StageStats:
     #: runs of a distributed launch: each seed counts once (``runs``, the statistics) as
     #: its slowest rank; this says how far its ranks were apart. None without ranks.
     rank_spread: RankSpread | None = None
+    #: where a seed's records differ by label (a callback's epochs: ``run_parts``), the
+    #: runs counted by seed (``runs`` then counts the parts) and the parts' name
+    #: ("epochs" or "parts"); None where each record is a run
+    seed_runs: int | None = None
+    part_name: str | None = None
+    #: runs counted inside their parent's run in totals across stages (``nesting``), and
+    #: their seconds (part of ``total_seconds``, the stage's own figure)
+    nested_runs: int = 0
+    nested_seconds: float = 0.0
+
+    @property
+    def counted_runs(self) -> int:
+        """The runs as the report counts them: by seed where a seed has parts."""
+        return self.runs if self.seed_runs is None else self.seed_runs
+
+    @property
+    def outer_seconds(self) -> float:
+        """What the stage adds to a total across stages: its total, less the runs that
+        lie inside their parent's run."""
+        return self.total_seconds - self.nested_seconds
 
 
 @attrs.frozen

@@ -9,7 +9,8 @@ the order the paths were given in. There is a column per stage, in the order
 stages were first seen over those rows (or the ``stages`` asked for, in that
 order), each cell the mean ± sample standard deviation and the number of runs
 (``--median``: the median and the quartiles), in one unit per column; and a total
-per row. With ``fold_continuations``, a continuation ``<stage>_auto_resume`` is
+per row, counting each moment once (a run nested inside a run of another column adds
+nothing: ``nesting``). With ``fold_continuations``, a continuation ``<stage>_auto_resume`` is
 folded into its stage: each seed's sample is its run of the stage plus its runs of
 the continuation (the time that seed took), so a cell is a per-seed time. Only
 durations a writer could have stored enter (see ``valid_durations``).
@@ -24,6 +25,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.folding import seed_times
+from stagetimer._analysis.nesting import has_parent, nested_runs, parent_id
 from stagetimer._analysis.raw import raw_seconds, raw_stages, stored_runs
 from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.stats import Summary, summarise
@@ -76,6 +78,9 @@ class SuiteTable:
     median: bool
     #: whether continuations were folded into their stage (a cell is a per-seed time)
     folded: bool = False
+    #: runs counted inside their parent's run in the totals (``nesting``): a nested run
+    #: adds nothing to its row's total where its parent's stage is a column too
+    nested_runs: int = 0
 
 
 def _split(artifacts: Sequence[Artifact]) -> tuple[list[str], list[tuple[str, ...]]]:
@@ -138,6 +143,31 @@ def _stage_samples(data: dict[str, Any], fold: bool) -> dict[str, list[float]]:
     }
 
 
+def _nested(data: dict[str, Any], names: Sequence[str], fold: bool) -> tuple[float, int]:
+    """The seconds, and the number, of the runs summed into a row's total that lie inside
+    a run of a stage also summed there (``nesting``): the total counts them once."""
+    if not has_parent(data):
+        return 0.0, 0
+    nested = nested_runs(data)
+    shown = set(names)
+
+    def column(stage: str | None) -> bool:
+        return stage in shown or (fold and continued_stage(stage or "") in shown)
+
+    stage_of = {
+        run.get("attempt_id"): name for name, stage in raw_stages(data) for run in stage["runs"]
+    }
+    seconds, count = 0.0, 0
+    for name, stage in raw_stages(data):
+        if not column(name):
+            continue
+        view = by_seed(stage)[0]  # the runs the cells count
+        for run, value in zip(view["runs"], raw_seconds(view), strict=True):
+            if id(run) in nested and column(stage_of.get(parent_id(run.get("parent")))):
+                seconds, count = seconds + value, count + 1
+    return seconds, count
+
+
 def build_table(
     artifacts: Iterable[Artifact],
     *,
@@ -174,7 +204,11 @@ def build_table(
     else:
         names = list(seen)
     cells = [{n: summarise(row[n]) for n in names if n in row} for row in samples]
-    totals = [sum((s.total for s in row.values()), 0.0) for row in cells]
+    inside = [_nested(a.data, names, fold_continuations) for a in shown]
+    totals = [
+        sum((s.total for s in row.values()), 0.0) - nested
+        for row, (nested, _) in zip(cells, inside, strict=True)
+    ]
     label_columns, labels = _labels(shown, levels) if shown else (("directory",), [])
     return SuiteTable(
         label_columns=label_columns,
@@ -185,4 +219,5 @@ def build_table(
         totals=tuple(totals),
         median=median,
         folded=fold_continuations,
+        nested_runs=sum(count for _, count in inside),
     )

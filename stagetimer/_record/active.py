@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextvars
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stagetimer._errors import NoActiveRecorderError
 from stagetimer._settings import environment_directory
@@ -16,11 +16,18 @@ from stagetimer._settings import environment_directory
 if TYPE_CHECKING:
     from stagetimer._record.recorder import Recorder
 
-__all__ = ["enter", "environment_recorder", "leave", "stack"]
+__all__ = ["enter", "environment_recorder", "leave", "open_stages", "stack"]
 
 # The recorders entered with ``with rec:`` in this context, innermost last.
 stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
     "stagetimer_recorders", default=()
+)
+# The recorded stages open in this context (this thread, or this asyncio task), innermost
+# last: a stage entered now records the innermost one of its own recorder as its
+# ``parent`` (``stage.py``). A tuple, replaced whole: a task copies its creator's context,
+# and a change in one never shows in another.
+open_stages: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
+    "stagetimer_open_stages", default=()
 )
 # STAGETIMER_DIR's recorders, by absolute directory.
 _env_recorders: dict[str, Recorder] = {}

@@ -50,8 +50,10 @@ def prepare(
     label: str | None,
     started_at: float,
     heartbeat: float | None,
+    parent: dict[str, str] | None = None,
 ) -> Started:
-    """A new attempt of stage ``name``: its id and marker, not yet written (``write``)."""
+    """A new attempt of stage ``name``: its id and marker, not yet written (``write``);
+    ``parent``: the stage open around it (``{"stage", "attempt_id"}``) or None."""
     attempt_id = markers.new_attempt_id()
     marker: dict[str, Any] = {
         "format": MARKER_FORMAT,
@@ -63,6 +65,7 @@ def prepare(
         "writer": this_process(),
         **known_identity(),
         "heartbeat": heartbeat,
+        "parent": parent,
     }
     return Started(directory, attempt_id, marker, started_at)
 

@@ -60,13 +60,21 @@ class AttemptMarkers:
         return started.stored or any(p.attempt is started for p in self.pending)
 
     def begin(
-        self, name: str, run_idx: int | None, label: str | None, started_at: float
+        self,
+        name: str,
+        run_idx: int | None,
+        label: str | None,
+        started_at: float,
+        parent: dict[str, str] | None = None,
     ) -> Started | None:
         """A stage's new attempt (its marker not yet written: ``mark``); None when
-        markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``)."""
+        markers are off (``attempts=False``, ``STAGETIMER_ATTEMPTS=0``). ``parent``: the
+        stage open around it (``{"stage", "attempt_id"}``), None where none."""
         if not self.attempts:
             return None
-        return attempt.prepare(self.directory, name, run_idx, label, started_at, self.heartbeat)
+        return attempt.prepare(
+            self.directory, name, run_idx, label, started_at, self.heartbeat, parent
+        )
 
     def mark(self, started: Started) -> bool:
         """Write ``started``'s marker and start its heartbeats (when asked); False when

@@ -139,7 +139,7 @@ def build_run(
     values = (
         finished.seconds, hardware_id, finished.run_idx, finished.label, finished.started_at, job,
         where.software_id, rank, world_size, where.cpus, finished.resources,
-        finished.attempt_id,
+        finished.attempt_id, finished.parent,
     )
     run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
     if finished.metadata:
@@ -173,6 +173,8 @@ class Finished:
     resources: dict[str, Any] | None = None
     #: the attempt's id (its started marker), None for ``record_timing``
     attempt_id: str | None = None
+    #: the stage open around it (``{"stage", "attempt_id"}``), None where none was
+    parent: dict[str, str] | None = None
 
 
 #: Serial numbers of this process's records (``next`` on a count is one atomic C call).

@@ -311,12 +311,14 @@ class Recorder:
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else p.utc_iso(started_at)
-        attempt_id = None
+        attempt_id = parent = None
         if attempt is not None:
-            attempt_id = attempt.id
+            attempt_id, parent = attempt.id, attempt.marker.get("parent")
             self._markers.handed_over(attempt)
         pending: Pending = p.Pending(
-            p.Finished(name, seconds, run_idx, label, iso, metadata, resources, attempt_id),
+            p.Finished(
+                name, seconds, run_idx, label, iso, metadata, resources, attempt_id, parent
+            ),
             with_software=self._with_software,
             attempt=attempt,
         )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from stagetimer._format import MAX_RUN_IDX as _MAX
 from stagetimer._record import resources
+from stagetimer._record.active import open_stages
 from stagetimer._record.recorder import Recorder, record_run, resolve_recorder
 from stagetimer._settings import recording_disabled
 from stagetimer._store.validate import check_record, copy_metadata
@@ -125,16 +126,20 @@ class Stage:
             # off or cannot be written). An interrupt from here until the block runs
             # removes it again: that attempt never started.
             markers = target._markers
-            self._attempt = attempt = markers.begin(name, run_idx, self.label, wall0)
+            opened = open_stages.get()
+            parent = _parent(opened, target) if opened else None
+            self._attempt = attempt = markers.begin(name, run_idx, self.label, wall0, parent)
             try:
                 if attempt is not None and not markers.mark(attempt):
                     self._attempt = None
+                open_stages.set((*opened, self))  # the parent of what opens inside it
                 # Read before the clock starts and after it stops: their cost is not the
                 # stage's.
                 self._used0 = resources.start()
                 self._t0 = perf_counter()
                 return self
             except BaseException:
+                _close(self)
                 markers.abandon(attempt)
                 raise
         self._t0 = perf_counter()
@@ -149,6 +154,7 @@ class Stage:
             if target is None:
                 self.seconds = seconds
                 return
+            _close(self)
             attempt = self._attempt
             if attempt is not None and attempt.pid != getpid():
                 attempt = None  # a forked child leaving its parent's block: not its attempt
@@ -179,6 +185,7 @@ class Stage:
         target = self._target
         if target is None:
             return
+        _close(self)  # where the exit was cut off before it got so far
         seconds = perf_counter() - self._t0
         if isinstance(error, Exception):
             self.seconds = seconds  # a save that failed (strict): the block finished
@@ -195,6 +202,30 @@ class Stage:
         self, exc_type: type[BaseException] | None, exc: object, tb: TracebackType | None
     ) -> None:
         self.__exit__(exc_type, exc, tb)
+
+
+def _parent(opened: tuple[Stage, ...], target: Recorder) -> dict[str, str] | None:
+    """What a stage of ``target`` entered now records as its ``parent``: the innermost
+    stage of the same recorder open in this thread or task (``opened``), by its name and
+    attempt id; None where there is none, or where that stage has no started marker (no
+    id to name) or is a forked parent's (another process: not this thread)."""
+    for outer in reversed(opened):
+        if outer._target is target:
+            started = outer._attempt
+            if started is None or started.pid != getpid():
+                return None
+            return {"stage": outer.name, "attempt_id": started.id}
+    return None
+
+
+def _close(timing: Stage) -> None:
+    """``timing`` is no longer open in this context (innermost, the usual case, in one
+    step; a generator's stage may close under another that opened after it)."""
+    opened = open_stages.get()
+    if opened and opened[-1] is timing:
+        open_stages.set(opened[:-1])
+    elif timing in opened:
+        open_stages.set(tuple(other for other in opened if other is not timing))
 
 
 class _Checked(Stage):

@@ -18,6 +18,7 @@ from stagetimer._analysis.compute import (
     StageUse,
     stage_use,
 )
+from stagetimer._analysis.nesting import NESTED_NOTE
 from stagetimer._analysis.report import ArtifactReport
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
@@ -232,6 +233,8 @@ def _left_out(statement: ComputeStatement) -> list[str]:
     if statement.odd_attempts:
         notes.append(f"{statement.odd_attempts} failed or killed attempt(s) left out: their "
                      "markers hold values no writer could have written")
+    if statement.nested_runs:
+        notes.append(f"{NESTED_NOTE} ({statement.nested_runs} run(s) inside another run)")
     return notes
 
 

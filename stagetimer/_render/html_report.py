@@ -18,6 +18,7 @@ from typing import Any
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.lost import lost_summary
 from stagetimer._analysis.report import ArtifactReport, StageStats
+from stagetimer._analysis.run_parts import run_parts
 from stagetimer._analysis.timeline import drawable
 from stagetimer._render.duration import format_duration
 from stagetimer._render.html_page import html_text, page
@@ -27,7 +28,14 @@ from stagetimer._render.html_timeline import timeline
 from stagetimer._render.lost_text import HEADER as LOST_HEADER
 from stagetimer._render.lost_text import notes as lost_notes
 from stagetimer._render.lost_text import summary_rows
-from stagetimer._render.report_text import directory_progress, rank_line, suite_line
+from stagetimer._render.report_text import (
+    directory_progress,
+    nested_line,
+    rank_line,
+    runs_cell,
+    suite_line,
+    suite_totals,
+)
 from stagetimer._store.rules import is_valid_seconds
 
 __all__ = ["PER_DIRECTORY", "ROWS", "render_html"]
@@ -40,7 +48,7 @@ _HEADER = ("runs", "total", "mean", "median", "sd", "min", "max")
 
 
 def _cells(s: StageStats) -> str:
-    runs = f"{s.runs}*" if s.flagged_runs else str(s.runs)
+    runs = runs_cell(s) + ("*" if s.flagged_runs else "")
     figures = (s.total_seconds, s.mean_seconds, s.median_seconds, s.stdev_seconds,
                s.min_seconds, s.max_seconds)
     return f"<td>{runs}</td>" + "".join(f"<td>{format_duration(v)}</td>" for v in figures)
@@ -92,7 +100,11 @@ def _row(name: str, runs: list[tuple[float, dict[str, Any]]]) -> Row:
         return Row(name, (), summary=f"{name}: no valid run")
     median = statistics.median(values)
     low, high = min(values), max(values)
-    summary = (f"{name}: {len(values)} runs, median {format_duration(median)}, from "
+    parts = run_parts([run.get("run_idx") for _, run in runs],
+                      [run.get("label") for _, run in runs])
+    counted = (f"{len(values)} runs" if parts is None
+               else f"{parts[0]} runs ({len(values)} {parts[2]})")
+    summary = (f"{name}: {counted}, median {format_duration(median)}, from "
                f"{format_duration(low)} to {format_duration(high)}")
     return Row(name, tuple(marks), median, (low, high), summary)
 
@@ -220,6 +232,8 @@ def render_html(
         body.append("<p>No timings.json was found under these paths.</p>")
         return page(f"stagetimer report: {named}", "\n".join(body) + "\n")
     body.append(f"<p>{html_text(suite_line(reports))}</p>")
+    if (said := nested_line(suite_totals(reports)[2])) is not None:
+        body.append(f'<p class="note">{html_text(said)}.</p>')
     body.append("<h2>Stages</h2>\n<p>Durations in the text report's units; sd is the "
                 "sample standard deviation, each seed counted once.</p>")
     body.append(stage_table(reports))

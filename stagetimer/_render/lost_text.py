@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.lost import STATES, LostGroup, LostSummary, gpu_hours_lost
+from stagetimer._analysis.nesting import NESTED_NOTE
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
 from stagetimer._render.json_text import indented_json
@@ -119,7 +120,8 @@ def _gpu_line(summary: LostSummary) -> str | None:
 
 def notes(summary: LostSummary) -> list[str]:
     """What the sums leave apart: the lost attempts no hardware description could be
-    given to, and the attempts whose markers hold values no writer writes."""
+    given to, the attempts whose markers hold values no writer writes, and the
+    finished attempts counted inside their parents' in the productive time in all."""
     said = []
     if summary.unattributed:
         n = summary.unattributed
@@ -130,6 +132,10 @@ def notes(summary: LostSummary) -> list[str]:
         holds = "their markers hold" if n != 1 else "its marker holds"
         said.append(f"{n} attempt{'s' if n != 1 else ''} left out of the sums: {holds} "
                     "values no writer could have written")
+    count = summary.nested_attempts
+    if count:
+        said.append(f"productive in all: {NESTED_NOTE} ({count} attempt"
+                    f"{'s' if count > 1 else ''} inside another)")
     return said
 
 

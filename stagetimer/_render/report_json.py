@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from stagetimer._analysis.nesting import NESTED_NOTE
 from stagetimer._analysis.report import ArtifactReport
 from stagetimer._analysis.rows import job_id
 from stagetimer._render.json_text import indented_json
+from stagetimer._render.report_text import suite_totals
 from stagetimer._store.records import RunTiming
 
 __all__ = ["render_json", "report_dict"]
@@ -31,6 +33,12 @@ def _run_dict(run: RunTiming) -> dict[str, Any]:
 def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
     """The JSON-ready form: ``{"artifacts": [{"path", "stages", "legacy_metadata", ...}]}``.
 
+    At the top, beside ``artifacts``: ``runs`` (by seed), ``total_seconds`` (every moment
+    once: a nested run's time is inside its parent's), ``nested_runs`` (runs counted
+    inside their parent's) and ``nested_note`` (the words, null where none was). Each
+    stage's ``runs`` counts seeds; where a seed's records differ by label, ``parts``
+    counts them and ``part_name`` names them ("epochs" or "parts"), else both are null;
+    ``nested_runs`` and ``nested_seconds`` are its runs inside their parents'.
     Beside the documented keys, each artifact has ``relpath``, ``hardware`` (id ->
     one-line summary, null when undescribed) and ``warnings``; each stage has
     ``median_seconds``, ``stdev_seconds``, ``expected_runs``, ``run_seconds`` and
@@ -55,7 +63,11 @@ def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
         stages = [
             {
                 "name": s.name,
-                "runs": s.runs,
+                "runs": s.counted_runs,
+                "parts": None if s.seed_runs is None else s.runs,
+                "part_name": s.part_name,
+                "nested_runs": s.nested_runs,
+                "nested_seconds": s.nested_seconds,
                 "total_seconds": s.total_seconds,
                 "mean_seconds": s.mean_seconds,
                 "min_seconds": s.min_seconds,
@@ -87,7 +99,14 @@ def report_dict(reports: Sequence[ArtifactReport]) -> dict[str, Any]:
                 "legacy_metadata": legacy,
             }
         )
-    return {"artifacts": artifacts}
+    runs, total, nested = suite_totals(reports)
+    return {
+        "artifacts": artifacts,
+        "runs": runs,
+        "total_seconds": total,
+        "nested_runs": nested,
+        "nested_note": NESTED_NOTE if nested else None,
+    }
 
 
 def render_json(reports: Sequence[ArtifactReport]) -> str:

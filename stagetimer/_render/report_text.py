@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stagetimer._analysis.eta import Eta, StageProgress, suite_eta
+from stagetimer._analysis.nesting import NESTED_NOTE
 from stagetimer._analysis.report import ArtifactReport, StageStats, wall_span
 from stagetimer._analysis.wall_span import start_range
 from stagetimer._escape import escape_text
@@ -21,7 +22,16 @@ from stagetimer._render.duration import format_duration
 from stagetimer._store.records import RunTiming
 from stagetimer._store.rules import is_valid_seconds
 
-__all__ = ["directory_progress", "progress_line", "rank_line", "render_text", "suite_line"]
+__all__ = [
+    "directory_progress",
+    "nested_line",
+    "progress_line",
+    "rank_line",
+    "render_text",
+    "runs_cell",
+    "suite_line",
+    "suite_totals",
+]
 
 _HEADER = ["stage", "runs", "total", "mean", "median", "sd", "min", "max"]
 
@@ -87,8 +97,8 @@ def directory_progress(report: ArtifactReport) -> str | None:
     recorder was told how many runs to expect.
 
     ``3 stages, 3 of 10 seeds (ippo_train 3, nashconv 4), about 5 h 15 min to go (90 %:
-    6 h)``: the stages' times to go summed (a seed runs them one after another); one
-    stage reads as ``progress_line``.
+    6 h)``: the stages' times to go summed (a seed runs them one after another), a stage
+    run inside another left out of the sum; one stage reads as ``progress_line``.
     """
     tracked = [s for s in report.stages if _tracked(s) and s.name in report.progress]
     if not tracked:
@@ -101,7 +111,15 @@ def directory_progress(report: ArtifactReport) -> str | None:
         return f"{len(tracked)} stages, {expected} of {expected} seeds each, done"
     detail = ", ".join(f"{p.name} {p.done}" for p in progress if not p.complete)
     head = f"{len(tracked)} stages, {min(p.done for p in progress)} of {expected} seeds ({detail})"
-    return f"{head}, {_to_go(suite_eta(progress))}"
+    return f"{head}, {_to_go(suite_eta(_outermost(report, tracked)))}"
+
+
+def _outermost(report: ArtifactReport, stages: Sequence[StageStats]) -> list[StageProgress]:
+    """The progress whose times to go add up: of the stages not run inside another
+    (every run of a nested stage, an epoch, lies inside its parent's, the fit)."""
+    summed = [report.progress[s.name] for s in stages
+              if not (s.nested_runs and s.nested_runs == s.runs)]
+    return summed or [report.progress[s.name] for s in stages]
 
 
 def _table(report: ArtifactReport) -> list[str]:
@@ -110,7 +128,7 @@ def _table(report: ArtifactReport) -> list[str]:
     rows = [header]
     fmt = format_duration
     for s in report.stages:
-        runs = str(s.runs) if not s.flagged_runs else f"{s.runs}*"
+        runs = runs_cell(s) + ("*" if s.flagged_runs else "")
         row = [
             s.name, runs, *map(fmt, (
                 s.total_seconds, s.mean_seconds, s.median_seconds, s.stdev_seconds,
@@ -131,6 +149,32 @@ def _table(report: ArtifactReport) -> list[str]:
     if any(s.flagged_runs for s in report.stages):
         lines.append("  * some runs hold values no writer stores; see the warnings")
     return lines
+
+
+def runs_cell(stats: StageStats) -> str:
+    """``12``, or ``2 runs (6 epochs)`` where a seed's records are its parts (the
+    statistics beside it are then per part)."""
+    if stats.seed_runs is None:
+        return str(stats.runs)
+    return f"{_plural(stats.seed_runs, 'run')} ({stats.runs} {stats.part_name})"
+
+
+def suite_totals(reports: Sequence[ArtifactReport]) -> tuple[int, float, int]:
+    """The suite's runs (by seed), its seconds in all with each moment counted once (a
+    nested run inside its parent's) and how many runs were counted inside their parents."""
+    stages = [s for r in reports for s in r.stages]
+    return (
+        sum(s.counted_runs for s in stages),
+        sum(s.outer_seconds for s in stages),
+        sum(s.nested_runs for s in stages),
+    )
+
+
+def nested_line(nested: int) -> str | None:
+    """What the readers say once where they counted nested runs inside their parents."""
+    if not nested:
+        return None
+    return f"{NESTED_NOTE} ({_plural(nested, 'run')} inside another run)"
 
 
 def _metadata_text(metadata: dict[str, Any]) -> str:
@@ -208,10 +252,10 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
     span of 1 h 05 min (first start to last end), started 2026-... to 2026-...``.
 
     The sum counts runs that ran side by side (seeds in parallel, DataLoader workers)
-    once each; the wall span is the time the suite took, from the runs' ``started_at``.
+    once each, and a run nested inside its parent's run not again (``suite_totals``);
+    the wall span is the time the suite took, from the runs' ``started_at``.
     """
-    runs = sum(s.runs for r in reports for s in r.stages)
-    total = sum(s.total_seconds for r in reports for s in r.stages)
+    runs, total, _ = suite_totals(reports)
     starts = [
         start for r in reports for s in r.stages
         for start in (s.first_started_at, s.last_started_at) if start
@@ -232,7 +276,10 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
         line += f", started {first} to {last}"
     going = [p for r in reports for p in r.progress.values() if not p.complete]
     if going:
-        line += f"; {_plural(len(going), 'stage')} in progress, {_to_go(suite_eta(going))}"
+        summed = [p for r in reports for p in _outermost(r, [
+            s for s in r.stages if s.name in r.progress and not r.progress[s.name].complete
+        ])]
+        line += f"; {_plural(len(going), 'stage')} in progress, {_to_go(suite_eta(summed))}"
     return line
 
 
@@ -243,4 +290,6 @@ def render_text(reports: Sequence[ArtifactReport], *, runs: bool = False) -> str
         return ""
     blocks = ["\n".join(map(escape_text, _render_artifact(r, runs))) for r in reports]
     blocks.append(escape_text(suite_line(reports)))
+    if (said := nested_line(suite_totals(reports)[2])) is not None:
+        blocks[-1] += "\n" + said
     return "\n\n".join(blocks) + "\n"

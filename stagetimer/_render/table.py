@@ -14,6 +14,7 @@ import csv
 import io
 from collections.abc import Callable, Sequence
 
+from stagetimer._analysis.nesting import NESTED_NOTE
 from stagetimer._analysis.stats import Summary
 from stagetimer._analysis.table import SuiteTable
 from stagetimer._render.csv_text import spreadsheet_safe
@@ -93,6 +94,14 @@ def _what(table: SuiteTable) -> str:
     return what
 
 
+def _nested_note(table: SuiteTable) -> str | None:
+    """Said once, under the table, where a total counted nested runs inside their parents."""
+    if not table.nested_runs:
+        return None
+    runs = f"{table.nested_runs} run" + ("" if table.nested_runs == 1 else "s")
+    return f"{NESTED_NOTE} ({runs} inside another run)"
+
+
 def _markdown(table: SuiteTable) -> str:
     header, rows = _text_rows(table, markdown_text)
     labels = len(table.label_columns)
@@ -104,6 +113,8 @@ def _markdown(table: SuiteTable) -> str:
     out = [line(header), "| " + " | ".join(align) + " |", *map(line, rows)]
     out.append("")
     out.append(f"Each cell: {_what(table)}.")
+    if (said := _nested_note(table)) is not None:
+        out.append(f"Total: {said}.")
     return "\n".join(out) + "\n"
 
 
@@ -117,6 +128,7 @@ def _latex(table: SuiteTable) -> str:
     spec = "l" * labels + "r" * (len(header) - labels)
     out = [
         f"% {_what(table)}; needs \\usepackage{{booktabs}}",
+        *([] if (said := _nested_note(table)) is None else [f"% total: {said}"]),
         f"\\begin{{tabular}}{{{spec}}}",
         r"\toprule",
         line(header),

@@ -43,6 +43,10 @@ class RunTiming:
     #: the id of the attempt that wrote the run (its started marker in ``timings.attempts/``,
     #: 32 hex digits); None for ``record_timing`` and in older files
     attempt_id: str | None = None
+    #: the stage open around it in the same thread or task: ``{"stage": name,
+    #: "attempt_id": id}`` as stored (None where none was recorded; in a file of an older
+    #: writer, whatever its metadata ``parent`` held)
+    parent: Any = None
     #: user metadata and keys this version does not know
     metadata: dict[str, Any] = attrs.Factory(dict)
     #: ``system_ram_gb`` / ``gpu_ram_gb`` recorded by a legacy writer

@@ -62,6 +62,9 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "cpus": ((str, _NONE), "a string"),
     "resources": ((dict, _NONE), "an object"),
     "attempt_id": ((str, _NONE), "a string"),
+    # Any value: a key an older writer's metadata may hold. Only an object whose
+    # "attempt_id" is a string names a parent (``_analysis/nesting.py``).
+    "parent": ((dict, list, str, int, float, bool, _NONE), "any JSON value"),
 }
 #: ``(field, allowed types, words)`` in the format's order of the run fields
 _RUN_TYPES = tuple(

@@ -19,7 +19,7 @@ from helpers.process_life import run_script, stage_runs
 
 from stagetimer._format import ATTEMPTS_DIR, MARKER_FIELDS
 
-ENTRY_KEYS = list(MARKER_FIELDS[: MARKER_FIELDS.index("heartbeat") + 1])
+ENTRY_KEYS = list(MARKER_FIELDS[: MARKER_FIELDS.index("parent") + 1])
 FAILED_KEYS = list(MARKER_FIELDS)
 
 
