@@ -120,8 +120,7 @@ def _gpu_line(summary: LostSummary) -> str | None:
 
 def notes(summary: LostSummary) -> list[str]:
     """What the sums leave apart: the lost attempts no hardware description could be
-    given to, the attempts whose markers hold values no writer writes, and the
-    finished attempts counted inside their parents' in the productive time in all."""
+    given to, and the attempts whose markers hold values no writer writes."""
     said = []
     if summary.unattributed:
         n = summary.unattributed
@@ -132,11 +131,17 @@ def notes(summary: LostSummary) -> list[str]:
         holds = "their markers hold" if n != 1 else "its marker holds"
         said.append(f"{n} attempt{'s' if n != 1 else ''} left out of the sums: {holds} "
                     "values no writer could have written")
-    count = summary.nested_attempts
-    if count:
-        said.append(f"productive in all: {NESTED_NOTE} ({count} attempt"
-                    f"{'s' if count > 1 else ''} inside another)")
     return said
+
+
+def _nested_line(summary: LostSummary) -> list[str]:
+    """Said once where the productive time in all counted nested attempts inside their
+    parents' (each stage's row counts its own; the page says it once for every sum)."""
+    count = summary.nested_attempts
+    if not count:
+        return []
+    return [f"productive in all: {NESTED_NOTE} ({count} attempt{'s' if count > 1 else ''} "
+            "inside another)"]
 
 
 def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
@@ -147,7 +152,7 @@ def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     gpu = _gpu_line(summary)
     if gpu is not None:
         lines.append(gpu)
-    lines += notes(summary)
+    lines += notes(summary) + _nested_line(summary)
     if listed:
         lines += ["", "Attempts lost or not decided:"]
         lines += [f"  {attempt_line(a)}" for a in listed]
@@ -161,7 +166,8 @@ def _markdown(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     gpu = _gpu_line(summary)
     if gpu is not None:
         lines += ["", markdown_text(gpu)]
-    lines += [item for note in notes(summary) for item in ("", markdown_text(note))]
+    said = notes(summary) + _nested_line(summary)
+    lines += [item for note in said for item in ("", markdown_text(note))]
     if listed:
         lines += ["", "Attempts lost or not decided:", ""]
         lines += [f"- {markdown_text(attempt_line(a))}" for a in listed]
