@@ -24,10 +24,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from stagetimer._export.otlp import export_otlp
 
             exported, problems = export_otlp(args.paths, args.to)
-            unit = "spans"
+            unit, read_count = "spans", exported.runs
         else:
             read = read_groups(args.paths)
-            problems = read.problems
+            problems, read_count = read.problems, read.runs  # those left out included
             if args.destination == "mlflow":
                 _quiet_mlflow()
                 from stagetimer._export.mlflow import export_mlflow
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     for problem in problems:
         error(command, problem.line())
     sys.stdout.write(
-        f"{exported.points} new {unit} from {exported.runs} recorded "
+        f"{exported.points} new {unit} from {read_count} recorded "
         f"{'attempts' if args.destination == 'otlp' else 'runs'} to {args.to}\n"
     )
     return 1 if problems else 0
