@@ -282,3 +282,24 @@ def test_a_store_this_user_cannot_write_is_one_line_and_exit_1_without_retries(
         assert before == (db.read_bytes() if exists else None)
         assert sorted(p.name for p in store.iterdir()) == (["mlflow.db", "mlflow.db.lock"]
                                                            if exists else [])
+
+
+def test_mlflow_refusing_a_file_store_is_told_whole_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow 3 refuses a directory store unless MLFLOW_ALLOW_FILE_STORE=true: its long
+    message is passed on whole, not cut mid-sentence."""
+    import mlflow
+
+    if int(mlflow.__version__.split(".")[0]) < 3:
+        pytest.skip(f"MLflow {mlflow.__version__} writes a file store without asking")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    record_suite(tmp_path)
+    store = tmp_path / "mlruns"
+    ran = run_cli("export", "mlflow", tmp_path / "suite", "--to", store)
+    assert 1 == ran.returncode
+    assert "" == ran.stdout
+    (line,) = ran.stderr.splitlines()
+    assert line.startswith(f"stagetimer export mlflow: cannot export to MLflow at '{store}': ")
+    assert "MLFLOW_ALLOW_FILE_STORE=true" in line
+    assert line.endswith("."), line[-80:]
