@@ -17,7 +17,6 @@ plausible``) is left out and named on standard error.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import time
