@@ -24,20 +24,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from stagetimer._export.otlp import export_otlp
 
             exported, problems = export_otlp(args.paths, args.to)
-            unit = "spans"
+            unit, read_count = "spans", exported.runs
         else:
             read = read_groups(args.paths)
-            problems = read.problems
+            problems, read_count = read.problems, read.runs  # those left out included
             if args.destination == "mlflow":
-                # An unreachable server fails in seconds, not after MLflow's minutes of retries.
-                os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-                os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
-                # A server's client prints two links per finished run on standard output.
-                os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-                # MLflow's own progress lines and the tracebacks it logs before raising:
-                # the error is told once, in one line, below.
-                logging.getLogger("mlflow").setLevel(logging.CRITICAL)
-                logging.getLogger("alembic").setLevel(logging.WARNING)
+                _quiet_mlflow()
                 from stagetimer._export.mlflow import export_mlflow
 
                 exported = export_mlflow(read.groups, args.to, args.experiment)
@@ -53,7 +45,29 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     for problem in problems:
         error(command, problem.line())
     sys.stdout.write(
-        f"{exported.points} new {unit} from {exported.runs} recorded "
+        f"{exported.points} new {unit} from {read_count} recorded "
         f"{'attempts' if args.destination == 'otlp' else 'runs'} to {args.to}\n"
     )
     return 1 if problems else 0
+
+
+#: The loggers MLflow sets up when imported (``mlflow.utils.logging_utils``).
+_MLFLOW_LOGGERS = ("mlflow", "alembic", "sqlalchemy.engine", "huey")
+
+
+def _quiet_mlflow() -> None:
+    """MLflow in this process (the command's own): no retries for minutes, no lines of
+    its own. The library never does this; the command owns its process."""
+    # An unreachable server fails in seconds, not after MLflow's minutes of retries.
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    # A server's client prints two links per finished run on standard output.
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    # MLflow's progress lines ("Creating initial MLflow database tables...") and the
+    # tracebacks it logs before raising: the error is told once, in one line. Importing
+    # mlflow sets its loggers' levels from MLFLOW_LOGGING_LEVEL; where it is imported
+    # already, the levels are set here. A level the user chose is kept.
+    if "MLFLOW_LOGGING_LEVEL" not in os.environ:
+        os.environ["MLFLOW_LOGGING_LEVEL"] = "CRITICAL"
+        for name in _MLFLOW_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL)

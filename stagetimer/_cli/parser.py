@@ -359,7 +359,7 @@ def _watch(commands: _Commands) -> None:
         help="a running suite: done, running, failed, pending and the time to go",
         description="Refresh, every --interval seconds, per artifact directory and stage: "
         "runs done, running, failed, killed, unknown and pending, the elapsed time and the "
-        "time to go (median and 90 %% bound, from the finished runs and the running ones' "
+        "time to go (median and 90 % bound, from the finished runs and the running ones' "
         "elapsed time). Redraws in place on a terminal, prints a block per refresh when "
         "piped. Reads only: never writes, takes no lock. Exit status 0 once everything "
         "expected is done, 1 a path cannot be read, 2 a usage error, 130 on Ctrl-C.",

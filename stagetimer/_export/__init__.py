@@ -3,7 +3,9 @@
 
 Each reads the sidecars through ``_analysis`` and imports its tool only inside its own
 module, which only its command imports. Each is idempotent: what a destination already
-holds is read back (or found by deterministic ids) and never written twice.
+holds is read back (or found by deterministic ids) and never written twice, under a lock
+on the destination (``lock``) so that two exports at once are too. Runs and attempts with
+times no writer could have recorded are left out and named (``plausible``).
 """
 
 from __future__ import annotations

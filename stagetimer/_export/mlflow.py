@@ -6,16 +6,19 @@ The hardware and software the first run recorded are the MLflow run's params; it
 directory and every hardware id are tags. An MLflow run is found again by its key tag
 (``stagetimer.key``, a hash of directory, run index and rank), and a metric point is
 written only when the run's history does not hold it already: a second export adds
-nothing, one after new runs adds exactly those.
+nothing, one after new runs adds exactly those. The finding and adding happen under the
+destination's lock (``stagetimer._export.lock``), so two exports at once add them once.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from stagetimer._analysis.wall_span import posix_seconds
+from stagetimer._export.lock import held, lock_beside, lock_in_cache
 from stagetimer._export.runs import (
     Exported,
     ExportError,
@@ -26,7 +29,7 @@ from stagetimer._export.runs import (
     readable,
 )
 
-__all__ = ["export_mlflow", "metric_key"]
+__all__ = ["export_mlflow", "metric_key", "store_path"]
 
 KEY_TAG = "stagetimer.key"
 _MAX_KEY = 250  # MLflow's limit on a metric, param or tag key
@@ -34,16 +37,35 @@ _MAX_VALUE = 5000  # within every MLflow release's limit on a tag or param value
 _BATCH = 1000  # metrics per log_batch (MLflow's limit); params and tags: 100
 
 
+_RENAMED = re.compile(r"-[0-9a-f]{16}\Z")  # what a renamed key ends with
+
+
 def metric_key(stage: str) -> str:
-    """``stage`` as a metric key MLflow accepts: characters other than letters, digits,
-    ``_ - .`` and space become ``_``; a name MLflow would read as a path gets a leading
-    ``_``; past 250 characters it is cut and ends in ``-`` and a hash of the whole."""
+    """``stage`` as a metric key MLflow accepts, distinct for distinct stages.
+
+    A name of letters, digits, ``_ - .`` and space, at most 250 characters, is kept as
+    it is. Any other is renamed: other characters become ``_``, a name MLflow would read
+    as a path gets a leading ``_``, it is cut to fit, and it ends in ``-`` and 16 hex
+    digits of a hash of the whole name (``a/b`` -> ``a_b-<hash>``, ``a:b`` ->
+    ``a_b-<other hash>``). A kept name never ends that way (such a name is renamed too),
+    so no two stages share a key."""
     key = re.sub(r"[^\w.\- ]", "_", stage)
     if key.strip(".") == "" or key.startswith(".."):
         key = "_" + key
-    if len(key) > _MAX_KEY:
-        key = key[: _MAX_KEY - 17] + "-" + digest(stage, size=8)
-    return key
+    if key == stage and len(key) <= _MAX_KEY and not _RENAMED.search(key):
+        return key
+    tail = "-" + digest(stage, size=8)
+    return key[: _MAX_KEY - len(tail)] + tail
+
+
+def _stage_tag(key: str) -> str:
+    """The tag that keeps a renamed metric's stage name: ``stagetimer.stage.<key>``, cut
+    to MLflow's 250 characters with a hash of the whole key where it is longer."""
+    tag = f"stagetimer.stage.{key}"
+    if len(tag) <= _MAX_KEY:
+        return tag
+    tail = "-" + digest(key, size=8)
+    return tag[: _MAX_KEY - len(tail)] + tail
 
 
 def _short(text: str) -> str:
@@ -56,6 +78,56 @@ def export_mlflow(
     """Export ``groups`` into ``experiment`` at ``tracking_uri``; :class:`ExportError` when
     the store refuses or cannot be reached (what was written stays; a rerun completes it)."""
     need("mlflow", "mlflow")
+    path = store_path(tracking_uri)
+    if path is not None and tracking_uri.startswith("sqlite:"):
+        _check_sqlite_writable(path, tracking_uri)
+    lock_path = lock_beside(path) if path is not None else lock_in_cache(tracking_uri)
+    with held(lock_path, tracking_uri, f"cannot export to MLflow at {tracking_uri!r}"):
+        return _export(groups, tracking_uri, experiment)
+
+
+def store_path(tracking_uri: str) -> str | None:
+    """The local file or directory a tracking URI names (a SQLite database, a file
+    store), or None (a server, an in-memory database)."""
+    from urllib.parse import unquote, urlsplit
+
+    if tracking_uri.startswith("sqlite:"):
+        rest = tracking_uri[len("sqlite:"):]
+        if not rest.startswith("///"):
+            return None  # sqlite:// is an in-memory database
+        path = rest[3:].split("?", 1)[0]
+        if path.startswith("file:"):  # a SQLite URI filename (``?uri=true``)
+            path = unquote(urlsplit(path).path)
+        return path if path not in ("", ":memory:") else None
+    if tracking_uri.startswith("file:"):
+        return unquote(urlsplit(tracking_uri).path) or None
+    if re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", tracking_uri):
+        return None  # http, https, databricks, postgresql, ...
+    return tracking_uri
+
+
+def _check_sqlite_writable(path: str, tracking_uri: str) -> None:
+    """Refuse a database this user cannot write, before MLflow does: MLflow retries the
+    connection ten times over about 100 s where it cannot create the database file."""
+    full = os.path.abspath(path)
+    directory = os.path.dirname(full)
+    if os.path.lexists(full):
+        if not os.access(full, os.W_OK):
+            raise _refused(tracking_uri, f"{full!r} is not writable by this user")
+    else:
+        while not os.path.lexists(directory) and os.path.dirname(directory) != directory:
+            directory = os.path.dirname(directory)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise _refused(tracking_uri, f"the directory {directory!r} is not writable by this user "
+                "(SQLite writes the database and its journal there)")
+
+
+def _refused(tracking_uri: str, why: str) -> ExportError:
+    return ExportError(f"cannot export to MLflow at {tracking_uri!r}: {why}")
+
+
+def _export(groups: Iterable[Group], tracking_uri: str, experiment: str) -> Exported:
+    """What the store lacks, added; under the destination's lock."""
     from mlflow.tracking import MlflowClient
 
     try:
@@ -73,9 +145,7 @@ def export_mlflow(
     except ExportError:
         raise
     except Exception as exc:  # the store's own errors: one line, never a traceback
-        raise ExportError(
-            f"cannot export to MLflow at {tracking_uri!r}: {_reason(exc)}"
-        ) from exc
+        raise _refused(tracking_uri, _reason(exc)) from exc
     return Exported(created, points, runs)
 
 
@@ -90,7 +160,16 @@ def _reason(exc: BaseException) -> str:
         seen.add(id(inner))
         exc = inner
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+    return f"{type(exc).__name__}: {_sentences(text[0]) if text else ''}"
+
+
+def _sentences(line: str, limit: int = 2000) -> str:
+    """``line`` whole, or its sentences that fit ``limit`` characters and then ``…``:
+    never cut mid-sentence."""
+    if len(line) <= limit:
+        return line
+    end = line.rfind(". ", 0, limit)
+    return (line[: end + 1] if end > 0 else line[:limit]) + " …"
 
 
 def _experiment(client: Any, name: str) -> str:
@@ -174,7 +253,7 @@ def _log_new(client: Any, run_id: str, group: Group) -> int:
             )
     new = [p for p in points if (p[0], p[2], p[3], p[4]) not in held]
     tags = [
-        RunTag(f"stagetimer.stage.{key}"[:_MAX_KEY], _short(stage))
+        RunTag(_stage_tag(key), _short(stage))
         for key, stage in {(p[0], p[1]) for p in new} if key != stage
     ]
     hardware = sorted({r["hardware_id"] for r in group.rows if r.get("hardware_id")})

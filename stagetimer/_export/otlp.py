@@ -9,20 +9,27 @@ Running attempts, and those whose fate is unknown, are not exported yet: a later
 writes them once decided. Every id is a hash of what it names (an attempt's id, the
 directory, the run), so the spans already in the file are recognised and never written
 twice; a directory's or a run's span is written with its first attempt and spans the
-attempts exported with it.
+attempts exported with it. The reading of the file and the appending happen under the
+destination's lock (``stagetimer._export.lock``): two exports at once write each span
+once. An attempt whose times no writer could have recorded (``stagetimer._export.
+plausible``) is left out and named on standard error.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from stagetimer._analysis.attempts import Attempt
 from stagetimer._analysis.tree import Problem
+from stagetimer._export.lock import held as lock_held
+from stagetimer._export.lock import lock_beside
+from stagetimer._export.plausible import implausible
 from stagetimer._export.runs import Exported, ExportError, digest, need, readable
+from stagetimer._format import ATTEMPTS_DIR, MARKER_SUFFIX, TIMINGS_FILE
 from stagetimer._store.durable import read_regular, write_file
 
 __all__ = ["export_otlp", "span_ids"]
@@ -32,8 +39,8 @@ _INTERNAL = 1  # Span.SpanKind
 _IDS = ("traceId", "spanId", "parentSpanId")
 
 
-def _nanos(moment: datetime.datetime) -> int:
-    return round(moment.timestamp() * 1e6) * 1000
+def _nanos(posix: float) -> int:
+    return round(posix * 1e6) * 1000
 
 
 def span_ids(attempt: Attempt) -> tuple[str, str, str, str]:
@@ -51,19 +58,38 @@ def span_ids(attempt: Attempt) -> tuple[str, str, str, str]:
     )
 
 
-def _end(
-    started: datetime.datetime, attempt: Attempt
-) -> tuple[datetime.datetime, datetime.datetime | None]:
-    """The attempt's end, and the upper end of a killed one's interval."""
+def _times(attempt: Attempt, now: float) -> tuple[float, float, str | None] | str:
+    """(start, end, upper end of a killed one's interval) in POSIX seconds and text, or
+    why the attempt cannot be placed in time (``implausible``)."""
+    assert attempt.started_at is not None
+    if attempt.odd:  # its marker holds values no writer could have written
+        return "; ".join(attempt.odd)
+    start = attempt.started_at.timestamp()
+    upper: str | None = None
     if attempt.seconds is not None:
-        return started + datetime.timedelta(seconds=attempt.seconds), None
-    low, high = attempt.ended_between or (None, None)
-    return (low or started), high
+        why = implausible(start, attempt.seconds, now)
+        end = start + attempt.seconds
+    else:  # killed: it ended at the lower end of its interval (at its start, if none)
+        low, high = attempt.ended_between or (None, None)
+        end = max(start, low.timestamp()) if low is not None else start
+        why = implausible(start, end - start, now)
+        upper = None if high is None else high.isoformat()
+    return why if why is not None else (start, end, upper)
 
 
 def _exportable(attempt: Attempt) -> bool:
     """Decided, and placed in time (a run written before ``started_at`` existed is not)."""
     return attempt.state in ("finished", "failed", "killed") and attempt.started_at is not None
+
+
+def _where(attempt: Attempt) -> str:
+    """The file an attempt was read from: its marker, or the sidecar holding its run."""
+    if attempt.state != "finished" and attempt.attempt_id:
+        return os.path.join(attempt.directory, ATTEMPTS_DIR, attempt.attempt_id + MARKER_SUFFIX)
+    return os.path.join(attempt.directory, TIMINGS_FILE)
+
+
+_Placed = tuple[Attempt, tuple[float, float, str | None]]
 
 
 def export_otlp(
@@ -75,10 +101,22 @@ def export_otlp(
     from stagetimer._analysis.attempts import scan_attempts
 
     found, problems = scan_attempts(paths)
-    held = _held(destination)
-    spans = _spans([a for a in found if _exportable(a)], held)
-    if spans:
-        _append(destination, _request(spans))
+    now = time.time()
+    placed: list[_Placed] = []
+    for attempt in found:
+        if _exportable(attempt):
+            times = _times(attempt, now)
+            if isinstance(times, str):
+                problems.append(Problem(_where(attempt), (
+                    f"attempt of stage {attempt.stage!r} (run {attempt.run_idx}, "
+                    f"{attempt.state}) left out of the export: {times}"
+                )))
+            else:
+                placed.append((attempt, times))
+    with lock_held(lock_beside(destination), destination, f"cannot write {destination!r}"):
+        spans = _spans(placed, _held(destination))
+        if spans:
+            _append(destination, _request(spans))
     return Exported(len({s["traceId"] for s in spans}), len(spans), len(found)), problems
 
 
@@ -138,16 +176,16 @@ def _span(
     return span
 
 
-def _spans(found: Iterable[Attempt], held: set[str]) -> list[dict[str, Any]]:
+def _spans(placed: Iterable[_Placed], held: set[str]) -> list[dict[str, Any]]:
     """The attempts' spans not in ``held``, with each new directory's and run's span."""
     new: list[dict[str, Any]] = []
     parents: dict[str, tuple[tuple[str, str | None, str], str, dict[str, Any], list[int]]] = {}
-    placed = [(a, a.started_at) for a in found if a.started_at is not None]
-    for attempt, started in sorted(placed, key=lambda pair: (pair[0].directory, pair[1])):
+    for attempt, (started, ended, upper) in sorted(
+        placed, key=lambda pair: (pair[0].directory, pair[1][0])
+    ):
         trace, directory_span, run_span, own = span_ids(attempt)
         if own in held:
             continue
-        ended, upper = _end(started, attempt)
         start, end = _nanos(started), _nanos(ended)
         status = (_OK, None) if attempt.state == "finished" else (
             _ERROR, attempt.cause or attempt.state
@@ -160,7 +198,7 @@ def _spans(found: Iterable[Attempt], held: set[str]) -> list[dict[str, Any]]:
                 "world_size": attempt.world_size, "attempt_id": attempt.attempt_id,
                 "state": attempt.state, "cause": attempt.cause,
                 "exception": attempt.exception, "seconds": attempt.seconds,
-                "ended_before": None if upper is None else upper.isoformat(),
+                "ended_before": upper,
                 "evidence": attempt.evidence if attempt.state != "finished" else None,
                 "host": attempt.host, "hardware_id": attempt.hardware_id,
                 "software_id": attempt.software_id,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -110,7 +111,13 @@ class Read:
 
 
 def read_groups(paths: Iterable[str | os.PathLike[str]]) -> Read:
-    """Every run under ``paths``, grouped; the problems met reading (``scan_tree``)."""
+    """Every run under ``paths``, grouped; the problems met reading (``scan_tree``), and
+    a problem for each run left out for times no writer could have recorded
+    (``stagetimer._export.plausible``)."""
+    from stagetimer._analysis.wall_span import posix_seconds
+    from stagetimer._export.plausible import implausible
+    from stagetimer._format import TIMINGS_FILE
+
     artifacts, problems = scan_tree(paths)
     relpaths = {
         a.path: readable(a.relpath if a.relpath != "." else os.path.basename(
@@ -119,10 +126,30 @@ def read_groups(paths: Iterable[str | os.PathLike[str]]) -> Read:
     }
     by_key: dict[tuple[str, int | None, int | None], list[dict[str, Any]]] = {}
     rows = records_from(artifacts)
+    now = time.time()
     for row in rows:
+        why = implausible(posix_seconds(row["started_at"]), row["seconds"], now)
+        if why is not None:
+            problems.append(Problem(
+                os.path.join(row["artifact"], TIMINGS_FILE),
+                f"{_run_name(row)} left out of the export: {why}",
+            ))
+            continue
         by_key.setdefault((row["artifact"], row["run_idx"], row["rank"]), []).append(row)
     groups = [
         Group(os.path.abspath(path), relpaths[path], run_idx, rank, tuple(found))
         for (path, run_idx, rank), found in by_key.items()
     ]
     return Read(groups, problems, len(rows))
+
+
+def _run_name(row: dict[str, Any]) -> str:
+    """``stage 'fit' run 1 (epoch0) rank 0``: a run of a sidecar, for a problem line."""
+    parts = [f"stage {row['stage']!r}"]
+    if row["run_idx"] is not None:
+        parts.append(f"run {row['run_idx']}")
+    if row["label"] is not None:
+        parts.append(f"({row['label']})")
+    if row["rank"] is not None:
+        parts.append(f"rank {row['rank']}")
+    return " ".join(parts)

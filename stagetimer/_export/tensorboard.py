@@ -1,11 +1,14 @@
 """``stagetimer export tensorboard``: event files TensorBoard reads, one scalar per run.
 
-A TensorBoard run (a sub-directory of the destination) per artifact directory, and per
-rank where runs have one (``<relpath>/rank<r>``); a scalar tag per stage
-(``<stage>/<label>`` for labelled runs); its step the run index (0 when none), its value
-the seconds, its wall time the recorded start. The events already in a run's directory
-are read back first and only the missing ones are written, into one new event file: a
-second export writes nothing, one after new runs writes exactly those.
+A TensorBoard run (a sub-directory of the destination) per artifact directory, run
+index and rank (``<relpath>/run<i>/rank<r>``, each part only where runs have one), as
+MLflow has one MLflow run for each; a scalar tag per stage; its step the number the
+run's label ends with (``epoch3`` -> 3; else 0), as MLflow's step, so an epoch's stage
+plots against epochs and each seed is a line of its own; its value the seconds, its wall
+time the recorded start. Under the destination's lock (``stagetimer._export.lock``) the
+events already in a run's directory are read back and only the missing ones are written,
+into one new event file: a second export writes nothing, one after new runs writes
+exactly those, and two at once write them once.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from stagetimer._analysis.wall_span import posix_seconds
-from stagetimer._export.runs import Exported, ExportError, Group, need
+from stagetimer._export.lock import held, lock_beside
+from stagetimer._export.runs import Exported, ExportError, Group, label_step, need
 from stagetimer._store.durable import fsync_directory
 
 __all__ = ["export_tensorboard", "run_directory"]
@@ -29,6 +33,8 @@ _Point = tuple[str, int, float]  # tag, step, wall time (ms precision)
 def run_directory(group: Group) -> str:
     """The group's TensorBoard run, relative to the destination (``/``-separated)."""
     parts = [p for p in group.relpath.split("/") if p not in ("", ".", "..")] or ["."]
+    if group.run_idx is not None:
+        parts.append(f"run{group.run_idx}")
     if group.rank is not None:
         parts.append(f"rank{group.rank}")
     return "/".join(parts)
@@ -44,18 +50,27 @@ def export_tensorboard(groups: Iterable[Group], destination: str) -> Exported:
         runs += len(group.rows)
         points = by_run.setdefault(run_directory(group), [])
         for row in group.rows:
-            tag = row["stage"] if row["label"] is None else f"{row['stage']}/{row['label']}"
-            step = group.run_idx if group.run_idx is not None else 0
+            step = label_step(row["label"])
             started = posix_seconds(row["started_at"]) or 0.0
-            points.append(((tag, step, round(started, 3)), float(row["seconds"])))
+            points.append(((row["stage"], step, round(started, 3)), float(row["seconds"])))
+    failure = f"cannot write TensorBoard events into {destination!r}"
+    with held(lock_beside(destination), destination, failure):
+        written, created = _add_missing(destination, by_run)
+    return Exported(created, written, runs)
+
+
+def _add_missing(
+    destination: str, by_run: dict[str, list[tuple[_Point, float]]]
+) -> tuple[int, int]:
+    """(points written, runs created): what each run's event files lack, added."""
     written = created = 0
     for run, points in sorted(by_run.items()):
         path = os.path.join(destination, *run.split("/"))
         try:
-            held = _held(path)
-            new = [(p, v) for p, v in points if p not in held]
+            held_points = _held(path)
+            new = [(p, v) for p, v in points if p not in held_points]
             if new:
-                created += not held
+                created += not held_points
                 _write(path, sorted(new, key=lambda pv: (pv[0][1], pv[0][2], pv[0][0])))
                 written += len(new)
         except ExportError:
@@ -65,7 +80,7 @@ def export_tensorboard(groups: Iterable[Group], destination: str) -> Exported:
             raise ExportError(
                 f"cannot write TensorBoard events into {path!r}: {type(exc).__name__}: {reason}"
             ) from exc
-    return Exported(created, written, runs)
+    return written, created
 
 
 def _held(path: str) -> set[_Point]:

@@ -19,11 +19,25 @@ import pytest
 FITS = Path(__file__).parent / "fits"
 ROOT = Path(__file__).resolve().parents[2]
 
-_EXTRA = {
-    "lightning": "lightning", "transformers": "transformers", "accelerate": "transformers",
-    "keras": "keras", "jax": "frameworks-test", "torch": "lightning", "mlflow": "mlflow",
-    "tensorboard": "tensorboard", "opentelemetry.proto": "otlp",
+#: What each extra installs, in the order ``require`` tries them: a test's skip names the
+#: first extra that installs every module it needs (torch comes with lightning and with
+#: transformers alike; the transformers tests need the transformers extra).
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "lightning": ("torch", "lightning"),
+    "transformers": ("torch", "transformers", "accelerate"),
+    "keras-jax": ("keras", "jax"),
+    "mlflow": ("mlflow",),
+    "tensorboard": ("tensorboard",),
+    "otlp": ("opentelemetry.proto",),
 }
+
+
+def extra_for(modules: tuple[str, ...]) -> str:
+    """The extra that installs every one of ``modules``, else ``frameworks-test``."""
+    for extra, installed in EXTRAS.items():
+        if set(modules) <= set(installed):
+            return extra
+    return "frameworks-test"
 
 
 def require(*modules: str) -> None:
@@ -34,8 +48,7 @@ def require(*modules: str) -> None:
         except ImportError:
             found = None
         if found is None:
-            extra = _EXTRA.get(module, module)
-            reason = f"needs {module} (pip install 'stagetimer[{extra}]')"
+            reason = f"needs {module} (pip install 'stagetimer[{extra_for(modules)}]')"
             if os.environ.get("STAGETIMER_REQUIRE_FRAMEWORKS") == "1":
                 pytest.fail(f"STAGETIMER_REQUIRE_FRAMEWORKS=1 but this test {reason}")
             pytest.skip(reason)

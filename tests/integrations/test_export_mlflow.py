@@ -128,10 +128,47 @@ def test_names_mlflow_refuses_are_renamed_as_documented(tmp_path: Path) -> None:
     (name, run), = _runs(uri).items()
     assert "caf\\xe9 run 0" == name
     metrics = run.data.metrics
-    assert {"eval_greedy_v2", "_..", "x" * 233 + "-" + _digest(long_name)} == set(metrics)
-    assert "eval/greedy:v2" == run.data.tags["stagetimer.stage.eval_greedy_v2"]
+    renamed = "eval_greedy_v2-" + _digest("eval/greedy:v2")
+    assert {renamed, "_..-" + _digest(".."), "x" * 233 + "-" + _digest(long_name)} == set(
+        metrics
+    )
+    assert "eval/greedy:v2" == run.data.tags[f"stagetimer.stage.{renamed}"]
     assert 0 == run_cli("export", "mlflow", odd, "--to", uri).returncode
     assert 3 == sum(len(_history(uri, run, k)) for k in metrics)
+
+
+@pytest.mark.parametrize(
+    "stages",
+    [
+        ("a/b", "a:b", "a?b", "a_b"),  # one character MLflow refuses, or the one it becomes
+        ("a_b-" + "0" * 16, "a_b"),  # a name that ends as a renamed one does
+        ("y" * 260 + "1", "y" * 260 + "2"),  # long names that differ past the cut
+    ],
+)
+def test_distinct_stages_stay_distinct_metrics_each_with_its_name(
+    tmp_path: Path, stages: tuple[str, ...]
+) -> None:
+    rec = Recorder(tmp_path / "run", policy="upsert")
+    for seconds, name in enumerate(stages, start=1):
+        rec.record(name, float(seconds), run_idx=0, started_at=T0)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    ran = run_cli("export", "mlflow", tmp_path / "run", "--to", uri)
+    assert 0 == ran.returncode, ran.stderr
+    (run,) = _runs(uri).values()
+    metrics = run.data.metrics
+    assert len(stages) == len(metrics)
+    tags = run.data.tags
+    named = {key: tags.get(_stage_tag(key), key) for key in metrics}
+    # each metric holds its own stage's seconds, and its tag names that stage
+    assert {name: float(i) for i, name in enumerate(stages, start=1)} == {
+        named[key]: value for key, value in metrics.items()
+    }
+
+
+def _stage_tag(key: str) -> str:
+    """The documented tag of a renamed metric: cut to 250 characters with a hash."""
+    tag = f"stagetimer.stage.{key}"
+    return tag if len(tag) <= 250 else tag[:233] + "-" + _digest(key)
 
 
 def _digest(text: str) -> str:
@@ -205,3 +242,64 @@ def test_a_tracking_server_receives_the_export_once(
     runs = _runs(mlflow_server)
     assert 4 == len(runs)
     assert [(10.0, int(T0 * 1000), 0)] == _history(mlflow_server, runs["mlp run 0"], "fit_train")
+
+
+@pytest.mark.parametrize(
+    ("database", "directory", "exists"),
+    [
+        (0o644, 0o777, True),  # the database is another user's, read-only to this one
+        (0o666, 0o755, True),  # the database is writable, its directory (the journal) not
+        (None, 0o755, False),  # no database yet, in a directory this user cannot write
+    ],
+)
+def test_a_store_this_user_cannot_write_is_one_line_and_exit_1_without_retries(
+    database: int | None, directory: int, exists: bool
+) -> None:
+    """Run as a real user other than the store's owner: MLflow would retry creating the
+    database for about 100 s, printing a traceback each time."""
+    from helpers.users import as_user, python, shared_users
+
+    with shared_users("exro") as users:
+        record_suite(users.base)
+        store = users.base / "store"
+        store.mkdir()
+        db = store / "mlflow.db"
+        if exists:
+            assert 0 == run_cli("export", "mlflow", users.base / "suite" / "mlp",
+                                "--to", f"sqlite:///{db}").returncode
+            db.chmod(database or 0)
+        store.chmod(directory)
+        before = db.read_bytes() if exists else None
+        uri = f"sqlite:///{db}"
+        done = as_user(users, users.alice, python(), "-m", "stagetimer", "export",
+                       "mlflow", str(users.base / "suite"), "--to", uri, timeout=60)
+        assert 1 == done.returncode
+        assert "" == done.stdout
+        assert 1 == len(done.stderr.splitlines()), done.stderr
+        assert done.stderr.startswith(f"stagetimer export mlflow: cannot export to MLflow "
+                                      f"at {uri!r}: "), done.stderr
+        assert "not writable by this user" in done.stderr
+        assert before == (db.read_bytes() if exists else None)
+        assert sorted(p.name for p in store.iterdir()) == (["mlflow.db", "mlflow.db.lock"]
+                                                           if exists else [])
+
+
+def test_mlflow_refusing_a_file_store_is_told_whole_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow 3 refuses a directory store unless MLFLOW_ALLOW_FILE_STORE=true: its long
+    message is passed on whole, not cut mid-sentence."""
+    import mlflow
+
+    if int(mlflow.__version__.split(".")[0]) < 3:
+        pytest.skip(f"MLflow {mlflow.__version__} writes a file store without asking")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    record_suite(tmp_path)
+    store = tmp_path / "mlruns"
+    ran = run_cli("export", "mlflow", tmp_path / "suite", "--to", store)
+    assert 1 == ran.returncode
+    assert "" == ran.stdout
+    (line,) = ran.stderr.splitlines()
+    assert line.startswith(f"stagetimer export mlflow: cannot export to MLflow at '{store}': ")
+    assert "MLFLOW_ALLOW_FILE_STORE=true" in line
+    assert line.endswith("."), line[-80:]
