@@ -180,6 +180,8 @@ class Finished:
     resources: dict[str, Any] | None = None
     #: the attempt's id (its started marker), None for ``record_timing``
     attempt_id: str | None = None
+    #: the replacement rule it is saved by; None: its recorder's policy
+    policy: str | None = None
 
 
 #: Serial numbers of this process's records (``next`` on a count is one atomic C call).

@@ -260,7 +260,8 @@ def _put_back(data: dict[str, Any], folds: list[_Fold]) -> None:
         runs: list[Any] = stage["runs"] if is_stage(stage) else []
         before = [r for r in runs if made_by.get(id(r)) is not fold]
         try:
-            verdict = replay_run(data, record.stage, record.run, fold.content.policy, before)
+            policy = record.policy or fold.content.policy
+            verdict = replay_run(data, record.stage, record.run, policy, before)
         except InvalidRecordError as exc:
             fold.refused.append(str(exc))
             continue
