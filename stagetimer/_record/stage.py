@@ -158,8 +158,8 @@ class Stage:
                 ended_at = None
                 until = getattr(self, "_until", None)  # set by ``settle`` only
                 if until is not None:
+                    ended_at = time.time() - max(perf_counter() - until, 0.0)
                     seconds = max(until - self._t0, 0.0)
-                    ended_at = self._wall0 + seconds
                     if exc_type is _EndUnknown:
                         exc_type = None
                 self.seconds = seconds

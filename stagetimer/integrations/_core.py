@@ -166,13 +166,17 @@ class FitTimer:
 
     def label(self, kind: str, number: int) -> str:
         """``epoch3``, ``step40``: a part's label. A fit that continues one cut short
-        (Keras or the ``Trainer`` counting from 0 again) labels its parts on after the
-        last one finished, so that no finished part is replaced."""
+        and counts from 0 again (a new ``Trainer``, Keras's ``fit``) labels its parts on
+        after the last one finished: its first epoch is the one after it, its step N
+        the step N after it, and no finished part is replaced."""
         if self._continuing:
             shift = self._shift.get(kind)
             if shift is None:
                 done = self._finished_parts.get(kind)
-                shift = self._shift[kind] = 0 if done is None else max(done + 1 - number, 0)
+                shift = 0
+                if done is not None and number <= done:
+                    shift = done + 1 - number if kind == "epoch" else done
+                self._shift[kind] = shift
             number += shift
         return f"{kind}{number}"
 
