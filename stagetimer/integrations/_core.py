@@ -5,9 +5,12 @@ A framework calls its hooks in pairs (``on_fit_start`` … ``on_fit_end``); each
 by an exception records nothing, as a ``with stage(...)`` block would. Nothing here runs
 per batch unless ``data_wait=True`` asks for it.
 
-Each record is a part of the fit's run (an epoch is a label of it): it replaces the part
-of the same run index, label and rank, and nothing else, under any recorder policy
-(``stage.part_stage``), so the default ``"sequential"`` recorder keeps every epoch.
+A fit is one run; its epochs, validations and checkpoints are labelled parts of it. The
+first record of each stage in a fit is saved by the recorder's policy (under the
+default ``"sequential"``, a fit of run 0 starts the stage over and a fit of run k > 0
+adds to it); the stage's later records in the same fit, and every record of a resumed
+fit, replace only the part of the same run index, label and rank
+(``stage.part_stage``), so that no policy drops one epoch for the next.
 
 A fit that raised with no hook called (Keras, the Hugging Face ``Trainer``; a caught
 ``KeyboardInterrupt``, a notebook's Ctrl-C) leaves its stages open: the next fit of the
@@ -26,7 +29,7 @@ from stagetimer._errors import InvalidSettingError, UnsupportedVersionError
 from stagetimer._format import AUTO_RESUME_SUFFIX, is_training_name
 from stagetimer._record.pending import declare_rank
 from stagetimer._record.recorder import Recorder, record_run, resolve_recorder
-from stagetimer._record.stage import Stage, part_stage
+from stagetimer._record.stage import Stage, part_stage, stage
 
 #: how a callback's records replace what is on disk, under any recorder policy
 _PART = "upsert"
@@ -124,6 +127,8 @@ class FitTimer:
         self._continuing = False
         self._shift: dict[str, int] = {}
         self._finished_parts: dict[str, int] = {}
+        #: the stages this fit has recorded into (or opened) so far
+        self._named: set[str] = set()
 
     # -- one fit ---------------------------------------------------------------
 
@@ -141,6 +146,7 @@ class FitTimer:
         self._choose_run(seed)
         self._continuing = self._cut_short and not resumed
         self._shift = {}
+        self._named = set()
         self.resumed = resumed or self._cut_short
         self._cut_short = False
         self.begin("fit", self.train_stage + (AUTO_RESUME_SUFFIX if self.resumed else ""))
@@ -217,7 +223,8 @@ class FitTimer:
     def begin(self, key: str, name: str, label: str | None = None) -> None:
         """Enter stage ``name`` of this fit's run under ``key`` (one open stage per key)."""
         self.end(key)
-        timing = part_stage(name, run_idx=self._fit_run_idx, label=label, recorder=self.recorder)
+        make = part_stage if self._a_part(name) else stage
+        timing = make(name, run_idx=self._fit_run_idx, label=label, recorder=self.recorder)
         timing.__enter__()
         self._open[key] = timing
         self._seen = timing._t0
@@ -249,10 +256,18 @@ class FitTimer:
         """One run measured between hooks that cannot hold a stage open (``time.time()``)."""
         record_run(
             self.recorder, name, max(seconds, 0.0), self._fit_run_idx, label, started_at,
-            None, _PART,
+            None, _PART if self._a_part(name) else None,
         )
         self._finished(label)
         self.seen()
+
+    def _a_part(self, name: str) -> bool:
+        """Whether a record of stage ``name`` adds a part to this fit's run (a later
+        record of the stage in this fit, or any of a resumed fit), rather than being the
+        fit's first, which the recorder's policy places."""
+        first = name not in self._named and not self.resumed
+        self._named.add(name)
+        return not first
 
     def continued(self, name: str) -> str:
         """``name`` as the resumed fit records it (``checkpoint_save_auto_resume``)."""
