@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -85,8 +85,8 @@ if mode == "again":
         t0 = time.time()
         try:
             trainer.train()
-        except KeyboardInterrupt:
-            pass
+        except KeyboardInterrupt:  # caught, as a notebook's Ctrl-C: the process goes on
+            print("interrupted", file=sys.stderr)
         time.sleep(IDLE)
         t1 = time.time()
         trainer.train()
