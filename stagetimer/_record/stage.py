@@ -156,7 +156,7 @@ class Stage:
                 attempt = None  # a forked child leaving its parent's block: not its attempt
             if exc_type is not None:
                 ended_at = None
-                until = getattr(self, "_until", None)  # set by ``settle`` only
+                until = getattr(self, "_until", None)  # set by ``_settle`` only
                 if until is not None:
                     ended_at = time.time() - max(perf_counter() - until, 0.0)
                     seconds = max(until - self._t0, 0.0)
@@ -197,7 +197,7 @@ class Stage:
         if attempt is not None and attempt.pid == getpid():
             target._markers.failed(attempt, type(error), error.__traceback__, seconds)
 
-    def settle(self, error: BaseException | None, until: float) -> None:
+    def _settle(self, error: BaseException | None, until: float) -> None:
         """Leave a stage whose block ended without its exit running (a framework that calls
         no hook when a fit raises): failed, as a block that raised ``error`` (None: not
         known, its marker says interrupted), its time up to ``until``, the
@@ -216,7 +216,7 @@ class Stage:
 
 
 class _EndUnknown(BaseException):
-    """What ended a settled stage, where nothing says (never raised; see ``settle``)."""
+    """What ended a settled stage, where nothing says (never raised; see ``_settle``)."""
 
 
 class _Part(Stage):

@@ -121,8 +121,9 @@ class FitTimer:
         self._seen = time.perf_counter()
         #: a fit of this callback ended with its stages open (settled as failed)
         self._cut_short = False
-        #: the exception the interpreter last showed when the fit began (``_ended_by``)
-        self._shown_before: BaseException | None = None
+        #: ``id()`` of the exception the interpreter last showed when the fit began
+        #: (``_ended_by``); not the exception, whose frames may hold a model's tensors
+        self._shown_before: int | None = None
         #: continuing a fit cut short: labels go on after the parts it finished
         self._continuing = False
         self._shift: dict[str, int] = {}
@@ -140,7 +141,8 @@ class FitTimer:
         one cut short is resumed too, its parts labelled on after those finished. What
         an earlier fit left open is settled first: never counted as this one."""
         self.settle()
-        self._shown_before = _shown()
+        shown = _shown()
+        self._shown_before = None if shown is None else id(shown)
         if rank is not None and world_size is not None and world_size > 1:
             declare_rank(rank, world_size)
         self._choose_run(seed)
@@ -162,7 +164,7 @@ class FitTimer:
             timing = self._open.pop(key)
             if key == "fit":
                 self._cut_short = True
-            timing.settle(error, self._seen)
+            timing._settle(error, self._seen)
         self._batch_ended = None
         self._waited = 0.0
 
@@ -305,7 +307,7 @@ def _shown() -> BaseException | None:
     return found if isinstance(found, BaseException) else None
 
 
-def _ended_by(shown_before: BaseException | None) -> BaseException | None:
+def _ended_by(shown_before: int | None) -> BaseException | None:
     """What ended a fit cut short, where known: the exception being handled now (the
     next fit called from an ``except`` block), else one the interpreter showed since
     the fit began (a notebook's Ctrl-C); None otherwise."""
@@ -313,4 +315,4 @@ def _ended_by(shown_before: BaseException | None) -> BaseException | None:
     if handled is not None:
         return handled
     shown = _shown()
-    return shown if shown is not None and shown is not shown_before else None
+    return shown if shown is not None and id(shown) != shown_before else None
