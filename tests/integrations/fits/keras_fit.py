@@ -52,7 +52,7 @@ if mode == "wall":
     with Recorder(out):  # the default policy, "sequential"
         started = time.perf_counter()
         model.fit(
-            x, y, epochs=6, batch_size=16, validation_split=0.25, verbose=0,
+            x, y, epochs=20, batch_size=16, validation_split=0.25, verbose=0,
             callbacks=[StageTimerCallback()],
         )
         wall = time.perf_counter() - started
