@@ -180,8 +180,6 @@ class Finished:
     resources: dict[str, Any] | None = None
     #: the attempt's id (its started marker), None for ``record_timing``
     attempt_id: str | None = None
-    #: the replacement rule it is saved by; None: its recorder's policy
-    policy: str | None = None
 
 
 #: Serial numbers of this process's records (``next`` on a count is one atomic C call).
@@ -209,6 +207,8 @@ class Pending:
     software: Live | None = None
     #: the attempt whose run it is (``attempt.Started``): its marker goes once it is saved
     attempt: Any = None
+    #: the replacement rule it is saved by; None: its recorder's policy
+    policy: str | None = None
 
     @property
     def name(self) -> str:

@@ -307,11 +307,10 @@ class Recorder:
             attempt_id = attempt.id
             self._markers.handed_over(attempt)
         pending: Pending = p.Pending(
-            p.Finished(
-                name, seconds, run_idx, label, iso, metadata, resources, attempt_id, policy
-            ),
+            p.Finished(name, seconds, run_idx, label, iso, metadata, resources, attempt_id),
             with_software=self.software,
             attempt=attempt,
+            policy=policy,
         )
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.

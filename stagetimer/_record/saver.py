@@ -367,7 +367,7 @@ class Saver:
             return False  # an interrupted write of this process stored it already
         pending.attempted = True
         s = self.settings
-        policy = pending.finished.policy or s.policy
+        policy = pending.policy or s.policy
         notes: list[Noted] = []  # read before the run changes the stage
         if policy == "sequential":
             if find_duplicate(data, name, run):
