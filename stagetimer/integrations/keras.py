@@ -23,8 +23,9 @@ first ``on_epoch_begin`` … ``on_train_end``       ``fit_train``; ``fit_train_a
 
 Keras has no public way to read the seed ``keras.utils.set_random_seed`` set: pass
 ``run_idx=seed`` (default 0). The fit's stage opens at its first epoch, where Keras tells
-whether it resumed. Keras calls no hook when ``fit`` raises: the next fit with this
-callback settles its open stages as failed, up to the last hook seen, and is their
+whether it resumed. Keras calls no hook when ``fit`` raises: the next fit (or
+``evaluate``, ``predict``) with this callback settles its open stages as failed, up to
+the last hook seen; the next fit is their
 continuation (``fit_train_auto_resume``, epochs labelled on after the last finished);
 in a process that ends first, they are settled at exit. The rank is the environment's
 (``RANK``/``WORLD_SIZE``, Slurm, MPI) or, on the JAX backend with several processes,
@@ -94,6 +95,11 @@ class StageTimerCallback(keras.callbacks.Callback):  # type: ignore[misc]
     # -- the checkpoint callback this one drives ----------------------------------
 
     def set_model(self, model: Any) -> None:
+        # Each fit, evaluate or predict makes a new callback list, which sets the model
+        # (a fit's own validation reuses the fit's): a fit still open here was cut short.
+        if self._in_fit:
+            self._in_fit = False
+            self._timer.settle()
         super().set_model(model)
         if self._checkpoint is not None:
             self._checkpoint.set_model(model)

@@ -144,6 +144,7 @@ NOTEBOOK = [
     "times['t0'] = time.time(); model.fit(x, y, epochs=4, batch_size=8, verbose=0, "
     "callbacks=[timer, CtrlC()])",
     "time.sleep(1.5)",
+    "model.evaluate(x, y, verbose=0, callbacks=[timer])",
     "times['t1'] = time.time(); model.fit(x, y, epochs=2, batch_size=8, verbose=0, "
     "callbacks=[timer]); times['t2'] = time.time()",
     "seen()",
@@ -155,10 +156,10 @@ def test_a_fit_cut_short_by_ctrl_c_in_a_living_session_is_failed_and_continued(
 ) -> None:
     """The notebook case: a real Ctrl-C in the second epoch, the prompt shows the
     ``KeyboardInterrupt`` and the session goes on; 1.5 s later the same callback fits
-    again. While the session still lives, the cut-short fit and epoch are failed
-    (interrupted by ``KeyboardInterrupt``), ending no later than the interrupt; the
-    next fit is the continuation, timed from its own start (the idle time is nobody's),
-    its epochs labelled on after the last one finished."""
+    again (after an evaluation with it, a test). While the session still lives, the
+    cut-short fit and epoch are failed (interrupted by ``KeyboardInterrupt``), ending no
+    later than the interrupt; the next fit is the continuation, timed from its own start
+    (the idle time is nobody's), its epochs labelled on after the last one finished."""
     from stagetimer import attempts
 
     helpers = FITS / "keras_notebook.py"
@@ -174,6 +175,7 @@ def test_a_fit_cut_short_by_ctrl_c_in_a_living_session_is_failed_and_continued(
     assert [
         ("fit_train", None, "failed", "interrupted", "KeyboardInterrupt"),
         ("fit_train_auto_resume", None, "finished", None, None),
+        ("test", None, "finished", None, None),
         ("train_epoch", "epoch0", "finished", None, None),
         ("train_epoch", "epoch1", "failed", "interrupted", "KeyboardInterrupt"),
         ("train_epoch", "epoch1", "finished", None, None),
@@ -190,6 +192,8 @@ def test_a_fit_cut_short_by_ctrl_c_in_a_living_session_is_failed_and_continued(
     assert resumed[5] <= seen["t2"] - seen["t1"]
     data = stages(tmp_path)
     assert "fit_train" not in data  # the fit cut short never finished
+    assert "validate" not in data  # the evaluation after it is a test, not its validation
+    assert [(2, None, None)] == runs_of(data, "test")
     assert [(2, None, None)] == runs_of(data, "fit_train_auto_resume")
     assert [(2, f"epoch{e}", None) for e in range(3)] == runs_of(data, "train_epoch")
 
