@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from os import getpid
 from time import perf_counter
@@ -155,8 +156,9 @@ class Stage:
             if attempt is not None and attempt.pid != getpid():
                 attempt = None  # a forked child leaving its parent's block: not its attempt
             if exc_type is not None:
-                ended_at = None
-                until = getattr(self, "_until", None)  # set by ``_settle`` only
+                ended_at = until = None
+                with contextlib.suppress(AttributeError):  # unset but by ``_settle``
+                    until = self._until
                 if until is not None:
                     ended_at = time.time() - max(perf_counter() - until, 0.0)
                     seconds = max(until - self._t0, 0.0)
