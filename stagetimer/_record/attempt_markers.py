@@ -109,19 +109,24 @@ class AttemptMarkers:
     def failed(
         self,
         started: Started,
-        exc_type: type[BaseException],
+        exc_type: type[BaseException] | None,
         tb: TracebackType | None,
         seconds: float,
+        ended_at: float | None = None,
     ) -> None:
         """A stage whose block raised, was interrupted, or whose record was never handed
         over: its marker says so, unless its run is pending or saved (then it finished).
-        Never raises an error of its own: the caller's exception propagates."""
+        ``exc_type`` None: interrupted by no exception known; ``ended_at``: when it ended
+        (a Unix time), if not now. Never raises an error of its own: the caller's
+        exception propagates."""
         open_attempts.pop(started.id, None)
         beats.stop(started.id)
         if started.pid != os.getpid() or self.holds(started):
             return
         try:
-            attempt.fail(started, exc_type, tb, seconds, time.time())
+            attempt.fail(
+                started, exc_type, tb, seconds, time.time() if ended_at is None else ended_at
+            )
         except Exception as exc:
             self._warn_once(exc)
 

@@ -202,6 +202,8 @@ class Pending:
     software: Live | None = None
     #: the attempt whose run it is (``attempt.Started``): its marker goes once it is saved
     attempt: Any = None
+    #: the replacement rule it is saved by; None: its recorder's policy
+    policy: str | None = None
 
     @property
     def name(self) -> str:

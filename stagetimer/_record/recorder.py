@@ -288,9 +288,12 @@ class Recorder:
         label: str | None,
         started_at: float | None,
         metadata: dict[str, Any] | None,
+        policy: str | None = None,
     ) -> None:
         """``record`` for arguments its caller checked (``record_timing``)."""
-        self._save_handed(self._hand_over(name, seconds, run_idx, label, started_at, metadata))
+        self._save_handed(
+            self._hand_over(name, seconds, run_idx, label, started_at, metadata, policy=policy)
+        )
 
     def _hand_over(
         self,
@@ -302,11 +305,13 @@ class Recorder:
         metadata: dict[str, Any] | None,
         resources: dict[str, Any] | None = None,
         attempt: Started | None = None,
+        policy: str | None = None,
     ) -> Pending:
         """Register a checked record as pending (then ``_save_handed``): from its
         ``append`` on, no interrupt loses it. ``resources``: what a ``stage`` used
         (``resources.py``); ``attempt``: its started marker (``attempt.py``), removed
-        once the run is saved."""
+        once the run is saved; ``policy``: the rule it is saved by, if not this
+        recorder's (a callback's parts of a run: ``"upsert"``)."""
         p = _pending_module
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
@@ -321,6 +326,7 @@ class Recorder:
             ),
             with_software=self._with_software,
             attempt=attempt,
+            policy=policy,
         )
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
@@ -425,11 +431,12 @@ def record_run(
     label: str | None,
     started_at: float | None,
     metadata: Mapping[str, Any] | None,
+    policy: str | None = None,
 ) -> None:
     """Check one finished run and save it into ``recorder`` (``resolve_recorder``); the
     one path of ``Recorder.record`` and ``record_timing``. Nothing is recorded, and no
     recorder needed, while ``STAGETIMER_DISABLE`` is set; the arguments are checked even
-    then."""
+    then. ``policy``: the rule the run is saved by, if not the recorder's."""
     check_record(name, run_idx, label)
     # Checked and copied in one pass: what the caller changes later is not recorded.
     copied = None if metadata is None else (copy_metadata(check_metadata_mapping(metadata)) or None)
@@ -437,7 +444,9 @@ def record_run(
     check_started_at(started_at)
     if recording_disabled():
         return
-    resolve_recorder(recorder)._record_checked(name, checked, run_idx, label, started_at, copied)
+    resolve_recorder(recorder)._record_checked(
+        name, checked, run_idx, label, started_at, copied, policy
+    )
 
 
 def resolve_recorder(recorder: Recorder | None) -> Recorder:

@@ -132,6 +132,9 @@ class RescueFile:
         entries = [
             {"id": f"{pid}-{p.serial}", "stage": p.name, "run": p.run_or_bare()} for p in records
         ]
+        for entry, p in zip(entries, records, strict=True):
+            if p.policy not in (None, self.policy):
+                entry["policy"] = p.policy  # a part of a run (a callback's epoch)
         hardware, software = descriptions(records)  # of the records just resolved
         payload: dict[str, Any] = {
             "format": RESCUE_FORMAT,

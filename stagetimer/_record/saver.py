@@ -386,15 +386,16 @@ class Saver:
             return False  # an interrupted write of this process stored it already
         pending.attempted = True
         s = self.settings
+        policy = pending.policy or s.policy
         notes: list[Noted] = []  # read before the run changes the stage
-        if s.policy == "sequential":
+        if policy == "sequential":
             if find_duplicate(data, name, run):
                 notes.append(AppendedAgain(name, run["run_idx"]))
             overtaken = find_overtaken(data, name, run)
             if overtaken:
                 notes.append(DroppedByReset(name, overtaken))
         trusted = self._cache.trusted_totals
-        apply_run(data, name, run, s.policy, trusted_total=name in trusted)
+        apply_run(data, name, run, policy, trusted_total=name in trusted)
         again.extend(notes)  # a refused record appended and dropped nothing: no note
         trusted.add(name)
         if s.expected_runs is not None and takes_expected_runs(name, run.get("run_idx")):

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from os import getpid
 from time import perf_counter
@@ -21,7 +22,7 @@ from stagetimer._store.validate import check_record, copy_metadata
 if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
 
-__all__ = ["Stage", "checked_stage", "record_timing", "stage"]
+__all__ = ["Stage", "checked_stage", "part_stage", "record_timing", "stage"]
 
 # Stage names that passed check_name (a name is checked once per process, not per stage).
 _checked_names: set[str] = set()
@@ -80,10 +81,12 @@ class Stage:
 
     #: whether its label and metadata were checked and copied by its maker (``_Checked``)
     _arguments_checked = False
+    #: the replacement rule its run is saved by; None: its recorder's policy (``_Part``)
+    _policy: str | None = None
 
     __slots__ = (
-        "_attempt", "_recorder", "_t0", "_target", "_used0", "_wall0", "label", "metadata",
-        "name", "run_idx", "seconds",
+        "_attempt", "_recorder", "_t0", "_target", "_until", "_used0", "_wall0", "label",
+        "metadata", "name", "run_idx", "seconds",
     )
     name: str
     run_idx: int | None
@@ -159,10 +162,18 @@ class Stage:
             if attempt is not None and attempt.pid != getpid():
                 attempt = None  # a forked child leaving its parent's block: not its attempt
             if exc_type is not None:
+                ended_at = until = None
+                with contextlib.suppress(AttributeError):  # unset but by ``_settle``
+                    until = self._until
+                if until is not None:
+                    ended_at = time.time() - max(perf_counter() - until, 0.0)
+                    seconds = max(until - self._t0, 0.0)
+                    if exc_type is _EndUnknown:
+                        exc_type = None
                 self.seconds = seconds
                 resources.discard(self._used0)  # records nothing: closes what start() opened
                 if attempt is not None:
-                    target._markers.failed(attempt, exc_type, tb, seconds)
+                    target._markers.failed(attempt, exc_type, tb, seconds, ended_at)
                 return
             # The record is handed to the recorder before ``seconds`` says the stage
             # finished: an interrupt before the hand-over means it did not (its marker
@@ -170,7 +181,7 @@ class Stage:
             used = resources.finish(self._used0)  # also closes what start() opened
             pending = target._hand_over(
                 self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata, used,
-                attempt,
+                attempt, self._policy,
             )
             self.seconds = seconds
             target._save_handed(pending)
@@ -194,6 +205,15 @@ class Stage:
         attempt = self._attempt
         if attempt is not None and attempt.pid == getpid():
             target._markers.failed(attempt, type(error), error.__traceback__, seconds)
+
+    def _settle(self, error: BaseException | None, until: float) -> None:
+        """Leave a stage whose block ended without its exit running (a framework that calls
+        no hook when a fit raises): failed, as a block that raised ``error`` (None: not
+        known, its marker says interrupted), its time up to ``until``, the
+        ``time.perf_counter()`` of its last sign of life. Nothing is recorded."""
+        self._until = until
+        exc_type = _EndUnknown if error is None else type(error)
+        self.__exit__(exc_type, error, None if error is None else error.__traceback__)
 
     async def __aenter__(self) -> Stage:
         return self.__enter__()
@@ -226,6 +246,34 @@ def _close(timing: Stage) -> None:
         open_stages.set(opened[:-1])
     elif timing in opened:
         open_stages.set(tuple(other for other in opened if other is not timing))
+
+
+class _EndUnknown(BaseException):
+    """What ended a settled stage, where nothing says (never raised; see ``_settle``)."""
+
+
+class _Part(Stage):
+    """A stage whose run is one part of a run (a fit's epoch): saved by ``upsert``'s rule
+    (it replaces the part of the same ``run_idx``, ``label`` and rank) under any policy."""
+
+    __slots__ = ()
+    _policy = "upsert"
+
+
+def part_stage(
+    name: str, *, run_idx: int | None, label: str | None, recorder: Recorder | None
+) -> Stage:
+    """``stage(...)`` whose run replaces the run of the same ``run_idx``, ``label`` and
+    rank, and no other, whatever the recorder's policy (a callback's fit and epochs: the
+    parts of one run, which ``"sequential"``'s reset would drop one by one)."""
+    timing = _Part()
+    timing.name = name
+    timing.run_idx = run_idx
+    timing.label = label
+    timing.metadata = {}
+    timing.seconds = None
+    timing._recorder = recorder
+    return timing
 
 
 class _Checked(Stage):

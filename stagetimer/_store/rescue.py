@@ -289,7 +289,8 @@ def _put_back(data: dict[str, Any], folds: list[_Fold], prefer: Prefer) -> None:
         runs: list[Any] = stage["runs"] if is_stage(stage) else []
         before = [r for r in runs if made_by.get(id(r)) is not fold]
         try:
-            verdict = replay_run(data, record.stage, record.run, fold.content.policy, before)
+            policy = record.policy or fold.content.policy
+            verdict = replay_run(data, record.stage, record.run, policy, before)
             if verdict == "unordered" and prefer == "rescued":
                 replace_place(data, record.stage, record.run)
                 verdict = "stored"

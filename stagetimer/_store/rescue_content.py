@@ -31,6 +31,8 @@ class RescueRecord:
 
     stage: str
     run: dict[str, Any]
+    #: the rule it is put back by, where not the file's (a callback's part of a run)
+    policy: str | None = None
 
 
 @attrs.frozen
@@ -110,7 +112,10 @@ def _check_entry(entry: object) -> RescueRecord:
     name, run = entry.get("stage"), entry.get("run")
     check_run(name, run)
     assert isinstance(name, str) and isinstance(run, dict)
-    return RescueRecord(name, run)
+    policy = entry.get("policy")
+    if policy is not None and policy not in POLICIES:
+        raise InvalidRecordError(f"policy {short_repr(policy)} is not one of {POLICIES}")
+    return RescueRecord(name, run, policy)
 
 
 def read_rescue(path: str) -> RescueContent:

@@ -23,9 +23,13 @@ first ``on_epoch_begin`` … ``on_train_end``       ``fit_train``; ``fit_train_a
 
 Keras has no public way to read the seed ``keras.utils.set_random_seed`` set: pass
 ``run_idx=seed`` (default 0). The fit's stage opens at its first epoch, where Keras tells
-whether it resumed. Keras calls no hook when ``fit`` raises: its open stages are left
-unrecorded. The rank is the environment's (``RANK``/``WORLD_SIZE``, Slurm, MPI) or, on
-the JAX backend with several processes, ``jax.process_index()``.
+whether it resumed. Keras calls no hook when ``fit`` raises: the next fit (or
+``evaluate``, ``predict``) with this callback settles its open stages as failed, up to
+the last hook seen; the next fit is their
+continuation (``fit_train_auto_resume``, epochs labelled on after the last finished);
+in a process that ends first, they are settled at exit. The rank is the environment's
+(``RANK``/``WORLD_SIZE``, Slurm, MPI) or, on the JAX backend with several processes,
+``jax.process_index()``.
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ class StageTimerCallback(keras.callbacks.Callback):  # type: ignore[misc]
         self._timer = FitTimer(directory, recorder, run_idx, train_stage, data_wait)
         self._checkpoint = checkpoint
         self._in_fit = False
-        self._epoch = 0
+        self._epoch = "epoch0"  # the label of the epoch running
         if data_wait:  # per-batch hooks only when asked: Keras calls them every step
             self.on_train_batch_begin = self._batch_begin
             self.on_train_batch_end = self._batch_end
@@ -91,6 +95,11 @@ class StageTimerCallback(keras.callbacks.Callback):  # type: ignore[misc]
     # -- the checkpoint callback this one drives ----------------------------------
 
     def set_model(self, model: Any) -> None:
+        # Each fit, evaluate or predict makes a new callback list, which sets the model
+        # (a fit's own validation reuses the fit's): a fit still open here was cut short.
+        if self._in_fit:
+            self._in_fit = False
+            self._timer.settle()
         super().set_model(model)
         if self._checkpoint is not None:
             self._checkpoint.set_model(model)
@@ -103,6 +112,7 @@ class StageTimerCallback(keras.callbacks.Callback):  # type: ignore[misc]
     # -- the fit and its epochs ---------------------------------------------------
 
     def on_train_begin(self, logs: Any = None) -> None:
+        self._timer.settle()  # what a fit that raised left open: not this fit's time
         self._in_fit = True
         if self._checkpoint is not None:
             self._checkpoint.on_train_begin(logs)
@@ -110,8 +120,8 @@ class StageTimerCallback(keras.callbacks.Callback):  # type: ignore[misc]
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         if not self._timer.is_open("fit"):
             self._timer.start_fit(None, resumed=epoch > 0, **_rank())
-        self._epoch = epoch
-        self._timer.begin("epoch", EPOCH, f"epoch{epoch}")
+        self._epoch = self._timer.label("epoch", epoch)
+        self._timer.begin("epoch", EPOCH, self._epoch)
         if self._timer.data_wait:
             self._timer.epoch_started()
         if self._checkpoint is not None:
@@ -119,7 +129,7 @@ class StageTimerCallback(keras.callbacks.Callback):  # type: ignore[misc]
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         if self._timer.data_wait:
-            self._timer.epoch_ended(f"epoch{epoch}")
+            self._timer.epoch_ended(self._epoch)
         self._timer.end("epoch")
         if self._checkpoint is not None:
             self._save(epoch, logs)
@@ -137,13 +147,13 @@ class StageTimerCallback(keras.callbacks.Callback):  # type: ignore[misc]
         checkpoint.on_epoch_end(epoch, logs)
         seconds = time.perf_counter() - started
         if not checkpoint.save_best_only or getattr(checkpoint, "best", None) != best:
-            self._timer.record(self._timer.continued(CHECKPOINT), seconds, f"epoch{epoch}", wall)
+            self._timer.record(self._timer.continued(CHECKPOINT), seconds, self._epoch, wall)
 
     # -- validation inside fit, testing outside -----------------------------------
 
     def on_test_begin(self, logs: Any = None) -> None:
         if self._in_fit:
-            self._timer.begin("validate", VALIDATE, f"epoch{self._epoch}")
+            self._timer.begin("validate", VALIDATE, self._epoch)
         else:
             self._timer.begin_test(None, TEST)
 

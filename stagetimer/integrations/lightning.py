@@ -23,7 +23,8 @@ the strategy's ``CheckpointIO.save_checkpoint``        ``checkpoint_save`` (``st
 =====================================================  ==================================
 
 The run index is ``run_idx`` when given, else the seed ``lightning.seed_everything`` set
-(``PL_GLOBAL_SEED``), else 0.
+(``PL_GLOBAL_SEED``), else 0. A fit after one that raised (a caught exception, a
+notebook) is that fit's continuation, as one resumed from a checkpoint is.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ SUPPORTED = ("2.0", "3.0")
 class StageTimerCallback(Callback):  # type: ignore[misc]
     """Times a Lightning fit's stages into ``directory`` (or ``recorder``, or the active one).
 
-    ``directory``: an artifact directory, recorded with ``policy="upsert"``; or
-    ``recorder``: a ``Recorder(..., policy="upsert")``; neither: the active recorder.
+    ``directory``: an artifact directory; or ``recorder``: a ``Recorder`` of yours, any
+    policy; neither: the active recorder.
     ``run_idx``: the run's index (default: the seed). ``train_stage``: the fit's stage
     name, ending in ``_train``. ``data_wait=True`` sums the wait between batches.
     """
@@ -105,18 +106,19 @@ class StageTimerCallback(Callback):  # type: ignore[misc]
     # -- epochs, validation, testing ---------------------------------------------
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        self._timer.begin("epoch", EPOCH, f"epoch{trainer.current_epoch}")
+        self._timer.begin("epoch", EPOCH, self._timer.label("epoch", trainer.current_epoch))
         if self._timer.data_wait:
             self._timer.epoch_started()
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         if self._timer.data_wait:
-            self._timer.epoch_ended(f"epoch{trainer.current_epoch}")
+            self._timer.epoch_ended(self._timer.label("epoch", trainer.current_epoch))
         self._timer.end("epoch")
 
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
         if not trainer.sanity_checking and self._timer.is_open("fit"):
-            self._timer.begin("validate", VALIDATE, f"epoch{trainer.current_epoch}")
+            label = self._timer.label("epoch", trainer.current_epoch)
+            self._timer.begin("validate", VALIDATE, label)
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         self._timer.end("validate")
@@ -162,7 +164,7 @@ class _TimedCheckpointIO(CheckpointIO):  # type: ignore[misc]
         self.inner.save_checkpoint(checkpoint, path, storage_options=storage_options)
         timer.record(
             timer.continued(CHECKPOINT), time.perf_counter() - started,
-            f"step{self._trainer.global_step}", wall,
+            timer.label("step", self._trainer.global_step), wall,
         )
 
     def load_checkpoint(self, path: Any, *args: Any, **kwargs: Any) -> Any:

@@ -24,8 +24,10 @@ The ``Trainer`` has no hook before an evaluation or a save, so both are timed fr
 hook just before them (``on_step_end``, ``on_log`` or ``on_evaluate`` of the same step)
 and recorded at ``on_evaluate``/``on_save``. It has none before ``evaluate()`` or
 ``predict()`` called outside ``train()`` either: testing is not timed (wrap it in
-``stagetimer.stage("test")``). A ``train()`` that raises has no hook at all: its open
-stages are left unrecorded.
+``stagetimer.stage("test")``). A ``train()`` that raises has no hook at all: the next
+``train()`` with this callback settles its open stages as failed, up to the last step
+seen, and is their continuation (``fit_train_auto_resume``); in a process that ends
+first, they are settled at exit.
 
 The run index is ``run_idx`` when given, else ``TrainingArguments.seed``.
 """
@@ -72,9 +74,10 @@ class StageTimerCallback(TrainerCallback):  # type: ignore[misc]
         # perf_counter and wall clock of the hook before a pending evaluation or save
         self._before: tuple[float, float] | None = None
         self._log_pending = False
-        self._epoch = 0
+        self._epoch = "epoch0"  # the label of the epoch running
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._before = None
         self._timer.start_fit(
             args.seed, resumed=state.global_step > 0,
             rank=args.process_index, world_size=args.world_size,
@@ -84,14 +87,14 @@ class StageTimerCallback(TrainerCallback):  # type: ignore[misc]
         self._timer.end_fit()
 
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._epoch = int(state.epoch or 0)
-        self._timer.begin("epoch", EPOCH, f"epoch{self._epoch}")
+        self._epoch = self._timer.label("epoch", int(state.epoch or 0))
+        self._timer.begin("epoch", EPOCH, self._epoch)
         if self._timer.data_wait:
             self._timer.epoch_started()
 
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._timer.data_wait:
-            self._timer.epoch_ended(f"epoch{self._epoch}")
+            self._timer.epoch_ended(self._epoch)
         self._timer.end("epoch")
         self._mark(control)
 
@@ -100,6 +103,7 @@ class StageTimerCallback(TrainerCallback):  # type: ignore[misc]
             self._timer.batch_started()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._timer.seen()  # the last sign of life of a train() that raises
         if self._timer.data_wait:
             self._timer.batch_ended()
         self._mark(control)
@@ -131,5 +135,6 @@ class StageTimerCallback(TrainerCallback):  # type: ignore[misc]
     def _since_before(self, name: str, state: Any) -> None:
         assert self._before is not None
         started, wall = self._before
-        self._timer.record(name, time.perf_counter() - started, f"step{state.global_step}", wall)
+        label = self._timer.label("step", state.global_step)
+        self._timer.record(name, time.perf_counter() - started, label, wall)
         self._before = None

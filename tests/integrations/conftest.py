@@ -4,6 +4,7 @@ fails the test instead."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -11,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +107,72 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+class Session:
+    """An interactive interpreter (``python -i``, as a notebook's kernel runs cells: an
+    exception a line raises is shown and the session goes on) fed ``lines``, with this
+    checkout first on the path. ``until(prefix)`` reads its standard output up to a line
+    starting with ``prefix`` while it lives on; leaving the ``with`` block ends it."""
+
+    def __init__(self, lines: list[str], env: dict[str, str], errors: Path) -> None:
+        environ = dict(os.environ)
+        environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT), environ.get("PYTHONPATH", "")) if p
+        )
+        environ.setdefault("KERAS_BACKEND", "jax")
+        environ.update(env)
+        self.errors = errors
+        self._stderr = errors.open("w")
+        self._read = b""
+        self.process = subprocess.Popen(
+            [sys.executable, "-i", "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, env=environ, start_new_session=True,
+        )
+        assert self.process.stdin is not None
+        self.process.stdin.write("".join(line + "\n" for line in lines).encode())
+        self.process.stdin.flush()
+
+    def until(self, prefix: str, timeout: float = 240) -> str:
+        """The first line of output starting with ``prefix`` (without it)."""
+        import selectors
+
+        stdout = self.process.stdout
+        assert stdout is not None
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            while True:
+                lines = self._read.split(b"\n")
+                self._read = lines.pop()  # the part of a line not yet complete
+                for line in lines:
+                    text = line.decode(errors="replace")
+                    if text.startswith(prefix):
+                        return text[len(prefix):]
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    raise AssertionError(f"no {prefix!r} line in {timeout} s\n{self._tail()}")
+                chunk = os.read(stdout.fileno(), 65536)  # unbuffered: select tells the truth
+                if not chunk:
+                    raise AssertionError(f"the session ended before {prefix!r}\n{self._tail()}")
+                self._read += chunk
+
+    def _tail(self) -> str:
+        self._stderr.flush()
+        return self.errors.read_text(errors="replace")[-5000:]
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # end of input: the interpreter exits
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._stderr.close()

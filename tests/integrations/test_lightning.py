@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,43 @@ def test_a_version_outside_the_range_is_refused_at_construction(tmp_path: Path) 
         ">=2.0,<3.0; lightning 1.9.5 is installed\n"
     ) == done.stdout
     assert not (tmp_path / "timings.json").exists()
+
+
+def test_a_fit_after_one_that_raised_in_a_living_process_is_its_continuation(
+    tmp_path: Path,
+) -> None:
+    """Under the default recorder ("sequential"), with no directory given: a fit that
+    raises at its third epoch, caught; 1.5 s idle; a new ``Trainer`` fits again with
+    the same callback from inside the ``except`` block. As the process sees it: the
+    first fit failed (raised ``ArithmeticError``) when it raised; the second is the
+    continuation, timed from its own start, its parts labelled on after the last one
+    finished."""
+    done = run_python(FIT, tmp_path, "again", 4)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    failed = sorted((a[0], a[1], a[3], a[4]) for a in seen["attempts"] if a[2] == "failed")
+    assert [
+        ("fit_train", None, "raised", "ArithmeticError"),
+        ("train_epoch", "epoch2", "raised", "ArithmeticError"),
+    ] == failed
+    fit = next(a for a in seen["attempts"] if a[0] == "fit_train")
+    # up to the raise (the two finished epochs are inside it), never past it
+    done_epochs = [
+        a[5] for a in seen["attempts"]
+        if a[0] == "train_epoch" and a[2] == "finished" and a[6] < seen["at"]
+    ]
+    assert 2 == len(done_epochs) and sum(done_epochs) <= fit[5], seen
+    assert fit[6] + fit[5] <= seen["at"] + 0.05, seen
+    resumed = [a for a in seen["attempts"] if a[0] == "fit_train_auto_resume"]
+    assert 1 == len(resumed) and resumed[0][2] == "finished"
+    assert seen["t1"] - 0.01 <= resumed[0][6]
+    assert resumed[0][5] <= seen["t2"] - seen["t1"]
+
+    found = stages(tmp_path)
+    assert "fit_train" not in found
+    assert [(7, None, None)] == runs_of(found, "fit_train_auto_resume")
+    assert [(7, f"epoch{i}", None) for i in range(6)] == runs_of(found, "train_epoch")
+    assert [(7, f"epoch{i}", None) for i in range(6)] == runs_of(found, "validate")
+    assert [(7, "step4", None), (7, "step8", None)] == runs_of(found, "checkpoint_save")
+    assert sorted(
+        [(7, f"step{s}", None) for s in (12, 16, 20, 24)], key=repr
+    ) == runs_of(found, "checkpoint_save_auto_resume")

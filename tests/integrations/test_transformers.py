@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,42 @@ def test_a_fit_that_raises_leaves_failed_attempts_naming_the_exception(tmp_path:
     assert "step the marker" not in "".join(
         p.read_text() for p in (tmp_path / "timings.attempts").iterdir()
     )
+
+
+def test_a_train_cut_short_by_ctrl_c_in_a_living_process_is_failed_and_continued(
+    tmp_path: Path,
+) -> None:
+    """Under the default recorder ("sequential"), with no directory given: a real
+    Ctrl-C at step 10, caught; 1.5 s idle; ``train()`` again with the same callback.
+    As the process sees it before it ends: the cut-short fit is failed (interrupted),
+    ending at its last step, not a finished run holding the idle time; the second
+    ``train()`` is the continuation, timed from its own start, its parts labelled on
+    after the last one finished, so no finished part is replaced."""
+    done = run_python(FIT, tmp_path, "again", 4)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    got = sorted((a[0], a[1], a[2], a[3], a[4]) for a in seen["attempts"])
+    cut = {(a[0], a[1]): a for a in seen["attempts"] if a[2] == "failed"}
+    assert {("fit_train", None), ("train_epoch", "epoch2")} == set(cut)
+    assert all(a[2:5] == ("failed", "interrupted", None) for a in got if a[2] == "failed")
+    assert {"finished", "failed"} == {a[2] for a in got}
+    fit = cut["fit_train", None]
+    # up to its last step (the two finished epochs are inside it), never past the Ctrl-C
+    done_epochs = [
+        a[5] for a in seen["attempts"]
+        if a[0] == "train_epoch" and a[2] == "finished" and a[6] < seen["at"]
+    ]
+    assert 2 == len(done_epochs) and sum(done_epochs) <= fit[5], seen
+    assert fit[6] + fit[5] <= seen["at"] + 0.05, seen
+    resumed = [a for a in seen["attempts"] if a[0] == "fit_train_auto_resume"]
+    assert 1 == len(resumed) and resumed[0][2] == "finished"
+    assert seen["t1"] - 0.01 <= resumed[0][6]
+    assert resumed[0][5] <= seen["t2"] - seen["t1"]
+
+    found = stages(tmp_path)
+    assert "fit_train" not in found  # the fit cut short never finished
+    assert [(5, None, None)] == runs_of(found, "fit_train_auto_resume")
+    assert [(5, f"epoch{i}", None) for i in range(6)] == runs_of(found, "train_epoch")
+    steps = [(5, f"step{s}", None) for s in (4, 8, 12, 16, 20, 24)]
+    assert sorted(steps, key=repr) == runs_of(found, "validate")
+    assert [(5, "step4", None), (5, "step8", None)] == runs_of(found, "checkpoint_save")
+    assert sorted(steps[2:], key=repr) == runs_of(found, "checkpoint_save_auto_resume")

@@ -4,12 +4,17 @@
 
 MODE: ``plain`` (seed 7, one device, validation, checkpoints, a test, data_wait),
 ``ddp`` (two processes, gloo), ``kill`` (SIGKILL itself when epoch ``KILL_AT`` starts),
-``resume`` (fit again from the last checkpoint).
+``resume`` (fit again from the last checkpoint), ``again`` (under the default
+recorder: a fit that raises when epoch ``KILL_AT`` starts, caught; idle ``IDLE`` s; a new
+``Trainer`` fits again with the same callback, from inside the ``except`` block; prints
+the times and the attempts as the process sees them, as JSON).
 """
 
+import json
 import os
 import signal
 import sys
+import time
 
 import lightning as L
 import torch
@@ -20,6 +25,7 @@ from stagetimer.integrations.lightning import StageTimerCallback
 out, mode = sys.argv[1], sys.argv[2]
 epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 KILL_AT = 2
+IDLE = 1.5
 
 
 class Model(L.LightningModule):
@@ -50,9 +56,47 @@ class KillAt(L.Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+class RaiseAt(L.Callback):
+    at = None
+
+    def on_train_epoch_start(self, trainer, module):
+        if self.at is None and trainer.current_epoch == KILL_AT:
+            self.at = time.time()
+            raise ArithmeticError("the loss diverged")
+
+
 L.seed_everything(7)
 data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
 loader = DataLoader(data, batch_size=16)
+
+if mode == "again":
+    from stagetimer import Recorder, attempts
+
+    def trainer_with(*callbacks):
+        return L.Trainer(
+            max_epochs=epochs, accelerator="cpu", devices=1, callbacks=list(callbacks),
+            logger=False, enable_progress_bar=False, enable_model_summary=False,
+            num_sanity_val_steps=0, default_root_dir=out,
+        )
+
+    timer, raising, model = StageTimerCallback(), RaiseAt(), Model()
+    with Recorder(out):  # the default policy, "sequential"
+        t0 = time.time()
+        try:
+            trainer_with(timer, raising).fit(model, loader, loader)
+        except ArithmeticError:
+            time.sleep(IDLE)
+            t1 = time.time()
+            trainer_with(timer).fit(model, loader, loader)
+            t2 = time.time()
+        seen = [
+            [a.stage, a.label, a.state, a.cause, a.exception, a.seconds,
+             a.started_at.timestamp() if a.started_at else None]
+            for a in attempts(out)
+        ]
+        print(json.dumps({"t0": t0, "at": raising.at, "t1": t1, "t2": t2, "attempts": seen}))
+    sys.exit(0)
+
 checkpoints = L.pytorch.callbacks.ModelCheckpoint(
     dirpath=os.path.join(out, "ckpt"), save_last=True, every_n_epochs=1, save_top_k=-1
 )
