@@ -208,13 +208,11 @@ def _cli(*args: str | Path) -> str:
 
 
 def test_every_summary_of_a_fit_with_its_epochs_totals_its_wall_time(tmp_path: Path) -> None:
-    """A Keras fit with its epochs and validations, recorded by the callback under the
-    default recorder: the report's total, the table's, ``compute``'s wall time and
-    ``lost``'s productive time each equal the wall time measured around ``fit`` (5 %).
-
-    Counting each moment once needs the runs' ``parent`` (an epoch inside its fit, a
-    validation inside its epoch) and the totals that count nested runs inside their
-    parents: this passes once that work (the nesting branch) is merged with this one.
+    """A Keras fit with its epochs, validations, checkpoints and data-loading waits,
+    recorded by the callback under the default recorder: the report's total, the table's,
+    ``compute``'s wall time and ``lost``'s productive time each equal the wall time
+    measured around ``fit`` (5 %). Each moment counts once: an epoch inside its fit, a
+    validation, a checkpoint or a wait inside the stage open around it (their ``parent``).
     """
     done = run_python(FITS / "keras_fit.py", tmp_path, "wall")
     wall = json.loads(done.stdout.strip().splitlines()[-1])["wall"]
