@@ -39,6 +39,7 @@ __all__ = [
     "Durations",
     "Eta",
     "StageProgress",
+    "at_instant",
     "observed_concurrency",
     "stage_progress",
     "suite_eta",
@@ -53,6 +54,7 @@ _MIN_SIMULATIONS = 40
 #: the failure rate used is never above this (a stage that only fails has no end)
 _MAX_FAILURE_RATE = 0.9
 _SEED = 20260412
+_RESAMPLE = 1.0
 _NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 
 
@@ -89,6 +91,8 @@ class StageProgress:
     eta: Eta | None
     #: the slots the pending runs were scheduled on
     slots: int
+    #: the stage's first start (None where no attempt says when it started)
+    first: datetime.datetime | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def complete(self) -> bool:
@@ -211,6 +215,7 @@ def stage_progress(
     return StageProgress(
         name, done, running, failed, killed, unknown, pending,
         _elapsed(attempts, now, complete), eta, slots,
+        min((a.started_at for a in attempts if a.started_at is not None), default=None),
     )
 
 
@@ -281,9 +286,10 @@ def time_to_go(
     rng = random.Random(seed)
     finishes = []
     count = len(observations)
+    size = max(1, round(count * _RESAMPLE))
     for _ in range(simulations):
         failure_rate = _failure_rate(failures, rng)
-        resample = [observations[rng.randrange(count)] for _ in range(count)]
+        resample = [observations[rng.randrange(count)] for _ in range(size)]
         survival = fit(resample) or whole
         queue = pending
         free: list[float] = []
@@ -327,3 +333,14 @@ def suite_eta(stages: Iterable[StageProgress]) -> Eta | None:
         p50 += stage.eta.p50
         p90 += stage.eta.p90
     return Eta(p50, p90) if count else None
+
+
+def at_instant(stage: StageProgress, now: datetime.datetime) -> StageProgress:
+    """``stage`` as at ``now``, drawn from attempts none of which runs: the same counts and
+    time to go, the elapsed time moved on while work is left (see ``StageProgress.first``)."""
+    if stage.first is None or stage.complete:
+        return stage
+    elapsed = max(0.0, (now - stage.first).total_seconds())
+    return StageProgress(stage.name, stage.done, stage.running, stage.failed, stage.killed,
+                         stage.unknown, stage.pending, elapsed, stage.eta, stage.slots,
+                         stage.first)
