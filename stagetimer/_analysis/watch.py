@@ -51,6 +51,8 @@ class Snapshot:
     eta: Eta | None
     #: what could not be read this time, one line each
     problems: tuple[str, ...]
+    #: the attempts left out of the estimates (values no writer could have written)
+    left_out: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -243,7 +245,9 @@ class Watcher:
             del self._known[gone]
 
         stages = [s for d in shown for s in d.stages]
-        return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems))
+        left_out = tuple(f"{d.path}: {line}" for d in shown for s in d.stages
+                         for line in s.left_out)
+        return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems), left_out)
 
     def _array(self, array_id: str, problems: list[str]) -> ArrayView | None:
         try:

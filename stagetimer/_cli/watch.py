@@ -57,6 +57,8 @@ def _shower(args: argparse.Namespace) -> Callable[[Snapshot], None]:
         def show_json(snapshot: Snapshot) -> None:
             for problem in snapshot.problems:
                 error("watch", problem)
+            for line in snapshot.left_out:
+                error("watch", f"left out: {line}")
             sys.stdout.write(snapshot_json(snapshot, drawn))
             sys.stdout.flush()
 

@@ -197,6 +197,7 @@ def snapshot_lines(snapshot: Snapshot, drawn: Drawn | None = None) -> list[str]:
         lines += table
     drawn.turn()
     lines += [escape_text(f"could not read: {problem}") for problem in snapshot.problems]
+    lines += [escape_text(f"left out: {line}") for line in snapshot.left_out]
     return lines
 
 
