@@ -134,17 +134,18 @@ def _walk(
     Directories holding rescue files (records a failed save kept) go to ``rescued``, those
     holding started markers (``timings.attempts/``, never entered: it is no artifact
     directory) to ``attempted``. With ``listings``, a directory unchanged since it was
-    last listed is not listed again (see :class:`Listings`); ``key`` is then the
-    directory's ``(st_dev, st_ino)``, else None.
+    last listed is not listed again (see :class:`Listings`). ``key`` is the directory's
+    ``(st_dev, st_ino)`` where the walk has it (not for the root itself, without
+    ``listings``).
     Iterative (a stack, not recursion): depth costs no Python frames.
     """
     if listings is not None:
         return _walk_listed(root, problems, rescued, attempted, listings)
     found: list[tuple[tuple[str, ...], str, _Key | None]] = []
     visited = _ancestors(root)
-    stack: list[tuple[str, tuple[str, ...]]] = [(root, ())]
+    stack: list[tuple[str, tuple[str, ...], _Key | None]] = [(root, (), None)]
     while stack:
-        directory, parts = stack.pop()
+        directory, parts, own = stack.pop()
         try:
             entries = list(os.scandir(directory))
         except OSError as exc:
@@ -154,7 +155,7 @@ def _walk(
         rescue_here = False
         for entry in entries:
             if entry.name == TIMINGS_FILE:
-                found.append((parts, directory, None))
+                found.append((parts, directory, own))
                 continue
             if is_rescue_name(entry.name):
                 rescue_here = True
@@ -170,7 +171,7 @@ def _walk(
         if rescue_here:
             rescued.append(directory)
         subdirs.sort()
-        below: list[tuple[str, tuple[str, ...]]] = []
+        below: list[tuple[str, tuple[str, ...], _Key | None]] = []
         for name, entry in subdirs:
             try:
                 st = entry.stat()
@@ -181,9 +182,9 @@ def _walk(
             if key in visited:  # reached before, by this path or a link
                 continue
             visited.add(key)
-            below.append((entry.path, (*parts, name)))
+            below.append((entry.path, (*parts, name), key))
         stack.extend(reversed(below))  # depth first, in name order
-    found.sort()
+    found.sort(key=lambda hit: (hit[0], hit[1]))
     return found
 
 
