@@ -60,8 +60,8 @@ _RESAMPLE = 0.6
 _NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 #: no writer's clock reads before this (a start in year 1 is no time a writer saw)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-#: how far another node's clock may run ahead of the reader's
-_SKEW = datetime.timedelta(days=1)
+#: longer than any stage could run, and than any clock could be set ahead of the reader's
+_CENTURY = datetime.timedelta(days=36525)
 
 
 class Durations(Protocol):
@@ -111,21 +111,20 @@ class StageProgress:
 
 def odd_value(attempt: Attempt, now: datetime.datetime) -> str | None:
     """What in ``attempt`` no writer could have written, or None: a start before 1970 or
-    more than a day past ``now`` (year 1, year 9999), a duration that is negative, not
-    finite or longer than the time since its start (``1e308``, ``10**400``), an end
-    before its start. Such an attempt is left out of the estimates (its run still counts
-    as done, running or failed)."""
+    a century past ``now`` (year 1, year 9999), a duration that is negative, not finite
+    or longer than a century (``1e308``, ``10**400``), an end out of those bounds. Such an
+    attempt is left out of the estimates (its run still counts as done, running or
+    failed). The bounds are wide: a clock stepped back or a node's clock ahead of the
+    reader's is no reason to leave a run out."""
     start = attempt.started_at
-    if start is not None and not _EPOCH <= start <= now + _SKEW:
+    if start is not None and not _EPOCH <= start <= now + _CENTURY:
         return f"started_at {start.isoformat().replace('+00:00', 'Z')}"
     seconds = attempt.seconds
-    if seconds is not None:
-        since = (now - (start or _EPOCH)).total_seconds() + _SKEW.total_seconds()
-        if not 0.0 <= seconds <= since:  # NaN fails both
-            return f"seconds {seconds:g}"
+    if seconds is not None and not 0.0 <= seconds <= _CENTURY.total_seconds():  # NaN too
+        return f"seconds {seconds:g}"
     if attempt.ended_between is not None:
         for end in attempt.ended_between:
-            if end is not None and not (start or _EPOCH) <= end <= now + _SKEW:
+            if end is not None and not _EPOCH <= end <= now + _CENTURY:
                 return f"an end at {end.isoformat().replace('+00:00', 'Z')}"
     return None
 

@@ -204,6 +204,8 @@ class _Listing:
     #: the symbolic links that are not directories: checked again at each walk (what they
     #: point to may become a directory without this directory changing)
     links: list[str]
+    #: whether the last walk listed the directory (False: it reused this listing)
+    fresh: bool = True
 
 
 class Listings:
@@ -236,6 +238,13 @@ class Listings:
             return None
         return known.timings if name == TIMINGS_FILE else known.attempts
 
+    def unchanged(self, directory: str) -> bool:
+        """Whether the last walk found ``directory`` as it was at the walk before (no
+        entry added, removed or renamed in it, so no sidecar replaced: stagetimer
+        replaces its files by rename)."""
+        known = self._known.get(directory)
+        return known is not None and not known.fresh
+
     def listing(self, directory: str, st: os.stat_result) -> _Listing:
         """``directory``'s entries: those listed before where it did not change since;
         raises ``OSError`` where it cannot be listed."""
@@ -243,6 +252,7 @@ class Listings:
         self._walked.add(directory)
         known = self._known.get(directory)
         if known is not None and known.settled and known.stamp == stamp:
+            known.fresh = False
             return known
         self._count += 1
         now = time.time_ns()

@@ -171,14 +171,17 @@ class Watcher:
 
     def _read(self, directory: str, now: datetime.datetime, problems: list[str],
               slurm: SlurmLookup) -> _Read | None:
-        # the walk knows whether the markers' folder is there: no failed stat for it
+        known = self._known.get(directory)
+        # The walk knows whether the markers' folder is there (no failed stat for it), and
+        # whether the directory changed: where it did not, its timings.json was not
+        # replaced (stagetimer replaces it by rename) and is not looked at again.
         markers = self._listings.holds(directory, ATTEMPTS_DIR)
         signature = (
-            _signature(os.path.join(directory, TIMINGS_FILE)),
+            known.signature[0] if known is not None and self._listings.unchanged(directory)
+            else _signature(os.path.join(directory, TIMINGS_FILE)),
             _signature(os.path.join(directory, ATTEMPTS_DIR)) if markers is not False
             else None,
         )
-        known = self._known.get(directory)
         if known is not None and known.signature == signature and not known.live:
             return known
         if signature[0] is None and not os.path.isdir(directory):

@@ -115,18 +115,15 @@ class Drawn:
     unchanged directories redraws what moved)."""
 
     def __init__(self) -> None:
-        self.tables: dict[tuple[str, tuple[tuple[str, ...], ...]], list[str]] = {}
+        self.tables: dict[tuple[str, tuple[tuple[object, ...], ...]], list[str]] = {}
         self.pieces: dict[tuple[str, tuple[object, ...]], tuple[str, ...]] = {}
-        self.etas: dict[tuple[bool, Eta | None], str] = {}
-        self._previous: dict[tuple[str, tuple[tuple[str, ...], ...]], list[str]] = {}
+        self._previous: dict[tuple[str, tuple[tuple[object, ...], ...]], list[str]] = {}
         self._previous_pieces: dict[tuple[str, tuple[object, ...]], tuple[str, ...]] = {}
 
     def turn(self) -> None:
         """One block drawn: keep only what it used (what is no longer shown goes)."""
         self._previous, self.tables = self.tables, {}
         self._previous_pieces, self.pieces = self.pieces, {}
-        if len(self.etas) > 4 * len(self._previous) + 64:
-            self.etas = {}
 
     def piece(self, key: tuple[str, tuple[object, ...]]) -> tuple[str, ...] | None:
         pieces = self.pieces.get(key)
@@ -136,7 +133,7 @@ class Drawn:
                 self.pieces[key] = pieces
         return pieces
 
-    def table(self, key: tuple[str, tuple[tuple[str, ...], ...]]) -> list[str] | None:
+    def table(self, key: tuple[str, tuple[tuple[object, ...], ...]]) -> list[str] | None:
         lines = self.tables.get(key)
         if lines is None:
             lines = self._previous.get(key)
@@ -161,14 +158,6 @@ def _table(path: str, rows: tuple[tuple[str, ...], ...]) -> list[str]:
     return [escape_text(line) for line in lines]
 
 
-def _eta_cell(stage: StageProgress, drawn: Drawn) -> str:
-    key = (stage.complete, stage.eta)
-    text = drawn.etas.get(key)
-    if text is None:
-        text = drawn.etas[key] = eta_text(stage)
-    return text
-
-
 def snapshot_lines(snapshot: Snapshot, drawn: Drawn | None = None) -> list[str]:
     """The block's lines, escaped: a heading, a table per directory, the problems.
 
@@ -186,14 +175,18 @@ def snapshot_lines(snapshot: Snapshot, drawn: Drawn | None = None) -> list[str]:
     lines = [escape_text(f"stagetimer watch  {when}  suite: {suite}")]
     for directory in snapshot.directories:
         key = (directory.path, tuple(
-            (s.name, str(s.done), str(s.running), str(s.failed), str(s.killed),
-             str(s.unknown), str(s.pending), format_duration(s.elapsed_seconds),
-             _eta_cell(s, drawn))
+            (s.name, s.done, s.running, s.failed, s.killed, s.unknown, s.pending,
+             format_duration(s.elapsed_seconds), s.complete, s.eta)
             for s in directory.stages
         ))
         table = drawn.table(key)
         if table is None:
-            table = drawn.tables[key] = _table(*key)
+            table = drawn.tables[key] = _table(directory.path, tuple(
+                (s.name, str(s.done), str(s.running), str(s.failed), str(s.killed),
+                 str(s.unknown), str(s.pending), format_duration(s.elapsed_seconds),
+                 eta_text(s))
+                for s in directory.stages
+            ))
         lines += table
     drawn.turn()
     lines += [escape_text(f"could not read: {problem}") for problem in snapshot.problems]
