@@ -317,6 +317,7 @@ def time_to_go(
     simulations: int = SIMULATIONS,
     seed: int = _SEED,
     fit: Callable[[Sequence[tuple[float, bool]]], Durations | None] | None = None,
+    resample: float = _RESAMPLE,
 ) -> Eta | None:
     """The median and 90th percentile of the simulated finish: the ``running`` attempts
     (their elapsed seconds) finish, then ``pending`` runs on ``slots`` slots, each
@@ -336,7 +337,8 @@ def time_to_go(
       how often the bound then covers the finish.
 
     ``fit``: how observations become a distribution to draw from (default: the
-    predictive Kaplan-Meier; the replay harness compares others). The resample is drawn
+    predictive Kaplan-Meier; the replay harness compares others); ``resample``: the
+    fraction of the observations each resample holds. The resample is drawn
     from a generator seeded with a fixed seed: the same observations give the same answer."""
     fit = fit or _predictive
     # in one order whatever order the files were read in: the same answer for the same files
@@ -348,7 +350,7 @@ def time_to_go(
     rng = random.Random(seed)
     finishes = []
     count = len(observations)
-    size = max(1, round(count * _RESAMPLE))
+    size = max(1, round(count * resample))
     for _ in range(simulations):
         failure_rate = _failure_rate(failures, rng)
         resample = [observations[rng.randrange(count)] for _ in range(size)]
