@@ -20,9 +20,9 @@ Two references frame the figures:
 - *informed*: the same simulation over the same attempts, told only that durations are
   log-normal (its two parameters fitted to the attempts by maximum likelihood, running
   and failed ones censored, each simulation from a plain bootstrap resample of them: the
-  reference as it was before ours drew smaller resamples to widen its bound). Told the true family, this is about
-  the best any estimate from these files can do: where ours is level with it, what is
-  left is what the files cannot tell.
+  reference as it was before ours drew smaller resamples to widen its bound). Told the
+  true family, this is about the best any estimate from these files can do: where ours
+  is level with it, what is left is what the files cannot tell.
 - *oracle*: the same simulation told the true distribution and failure rate, which the
   files never reveal: the error left by the luck of the runs still to come alone.
 

@@ -40,8 +40,8 @@ __all__ = [
     "Eta",
     "StageProgress",
     "at_instant",
-    "odd_value",
     "observed_concurrency",
+    "odd_value",
     "stage_progress",
     "suite_eta",
     "time_to_go",
@@ -353,8 +353,8 @@ def time_to_go(
     size = max(1, round(count * resample))
     for _ in range(simulations):
         failure_rate = _failure_rate(failures, rng)
-        resample = [observations[rng.randrange(count)] for _ in range(size)]
-        survival = fit(resample) or whole
+        drawn = [observations[rng.randrange(count)] for _ in range(size)]
+        survival = fit(drawn) or whole
         queue = pending
         free: list[float] = []
         for age in running:

@@ -6,11 +6,11 @@ last refresh (:class:`tree.Listings`). A directory's files are read again only w
 changed since the last refresh, or when some attempt of it was running or unknown
 (whether its writer still runs is decided again each time); the time to go of a
 directory read before is drawn again only when what it is drawn from changed (the
-attempts, the runs expected, the array's throttle). Nothing is written and no lock is taken: sidecars are replaced
-whole by rename, and markers are created and replaced the same way, so a read sees one
-version or the other. A file that vanishes or changes mid-read, a directory removed
-while watched and a Slurm that cannot be asked give a problem line in the snapshot, and
-the refresh goes on with the rest.
+attempts, the runs expected, the array's throttle). Nothing is written and no lock is
+taken: sidecars are replaced whole by rename, and markers are created and replaced the
+same way, so a read sees one version or the other. A file that vanishes or changes
+mid-read, a directory removed while watched and a Slurm that cannot be asked give a
+problem line in the snapshot, and the refresh goes on with the rest.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 import attrs
 
 from stagetimer._analysis.attempts import Attempt, scan_attempts
-from stagetimer._analysis.eta import Eta, StageProgress, stage_progress, suite_eta, at_instant
+from stagetimer._analysis.eta import Eta, StageProgress, at_instant, stage_progress, suite_eta
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.report import expected_runs
 from stagetimer._analysis.slurm_array import ArrayUnreadable, ArrayView, array_view

@@ -13,7 +13,6 @@ from stagetimer import Recorder, record_timing
 from stagetimer._analysis.tree import Listings, find_artifact_dirs
 
 
-
 def _settled() -> Listings:
     """Listings that trust a directory's times at once (the default waits until they are
     2 s old, past any file system's timestamp granularity: see the last test)."""
@@ -23,7 +22,7 @@ def _settled() -> Listings:
 def _walk(root: Path, listings: Listings | None) -> tuple[list[object], list[str], list[str]]:
     rescued: list[str] = []
     attempted: list[str] = []
-    found, problems = find_artifact_dirs([str(root)], rescued, attempted, listings=listings)
+    found, _ = find_artifact_dirs([str(root)], rescued, attempted, listings=listings)
     return [tuple(f) for f in found], rescued, attempted
 
 

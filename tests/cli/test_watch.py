@@ -373,9 +373,9 @@ def test_a_marker_no_writer_could_write_is_left_out_and_said(
 def test_a_refresh_of_unchanged_directories_draws_no_estimate_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stagetimer._analysis import eta, watch as watch_module
+    from stagetimer._analysis import eta
+    from stagetimer._analysis import watch as watch_module
     from stagetimer._render.watch import Drawn, snapshot_json, snapshot_text
-
     from stagetimer._store.sidecar import dumps_timings
 
     for i in range(5):
