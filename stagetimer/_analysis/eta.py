@@ -57,6 +57,8 @@ _MAX_FAILURE_RATE = 0.9
 _SEED = 20260412
 #: each simulation's resample holds this fraction of the observations (see ``time_to_go``)
 _RESAMPLE = 0.6
+#: up to this many observations, each resample holds all of them
+_FULL_RESAMPLE = 20
 _NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 #: no writer's clock reads before this (a start in year 1 is no time a writer saw)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -331,10 +333,10 @@ def time_to_go(
     - the estimate is the predictive one (``kaplan_meier(..., predictive=True)``): a run
       to come is longer than every one seen with probability ``1 / (n + 1)``, so the last
       of many runs to come may straggle past the longest seen, as it does;
-    - each resample holds 60 % as many observations as were made: the bootstrap of a few
-      skewed durations (20 runs at 10 % done) shows the doubt about their mean too narrow,
-      and a smaller resample widens it (about 1.3x); ``benchmarks/replay.py`` measures
-      how often the bound then covers the finish.
+    - each resample holds 60 % as many observations as were made (at least 20, or all of
+      them): the bootstrap of a few skewed durations (30 runs at 10 % done) shows the
+      doubt about their mean too narrow, and a smaller resample widens it (about 1.3x);
+      ``benchmarks/replay.py`` measures how often the bound then covers the finish.
 
     ``fit``: how observations become a distribution to draw from (default: the
     predictive Kaplan-Meier; the replay harness compares others); ``resample``: the
@@ -350,7 +352,8 @@ def time_to_go(
     rng = random.Random(seed)
     finishes = []
     count = len(observations)
-    size = max(1, round(count * resample))
+    # below 20 observations a resample is already as wide as the doubt: all of them
+    size = max(round(count * resample), min(count, _FULL_RESAMPLE))
     for _ in range(simulations):
         failure_rate = _failure_rate(failures, rng)
         drawn = [observations[rng.randrange(count)] for _ in range(size)]

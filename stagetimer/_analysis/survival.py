@@ -76,7 +76,8 @@ def kaplan_meier(
     be longer than what was seen, and the last of many runs to come always is). The last
     level is then ``1 / (n + 1)``, drawn in the tail, whose mean is then the mean excess
     of the longest runs over the one below them (the ``k`` longest, at most 10: for an
-    exponential tail, its scale; for runs that all took as long, nothing)."""
+    exponential tail, its scale; for runs that all took as long, nothing). One ended
+    observation says nothing of how far the next may straggle: it is kept as it is."""
     data = sorted((max(0.0, s), ended) for s, ended in observations)
     events = sum(1 for _, ended in data if ended)
     if not events:
@@ -100,11 +101,10 @@ def kaplan_meier(
         at_risk -= ended + censored
     exposure = sum(s for s, _ in data)
     tail_mean = max(exposure / events, 1e-9)
-    if predictive and levels and levels[-1] == 0.0:
+    ended_times = [s for s, ended in data if ended]  # ascending
+    if predictive and levels and levels[-1] == 0.0 and len(ended_times) > 1:
         levels[-1] = min(levels[-2] if len(levels) > 1 else 1.0, 1.0 / (len(data) + 1))
-        ended_times = [s for s, ended in data if ended]  # ascending
         k = min(10, len(ended_times) - 1)
-        if k > 0:
-            top = ended_times[-k:]
-            tail_mean = max(sum(top) / k - ended_times[-k - 1], 1e-9)
+        top = ended_times[-k:]
+        tail_mean = max(sum(top) / k - ended_times[-k - 1], 1e-9)
     return Survival(tuple(times), tuple(levels), tail_mean, data[-1][0])
