@@ -33,13 +33,15 @@ from typing import Protocol
 import attrs
 
 from stagetimer._analysis.attempts import Attempt
-from stagetimer._analysis.survival import kaplan_meier
+from stagetimer._analysis.survival import Survival, kaplan_meier
 
 __all__ = [
     "Durations",
     "Eta",
     "StageProgress",
+    "at_instant",
     "observed_concurrency",
+    "odd_value",
     "stage_progress",
     "suite_eta",
     "time_to_go",
@@ -53,7 +55,15 @@ _MIN_SIMULATIONS = 40
 #: the failure rate used is never above this (a stage that only fails has no end)
 _MAX_FAILURE_RATE = 0.9
 _SEED = 20260412
+#: each simulation's resample holds this fraction of the observations (see ``time_to_go``)
+_RESAMPLE = 0.6
+#: up to this many observations, each resample holds all of them
+_FULL_RESAMPLE = 20
 _NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+#: no writer's clock reads before this (a start in year 1 is no time a writer saw)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+#: longer than any stage could run, and than any clock could be set ahead of the reader's
+_CENTURY = datetime.timedelta(days=36525)
 
 
 class Durations(Protocol):
@@ -89,11 +99,43 @@ class StageProgress:
     eta: Eta | None
     #: the slots the pending runs were scheduled on
     slots: int
+    #: the stage's first start (None where no attempt says when it started)
+    first: datetime.datetime | None = attrs.field(default=None, eq=False, repr=False)
+    #: the attempts left out of the estimates, one line each: values no writer could
+    #: have written (see ``odd_value``)
+    left_out: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
         """Nothing left: no run running, unknown or pending."""
         return self.running == 0 and self.unknown == 0 and self.pending == 0
+
+
+def odd_value(attempt: Attempt, now: datetime.datetime) -> str | None:
+    """What in ``attempt`` no writer could have written, or None: a start before 1970 or
+    a century past ``now`` (year 1, year 9999), a duration that is negative, not finite
+    or longer than a century (``1e308``, ``10**400``), an end out of those bounds. Such an
+    attempt is left out of the estimates (its run still counts as done, running or
+    failed). The bounds are wide: a clock stepped back or a node's clock ahead of the
+    reader's is no reason to leave a run out."""
+    start = attempt.started_at
+    if start is not None and not _EPOCH <= start <= now + _CENTURY:
+        return f"started_at {start.isoformat().replace('+00:00', 'Z')}"
+    seconds = attempt.seconds
+    if seconds is not None and not 0.0 <= seconds <= _CENTURY.total_seconds():  # NaN too
+        return f"seconds {seconds:g}"
+    if attempt.ended_between is not None:
+        for end in attempt.ended_between:
+            if end is not None and not _EPOCH <= end <= now + _CENTURY:
+                return f"an end at {end.isoformat().replace('+00:00', 'Z')}"
+    return None
+
+
+def _left_out(attempt: Attempt, why: str) -> str:
+    run = "" if attempt.run_idx is None else f" run {attempt.run_idx}"
+    who = attempt.attempt_id or "(no attempt id)"
+    return (f"{attempt.stage}{run}: attempt {who} left out of the time to go: {why} is "
+            "no value a writer could have written")
 
 
 def _end(attempt: Attempt) -> datetime.datetime | None:
@@ -174,6 +216,16 @@ def stage_progress(
     ``expected``: the runs the stage should end with (default: the runs seen);
     ``slots``: how many may run at once (default: the concurrency observed, at least 1).
     """
+    left_out = []
+    sound = []
+    odd = []
+    for attempt in attempts:
+        why = odd_value(attempt, now)
+        if why is None:
+            sound.append(attempt)
+        else:
+            odd.append(attempt)
+            left_out.append(_left_out(attempt, why))
     runs = _runs(attempts)
     done = running = unknown = 0
     running_ages: list[float] = []
@@ -183,7 +235,8 @@ def stage_progress(
             done += 1
         elif "running" in states:
             running += 1
-            running_ages += [_age(a, now) for a in tries if a.state == "running"][:1]
+            running_ages += [_age(a, now) if odd_value(a, now) is None else 0.0
+                             for a in tries if a.state == "running"][:1]
         elif max(tries, key=_start).state == "unknown":
             unknown += 1
     total = len(runs) if expected is None else max(expected, 0)
@@ -191,13 +244,15 @@ def stage_progress(
     failed = sum(a.state == "failed" for a in attempts)
     killed = sum(a.state == "killed" for a in attempts)
     if slots is None or slots < 1:
-        slots = max(observed_concurrency(attempts, now), running, 1)
+        slots = max(observed_concurrency(sound, now), running, 1)
     complete = running == 0 and unknown == 0 and pending == 0
     eta: Eta | None
     if complete:
         eta = Eta(0.0, 0.0)
     else:
-        ended = [o for a in attempts if (o := _observation(a, now)) is not None]
+        # a running attempt whose start is impossible counts as just started
+        ended = [o for a in sound if (o := _observation(a, now)) is not None]
+        ended += [(0.0, False) for a in odd if a.state == "running"]
         # Failures are seen only where attempts are tracked (a run saved with its
         # ``attempt_id``): runs from record_timing or older files say nothing of them.
         ends = failed + killed + sum(
@@ -210,7 +265,9 @@ def stage_progress(
                          simulations=draws)
     return StageProgress(
         name, done, running, failed, killed, unknown, pending,
-        _elapsed(attempts, now, complete), eta, slots,
+        _elapsed(sound, now, complete), eta, slots,
+        min((a.started_at for a in sound if a.started_at is not None), default=None),
+        tuple(left_out),
     )
 
 
@@ -261,7 +318,8 @@ def time_to_go(
     *,
     simulations: int = SIMULATIONS,
     seed: int = _SEED,
-    fit: Callable[[Sequence[tuple[float, bool]]], Durations | None] = kaplan_meier,
+    fit: Callable[[Sequence[tuple[float, bool]]], Durations | None] | None = None,
+    resample: float = _RESAMPLE,
 ) -> Eta | None:
     """The median and 90th percentile of the simulated finish: the ``running`` attempts
     (their elapsed seconds) finish, then ``pending`` runs on ``slots`` slots, each
@@ -270,8 +328,21 @@ def time_to_go(
 
     Each simulation draws from the Kaplan-Meier estimate of a bootstrap resample of
     ``observations`` (``(seconds, ended)``), so that the bound holds the doubt about the
-    durations as well as the luck of the draws to come. ``fit``: how observations become
-    a distribution to draw from (Kaplan-Meier; the replay harness compares others)."""
+    durations as well as the luck of the draws to come:
+
+    - the estimate is the predictive one (``kaplan_meier(..., predictive=True)``): a run
+      to come is longer than every one seen with probability ``1 / (n + 1)``, so the last
+      of many runs to come may straggle past the longest seen, as it does;
+    - each resample holds 60 % as many observations as were made (at least 20, or all of
+      them): the bootstrap of a few skewed durations (30 runs at 10 % done) shows the
+      doubt about their mean too narrow, and a smaller resample widens it (about 1.3x);
+      ``benchmarks/replay.py`` measures how often the bound then covers the finish.
+
+    ``fit``: how observations become a distribution to draw from (default: the
+    predictive Kaplan-Meier; the replay harness compares others); ``resample``: the
+    fraction of the observations each resample holds. The resample is drawn
+    from a generator seeded with a fixed seed: the same observations give the same answer."""
+    fit = fit or _predictive
     # in one order whatever order the files were read in: the same answer for the same files
     observations = sorted(observations)
     running = sorted(running)
@@ -281,10 +352,12 @@ def time_to_go(
     rng = random.Random(seed)
     finishes = []
     count = len(observations)
+    # below 20 observations a resample is already as wide as the doubt: all of them
+    size = max(round(count * resample), min(count, _FULL_RESAMPLE))
     for _ in range(simulations):
         failure_rate = _failure_rate(failures, rng)
-        resample = [observations[rng.randrange(count)] for _ in range(count)]
-        survival = fit(resample) or whole
+        drawn = [observations[rng.randrange(count)] for _ in range(size)]
+        survival = fit(drawn) or whole
         queue = pending
         free: list[float] = []
         for age in running:
@@ -303,6 +376,10 @@ def time_to_go(
         finishes.append(max(free))
     finishes.sort()
     return Eta(_quantile(finishes, 0.5), _quantile(finishes, 0.9))
+
+
+def _predictive(observations: Sequence[tuple[float, bool]]) -> Survival | None:
+    return kaplan_meier(observations, predictive=True)
 
 
 def _quantile(ordered: Sequence[float], q: float) -> float:
@@ -327,3 +404,14 @@ def suite_eta(stages: Iterable[StageProgress]) -> Eta | None:
         p50 += stage.eta.p50
         p90 += stage.eta.p90
     return Eta(p50, p90) if count else None
+
+
+def at_instant(stage: StageProgress, now: datetime.datetime) -> StageProgress:
+    """``stage`` as at ``now``, drawn from attempts none of which runs: the same counts and
+    time to go, the elapsed time moved on while work is left (see ``StageProgress.first``)."""
+    if stage.first is None or stage.complete:
+        return stage
+    elapsed = max(0.0, (now - stage.first).total_seconds())
+    return StageProgress(stage.name, stage.done, stage.running, stage.failed, stage.killed,
+                         stage.unknown, stage.pending, elapsed, stage.eta, stage.slots,
+                         stage.first, stage.left_out)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -32,6 +34,7 @@ from stagetimer._store.records import HardwareSidecar, Timings
 __all__ = [
     "Artifact",
     "Found",
+    "Listings",
     "Problem",
     "find_artifact_dirs",
     "find_tree",
@@ -119,21 +122,30 @@ def _ancestors(root: str) -> set[_Key]:
 
 
 def _walk(
-    root: str, problems: list[Problem], rescued: list[str], attempted: list[str]
-) -> list[tuple[tuple[str, ...], str]]:
-    """``(relative parts, directory)`` of every directory holding ``timings.json`` under
-    ``root``, following directory links; each real directory is entered once.
+    root: str,
+    problems: list[Problem],
+    rescued: list[str],
+    attempted: list[str],
+    listings: Listings | None = None,
+) -> list[tuple[tuple[str, ...], str, _Key | None]]:
+    """``(relative parts, directory, key)`` of every directory holding ``timings.json``
+    under ``root``, following directory links; each real directory is entered once.
 
     Directories holding rescue files (records a failed save kept) go to ``rescued``, those
     holding started markers (``timings.attempts/``, never entered: it is no artifact
-    directory) to ``attempted``.
+    directory) to ``attempted``. With ``listings``, a directory unchanged since it was
+    last listed is not listed again (see :class:`Listings`). ``key`` is the directory's
+    ``(st_dev, st_ino)`` where the walk has it (not for the root itself, without
+    ``listings``).
     Iterative (a stack, not recursion): depth costs no Python frames.
     """
-    found: list[tuple[tuple[str, ...], str]] = []
+    if listings is not None:
+        return _walk_listed(root, problems, rescued, attempted, listings)
+    found: list[tuple[tuple[str, ...], str, _Key | None]] = []
     visited = _ancestors(root)
-    stack: list[tuple[str, tuple[str, ...]]] = [(root, ())]
+    stack: list[tuple[str, tuple[str, ...], _Key | None]] = [(root, (), None)]
     while stack:
-        directory, parts = stack.pop()
+        directory, parts, own = stack.pop()
         try:
             entries = list(os.scandir(directory))
         except OSError as exc:
@@ -143,7 +155,7 @@ def _walk(
         rescue_here = False
         for entry in entries:
             if entry.name == TIMINGS_FILE:
-                found.append((parts, directory))
+                found.append((parts, directory, own))
                 continue
             if is_rescue_name(entry.name):
                 rescue_here = True
@@ -159,7 +171,7 @@ def _walk(
         if rescue_here:
             rescued.append(directory)
         subdirs.sort()
-        below: list[tuple[str, tuple[str, ...]]] = []
+        below: list[tuple[str, tuple[str, ...], _Key | None]] = []
         for name, entry in subdirs:
             try:
                 st = entry.stat()
@@ -170,9 +182,166 @@ def _walk(
             if key in visited:  # reached before, by this path or a link
                 continue
             visited.add(key)
-            below.append((entry.path, (*parts, name)))
+            below.append((entry.path, (*parts, name), key))
         stack.extend(reversed(below))  # depth first, in name order
-    found.sort()
+    found.sort(key=lambda hit: (hit[0], hit[1]))
+    return found
+
+
+@attrs.define
+class _Listing:
+    """What one listing of a directory found, and the directory's state when listed."""
+
+    #: ``(st_dev, st_ino, st_mtime_ns, st_ctime_ns)`` of the directory before it was listed
+    stamp: tuple[int, int, int, int]
+    #: whether the stamp was old enough to be trusted next time (see ``Listings``)
+    settled: bool
+    timings: bool
+    rescue: bool
+    attempts: bool
+    #: the entries that are directories (through links too), in name order
+    subdirs: list[str]
+    #: the symbolic links that are not directories: checked again at each walk (what they
+    #: point to may become a directory without this directory changing)
+    links: list[str]
+    #: whether the last walk listed the directory (False: it reused this listing)
+    fresh: bool = True
+
+
+class Listings:
+    """Directory listings kept from one walk of a tree to the next (``stagetimer watch``).
+
+    A directory's modification time changes whenever an entry is added, removed or renamed
+    in it (a sidecar replaced by rename, a marker made or removed, a folder added), and its
+    change time whenever its permissions do. So a directory whose
+    ``(st_dev, st_ino, st_mtime_ns, st_ctime_ns)`` is what it was when last listed holds
+    the same names, and is not listed again: a walk of an unchanged tree costs one ``stat``
+    per directory. A listing taken while the directory's times were within ``margin_ns``
+    of the clock is used once only (a second change within the file system's timestamp
+    granularity, or a server clock a little behind ours, could leave the times as they
+    were); it is listed again at the next walk.
+    """
+
+    def __init__(self, margin_ns: int = 2_000_000_000) -> None:
+        self.margin_ns = margin_ns
+        self._known: dict[str, _Listing] = {}
+        self._walked: set[str] = set()
+        self._count = 0
+        #: directories listed (not reused) by the walk before the last ``forget_unwalked``
+        self.listed = 0
+
+    def holds(self, directory: str, name: str) -> bool | None:
+        """Whether ``directory``'s last listing held ``name`` (``timings.json`` or
+        ``timings.attempts``); None when it was not listed."""
+        known = self._known.get(directory)
+        if known is None:
+            return None
+        return known.timings if name == TIMINGS_FILE else known.attempts
+
+    def unchanged(self, directory: str) -> bool:
+        """Whether the last walk found ``directory`` as it was at the walk before (no
+        entry added, removed or renamed in it, so no sidecar replaced: stagetimer
+        replaces its files by rename)."""
+        known = self._known.get(directory)
+        return known is not None and not known.fresh
+
+    def listing(self, directory: str, st: os.stat_result) -> _Listing:
+        """``directory``'s entries: those listed before where it did not change since;
+        raises ``OSError`` where it cannot be listed."""
+        stamp = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        self._walked.add(directory)
+        known = self._known.get(directory)
+        if known is not None and known.settled and known.stamp == stamp:
+            known.fresh = False
+            return known
+        self._count += 1
+        now = time.time_ns()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            self._known.pop(directory, None)
+            raise
+        names = _Listing(stamp, max(st.st_mtime_ns, st.st_ctime_ns) < now - self.margin_ns,
+                         False, False, False, [], [])
+        for entry in entries:
+            if entry.name == TIMINGS_FILE:
+                names.timings = True
+            elif is_rescue_name(entry.name):
+                names.rescue = True
+            elif entry.name == ATTEMPTS_DIR:
+                names.attempts = True
+            else:
+                try:
+                    if entry.is_dir():  # follows links
+                        names.subdirs.append(entry.name)
+                    elif entry.is_symlink():
+                        names.links.append(entry.name)
+                except OSError:  # pragma: no cover - a dangling or unreadable entry
+                    continue
+        names.subdirs.sort()
+        self._known[directory] = names
+        return names
+
+    def forget_unwalked(self) -> None:
+        """After a walk (or several, one per path): let go of the listings of directories
+        it did not reach (removed, or no longer under the paths)."""
+        if len(self._walked) != len(self._known):
+            for gone in set(self._known) - self._walked:
+                del self._known[gone]
+        self._walked = set()
+        self.listed, self._count = self._count, 0
+
+
+def _walk_listed(
+    root: str,
+    problems: list[Problem],
+    rescued: list[str],
+    attempted: list[str],
+    listings: Listings,
+) -> list[tuple[tuple[str, ...], str, _Key | None]]:
+    """``_walk`` through ``listings``: the same directories, in the same order."""
+    found: list[tuple[tuple[str, ...], str, _Key | None]] = []
+    visited = _ancestors(root)
+    try:
+        top = os.stat(root)
+    except OSError as exc:
+        problems.append(_os_problem(exc, root))
+        return found
+    stack: list[tuple[str, tuple[str, ...], os.stat_result]] = [(root, (), top)]
+    while stack:
+        directory, parts, st = stack.pop()
+        try:
+            names = listings.listing(directory, st)
+        except OSError as exc:
+            problems.append(_os_problem(exc, directory))
+            continue
+        if names.timings:
+            found.append((parts, directory, (st.st_dev, st.st_ino)))
+        if names.rescue:
+            rescued.append(directory)
+        if names.attempts:
+            attempted.append(directory)
+        subdirs = names.subdirs
+        if names.links:  # a link to a file may point to a directory now
+            subdirs = sorted([*subdirs, *names.links])
+        below: list[tuple[str, tuple[str, ...], os.stat_result]] = []
+        for name in subdirs:
+            path = os.path.join(directory, name)
+            try:
+                sub = os.stat(path)
+            except OSError as exc:  # a link that vanished or points nowhere readable
+                if name not in names.links:
+                    problems.append(_os_problem(exc, path))
+                continue
+            if not stat.S_ISDIR(sub.st_mode):  # a link that points elsewhere now
+                continue
+            key = (sub.st_dev, sub.st_ino)
+            if key in visited:  # reached before, by this path or a link
+                continue
+            visited.add(key)
+            below.append((path, (*parts, name), sub))
+        stack.extend(reversed(below))  # depth first, in name order
+    found.sort(key=lambda hit: (hit[0], hit[1]))
     return found
 
 
@@ -194,14 +363,18 @@ class _Walked:
         #: whether a directory holding only markers is something found (``attempts``)
         self.count_attempts = False
 
-    def add(self, directory: str, root: str, parts: tuple[str, ...]) -> None:
-        """``directory`` (found under ``root`` at ``parts``), unless already listed."""
-        try:
-            st = os.stat(directory)
-        except OSError as exc:  # pragma: no cover - removed while walking
-            self.problems.append(_os_problem(exc, directory))
-            return
-        key = (st.st_dev, st.st_ino)
+    def add(
+        self, directory: str, root: str, parts: tuple[str, ...], key: _Key | None = None
+    ) -> None:
+        """``directory`` (found under ``root`` at ``parts``; ``key``: its
+        ``(st_dev, st_ino)`` where known), unless already listed."""
+        if key is None:
+            try:
+                st = os.stat(directory)
+            except OSError as exc:  # pragma: no cover - removed while walking
+                self.problems.append(_os_problem(exc, directory))
+                return
+            key = (st.st_dev, st.st_ino)
         if key not in self.seen:
             self.seen.add(key)
             self.dirs.append(Found(directory, root, "/".join(parts) or "."))
@@ -211,6 +384,7 @@ def find_artifact_dirs(
     paths: Iterable[str | os.PathLike[str]],
     rescued: list[str] | None = None,
     attempted: list[str] | None = None,
+    listings: Listings | None = None,
 ) -> tuple[list[Found], list[Problem]]:
     """Every artifact directory at or under ``paths``, in the report's order, each
     directory once; and what could not be walked.
@@ -220,6 +394,8 @@ def find_artifact_dirs(
     directory whose first save failed may hold nothing else. Those holding started
     markers are appended to ``attempted`` when it is given (a directory whose first stage
     runs holds nothing else; a path with such a directory under it is then no problem).
+    ``listings``: the listings of an earlier walk, reused where a directory did not change
+    (a watcher's repeated walks; see :class:`Listings`).
     """
     found = _Walked()
     found.count_attempts = attempted is not None
@@ -240,7 +416,7 @@ def find_artifact_dirs(
             missing = FileNotFoundError(errno.ENOENT, "no such file or directory", path)
             found.problems.append(Problem(path, "no such file or directory", missing))
         else:
-            _find_under(path, found)
+            _find_under(path, found, listings)
     if rescued is not None:
         rescued.extend(_once_each(found.rescue_dirs))
     if attempted is not None:
@@ -265,14 +441,14 @@ def _find_in_file(path: str, found: _Walked) -> None:
         found.problems.append(Problem(path, message, not_dir))
 
 
-def _find_under(path: str, found: _Walked) -> None:
+def _find_under(path: str, found: _Walked, listings: Listings | None = None) -> None:
     """A given directory: every artifact directory under it; a problem when the walk met
     neither one nor a problem nor a rescue file."""
     before, rescues_before = len(found.problems), len(found.rescue_dirs)
     attempts_before = len(found.attempt_dirs)
-    hits = _walk(path, found.problems, found.rescue_dirs, found.attempt_dirs)
-    for parts, directory in hits:
-        found.add(directory, path, parts)
+    hits = _walk(path, found.problems, found.rescue_dirs, found.attempt_dirs, listings)
+    for parts, directory, key in hits:
+        found.add(directory, path, parts, key)
     markers = found.count_attempts and len(found.attempt_dirs) > attempts_before
     if (not hits and not markers and len(found.problems) == before
             and len(found.rescue_dirs) == rescues_before):

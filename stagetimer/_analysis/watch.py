@@ -1,13 +1,16 @@
 """A suite being watched: one :class:`Snapshot` per refresh, re-reading only what changed.
 
-A directory's files are read again only when the ``(inode, size, mtime)`` of its
-``timings.json`` or of its ``timings.attempts/`` folder changed since the last refresh,
-or when some attempt of it was running or unknown (whether its writer still runs is
-decided again each time). Nothing is written and no lock is taken: sidecars are replaced
-whole by rename, and markers are created and replaced the same way, so a read sees one
-version or the other. A file that vanishes or changes mid-read, a directory removed
-while watched and a Slurm that cannot be asked give a problem line in the snapshot, and
-the refresh goes on with the rest.
+The walk lists again only the directories whose modification time changed since the
+last refresh (:class:`tree.Listings`). A directory's files are read again only when the
+``(inode, size, mtime)`` of its ``timings.json`` or of its ``timings.attempts/`` folder
+changed since the last refresh, or when some attempt of it was running or unknown
+(whether its writer still runs is decided again each time); the time to go of a
+directory read before is drawn again only when what it is drawn from changed (the
+attempts, the runs expected, the array's throttle). Nothing is written and no lock is
+taken: sidecars are replaced whole by rename, and markers are created and replaced the
+same way, so a read sees one version or the other. A file that vanishes or changes
+mid-read, a directory removed while watched and a Slurm that cannot be asked give a
+problem line in the snapshot, and the refresh goes on with the rest.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from collections.abc import Callable, Iterable, Sequence
 import attrs
 
 from stagetimer._analysis.attempts import Attempt, scan_attempts
-from stagetimer._analysis.eta import Eta, StageProgress, stage_progress, suite_eta
+from stagetimer._analysis.eta import Eta, StageProgress, at_instant, stage_progress, suite_eta
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.report import expected_runs
 from stagetimer._analysis.slurm_array import ArrayUnreadable, ArrayView, array_view
 from stagetimer._analysis.slurm_jobs import SlurmLookup
-from stagetimer._analysis.tree import find_artifact_dirs
+from stagetimer._analysis.tree import Listings, find_artifact_dirs
 from stagetimer._format import ATTEMPTS_DIR, TIMINGS_FILE
 
 __all__ = ["DirectoryProgress", "Snapshot", "Watcher", "directory_progress"]
@@ -48,6 +51,8 @@ class Snapshot:
     eta: Eta | None
     #: what could not be read this time, one line each
     problems: tuple[str, ...]
+    #: the attempts left out of the estimates (values no writer could have written)
+    left_out: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -72,12 +77,17 @@ class _Read:
     signature: tuple[object, ...]
     attempts: list[Attempt]
     expected: dict[str, int]
+    #: whether some attempt was running or unknown when read
+    live: bool = attrs.field(init=False)
     #: the progress drawn from them once everything was done (it no longer changes)
     complete: DirectoryProgress | None = None
+    #: the progress last drawn from them, with what else it was drawn from (the runs
+    #: expected by ``--expect``, the array): reused, its elapsed times moved on, while
+    #: neither changes and nothing runs
+    drawn: tuple[object, DirectoryProgress] | None = None
 
-    @property
-    def live(self) -> bool:
-        return any(a.state in ("running", "unknown") for a in self.attempts)
+    def __attrs_post_init__(self) -> None:
+        self.live = any(a.state in ("running", "unknown") for a in self.attempts)
 
 
 def _array_id(attempts: Iterable[Attempt]) -> str | None:
@@ -139,29 +149,43 @@ class Watcher:
         self.expect = expect
         self._read_array = read_array
         self._known: dict[str, _Read] = {}
+        self._listings = Listings()
         #: directories read (not reused) by the last refresh
         self.reread = 0
 
     def _directories(self, problems: list[str]) -> list[str]:
         attempted: list[str] = []
-        found, walk_problems = find_artifact_dirs(self.paths, attempted=attempted)
+        found, walk_problems = find_artifact_dirs(
+            self.paths, attempted=attempted, listings=self._listings
+        )
+        self._listings.forget_unwalked()
         directories = [f.path for f in found]
-        if attempted:
+        listed = set(directories)
+        alone = [d for d in attempted if d not in listed]  # markers and no timings.json yet
+        if alone:
             known = {os.path.realpath(d) for d in directories}
-            directories += [d for d in attempted if os.path.realpath(d) not in known]
+            directories += [d for d in alone if os.path.realpath(d) not in known]
         if directories:  # "nothing here yet" is no problem while the suite starts
             problems += [p.line() for p in walk_problems]
         return directories
 
     def _read(self, directory: str, now: datetime.datetime, problems: list[str],
-              slurm: SlurmLookup) -> _Read:
-        signature = (
-            _signature(os.path.join(directory, TIMINGS_FILE)),
-            _signature(os.path.join(directory, ATTEMPTS_DIR)),
-        )
+              slurm: SlurmLookup) -> _Read | None:
         known = self._known.get(directory)
+        # The walk knows whether the markers' folder is there (no failed stat for it), and
+        # whether the directory changed: where it did not, its timings.json was not
+        # replaced (stagetimer replaces it by rename) and is not looked at again.
+        markers = self._listings.holds(directory, ATTEMPTS_DIR)
+        signature = (
+            known.signature[0] if known is not None and self._listings.unchanged(directory)
+            else _signature(os.path.join(directory, TIMINGS_FILE)),
+            _signature(os.path.join(directory, ATTEMPTS_DIR)) if markers is not False
+            else None,
+        )
         if known is not None and known.signature == signature and not known.live:
             return known
+        if signature[0] is None and not os.path.isdir(directory):
+            return None
         self.reread += 1
         try:
             data = read_data(directory)
@@ -192,9 +216,9 @@ class Watcher:
         slurm = SlurmLookup()  # Slurm asked afresh each refresh, each job once
         shown = []
         for directory in directories:
-            if not os.path.isdir(directory):
-                continue  # removed since the walk: said below
             read = self._read(directory, now, problems, slurm)
+            if read is None:
+                continue  # removed since the walk: said below
             if read.complete is not None:
                 shown.append(read.complete)
                 continue
@@ -204,18 +228,29 @@ class Watcher:
                 if array_id not in arrays:
                     arrays[array_id] = self._array(array_id, problems)
                 array = arrays[array_id]
-            progress = directory_progress(
-                directory, read.attempts, now, expected=read.expected, expect=self.expect,
-                array=array,
-            )
+            inputs = (self.expect, array)
+            if read.drawn is not None and read.drawn[0] == inputs and not read.live:
+                drawn = read.drawn[1]
+                progress = DirectoryProgress(drawn.path, tuple(
+                    at_instant(stage, now) for stage in drawn.stages
+                ))
+            else:
+                progress = directory_progress(
+                    directory, read.attempts, now, expected=read.expected,
+                    expect=self.expect, array=array,
+                )
+                read.drawn = (inputs, progress)
             if progress.stages and all(s.complete for s in progress.stages):
                 read.complete = progress
             shown.append(progress)
         for gone in sorted(set(self._known) - {d.path for d in shown}):
             problems.append(f"{gone}: no longer there (removed while watched)")
             del self._known[gone]
+
         stages = [s for d in shown for s in d.stages]
-        return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems))
+        left_out = tuple(f"{d.path}: {line}" for d in shown for s in d.stages
+                         for line in s.left_out)
+        return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems), left_out)
 
     def _array(self, array_id: str, problems: list[str]) -> ArrayView | None:
         try:

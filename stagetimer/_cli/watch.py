@@ -49,13 +49,17 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _shower(args: argparse.Namespace) -> Callable[[Snapshot], None]:
-    from stagetimer._render.watch import snapshot_json, snapshot_lines, snapshot_text
+    from stagetimer._render.watch import Drawn, snapshot_json, snapshot_lines, snapshot_text
+
+    drawn = Drawn()  # what a refresh drew, for the next to reuse
 
     if args.json:
         def show_json(snapshot: Snapshot) -> None:
             for problem in snapshot.problems:
                 error("watch", problem)
-            sys.stdout.write(snapshot_json(snapshot))
+            for line in snapshot.left_out:
+                error("watch", f"left out: {line}")
+            sys.stdout.write(snapshot_json(snapshot, drawn))
             sys.stdout.flush()
 
         return show_json
@@ -65,12 +69,12 @@ def _shower(args: argparse.Namespace) -> Callable[[Snapshot], None]:
             from rich.text import Text
 
             def show_live(snapshot: Snapshot) -> None:
-                live.update(Text("\n".join(snapshot_lines(snapshot))), refresh=True)
+                live.update(Text("\n".join(snapshot_lines(snapshot, drawn))), refresh=True)
 
             return show_live
 
     def show_text(snapshot: Snapshot) -> None:
-        sys.stdout.write(snapshot_text(snapshot) + ("" if args.once else "\n"))
+        sys.stdout.write(snapshot_text(snapshot, drawn) + ("" if args.once else "\n"))
         sys.stdout.flush()
 
     return show_text

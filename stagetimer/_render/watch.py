@@ -14,9 +14,9 @@ from stagetimer._analysis.eta import Eta, StageProgress
 from stagetimer._analysis.watch import Snapshot
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
-from stagetimer._render.json_text import strict_json
+from stagetimer._render.json_text import json_escaped, strict_json
 
-__all__ = ["eta_text", "snapshot_json", "snapshot_lines", "snapshot_text"]
+__all__ = ["Drawn", "eta_text", "snapshot_json", "snapshot_lines", "snapshot_text"]
 
 _HEADER = ("stage", "done", "running", "failed", "killed", "unknown", "pending", "elapsed",
            "to go (median, 90 %)")
@@ -26,9 +26,17 @@ def _eta(eta: Eta | None) -> dict[str, float] | None:
     return None if eta is None else {"p50": round(eta.p50, 3), "p90": round(eta.p90, 3)}
 
 
-def snapshot_json(snapshot: Snapshot) -> str:
+def snapshot_json(snapshot: Snapshot, drawn: Drawn | None = None) -> str:
     """One JSON line: ``{"time", "directories": [{"path", "stages": [...]}],
-    "eta_seconds"}``, as ``stagetimer watch --json`` prints each refresh."""
+    "eta_seconds"}``, as ``stagetimer watch --json`` prints each refresh.
+
+    ``drawn``: what the lines before this one wrote (a watch's refreshes): a directory's
+    text is reused around its stages' elapsed times where nothing else changed."""
+    if drawn is not None:
+        try:
+            return _json_reusing(snapshot, drawn)
+        except ValueError:  # a value JSON cannot hold as it is: written the long way
+            drawn.turn()
     value: dict[str, Any] = {
         "time": snapshot.time.isoformat().replace("+00:00", "Z"),
         "directories": [
@@ -38,6 +46,49 @@ def snapshot_json(snapshot: Snapshot) -> str:
         "eta_seconds": _eta(snapshot.eta),
     }
     return strict_json(lambda v, _: json.dumps(v, ensure_ascii=False, allow_nan=False), value)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _json_reusing(snapshot: Snapshot, drawn: Drawn) -> str:
+    """``snapshot_json``'s line, each directory's text kept between refreshes but for the
+    elapsed times (the same text, built from pieces)."""
+    directories = []
+    for directory in snapshot.directories:
+        key = (directory.path, tuple(
+            (s.name, s.done, s.running, s.failed, s.killed, s.unknown, s.pending, s.eta)
+            for s in directory.stages
+        ))
+        pieces = drawn.piece(key)
+        if pieces is None:
+            pieces = drawn.pieces[key] = _json_pieces(directory.path, directory.stages)
+        text = [pieces[0]]
+        for stage, piece in zip(directory.stages, pieces[1:], strict=True):
+            text += [repr(round(stage.elapsed_seconds, 3)), piece]
+        directories.append("".join(text))
+    drawn.turn()
+    line = (f'{{"time": {_dumps(snapshot.time.isoformat().replace("+00:00", "Z"))}, '
+            f'"directories": [{", ".join(directories)}], '
+            f'"eta_seconds": {_dumps(_eta(snapshot.eta))}}}')
+    return json_escaped(line) + "\n"
+
+
+def _json_pieces(path: str, stages: tuple[StageProgress, ...]) -> tuple[str, ...]:
+    """A directory's JSON text cut where each stage's elapsed time goes."""
+    pieces = [f'{{"path": {_dumps(path)}, "stages": [']
+    for i, stage in enumerate(stages):
+        value = _stage_json(stage)
+        del value["elapsed_seconds"], value["eta_seconds"]
+        head = _dumps(value)[:-1] + ', "elapsed_seconds": '
+        if i:
+            pieces[-1] += ", " + head
+        else:
+            pieces[-1] += head
+        pieces.append(f', "eta_seconds": {_dumps(_eta(stage.eta))}}}')
+    pieces[-1] += "]}"
+    return tuple(pieces)
 
 
 def _stage_json(stage: StageProgress) -> dict[str, Any]:
@@ -58,8 +109,60 @@ def eta_text(stage: StageProgress) -> str:
     return f"{format_duration(stage.eta.p50)} ({format_duration(stage.eta.p90)})"
 
 
-def snapshot_lines(snapshot: Snapshot) -> list[str]:
-    """The block's lines, escaped: a heading, a table per directory, the problems."""
+class Drawn:
+    """What earlier blocks drew, to draw the next from: a directory's lines are drawn once
+    for the cells they show, however many refreshes show them (a watch of 10,000
+    unchanged directories redraws what moved)."""
+
+    def __init__(self) -> None:
+        self.tables: dict[tuple[str, tuple[tuple[object, ...], ...]], list[str]] = {}
+        self.pieces: dict[tuple[str, tuple[object, ...]], tuple[str, ...]] = {}
+        self._previous: dict[tuple[str, tuple[tuple[object, ...], ...]], list[str]] = {}
+        self._previous_pieces: dict[tuple[str, tuple[object, ...]], tuple[str, ...]] = {}
+
+    def turn(self) -> None:
+        """One block drawn: keep only what it used (what is no longer shown goes)."""
+        self._previous, self.tables = self.tables, {}
+        self._previous_pieces, self.pieces = self.pieces, {}
+
+    def piece(self, key: tuple[str, tuple[object, ...]]) -> tuple[str, ...] | None:
+        pieces = self.pieces.get(key)
+        if pieces is None:
+            pieces = self._previous_pieces.get(key)
+            if pieces is not None:
+                self.pieces[key] = pieces
+        return pieces
+
+    def table(self, key: tuple[str, tuple[tuple[object, ...], ...]]) -> list[str] | None:
+        lines = self.tables.get(key)
+        if lines is None:
+            lines = self._previous.get(key)
+            if lines is not None:
+                self.tables[key] = lines
+        return lines
+
+
+def _table(path: str, rows: tuple[tuple[str, ...], ...]) -> list[str]:
+    """A directory's lines, escaped: its path and its stages' table."""
+    lines = [path]
+    if not rows:
+        lines.append("  (no stage started yet)")
+        return [escape_text(line) for line in lines]
+    table = (_HEADER, *rows)
+    widths = [max(len(row[i]) for row in table) for i in range(len(_HEADER))]
+    for row in table:
+        cells = [row[0].ljust(widths[0])]
+        cells += [cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:-1],
+                                                           strict=True)]
+        lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
+    return [escape_text(line) for line in lines]
+
+
+def snapshot_lines(snapshot: Snapshot, drawn: Drawn | None = None) -> list[str]:
+    """The block's lines, escaped: a heading, a table per directory, the problems.
+
+    ``drawn``: what the blocks before this one drew (a watch's refreshes), reused where a
+    directory shows the same cells."""
     when = snapshot.time.strftime("%Y-%m-%d %H:%M:%S UTC")
     if snapshot.complete:
         suite = "everything expected is done"
@@ -68,27 +171,29 @@ def snapshot_lines(snapshot: Snapshot) -> list[str]:
     else:
         suite = (f"about {format_duration(snapshot.eta.p50)} to go "
                  f"(90 %: {format_duration(snapshot.eta.p90)})")
-    lines = [f"stagetimer watch  {when}  suite: {suite}"]
+    drawn = drawn if drawn is not None else Drawn()
+    lines = [escape_text(f"stagetimer watch  {when}  suite: {suite}")]
     for directory in snapshot.directories:
-        lines.append(directory.path)
-        if not directory.stages:
-            lines.append("  (no stage started yet)")
-            continue
-        rows = [_HEADER] + [
-            (s.name, str(s.done), str(s.running), str(s.failed), str(s.killed),
-             str(s.unknown), str(s.pending), format_duration(s.elapsed_seconds), eta_text(s))
+        key = (directory.path, tuple(
+            (s.name, s.done, s.running, s.failed, s.killed, s.unknown, s.pending,
+             format_duration(s.elapsed_seconds), s.complete, s.eta)
             for s in directory.stages
-        ]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
-        for row in rows:
-            cells = [row[0].ljust(widths[0])]
-            cells += [cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:-1],
-                                                               strict=True)]
-            lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
-    lines += [f"could not read: {problem}" for problem in snapshot.problems]
-    return [escape_text(line) for line in lines]
+        ))
+        table = drawn.table(key)
+        if table is None:
+            table = drawn.tables[key] = _table(directory.path, tuple(
+                (s.name, str(s.done), str(s.running), str(s.failed), str(s.killed),
+                 str(s.unknown), str(s.pending), format_duration(s.elapsed_seconds),
+                 eta_text(s))
+                for s in directory.stages
+            ))
+        lines += table
+    drawn.turn()
+    lines += [escape_text(f"could not read: {problem}") for problem in snapshot.problems]
+    lines += [escape_text(f"left out: {line}") for line in snapshot.left_out]
+    return lines
 
 
-def snapshot_text(snapshot: Snapshot) -> str:
+def snapshot_text(snapshot: Snapshot, drawn: Drawn | None = None) -> str:
     """The block printed per refresh when standard output is not a terminal."""
-    return "\n".join(snapshot_lines(snapshot)) + "\n"
+    return "\n".join(snapshot_lines(snapshot, drawn)) + "\n"

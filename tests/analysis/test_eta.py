@@ -206,3 +206,75 @@ def test_the_bound_holds_the_doubt_about_a_failure_rate_seen_on_few_attempts() -
     at_rate = time_to_go(observations, [], 40, 4, 0.05)
     assert sure is not None and at_rate is not None
     assert sure.p90 == pytest.approx(at_rate.p90, rel=0.03)
+
+
+def test_the_last_of_many_runs_to_come_may_be_longer_than_any_seen() -> None:
+    # 20 runs of 1-2 s, 20 more to come side by side: the longest of 40 is a new one in
+    # half the cases, so the bound must reach past 2 s (a draw from the plain estimate
+    # never does: it ends at 0 after the longest run seen).
+    rng = random.Random(5)
+    seen = [(1.0 + rng.random(), True) for _ in range(20)]
+    eta = time_to_go(seen, [], 20, 20)
+    assert eta is not None
+    assert eta.p90 > max(s for s, _ in seen)
+
+
+def test_the_predictive_estimate_keeps_one_in_n_plus_one_past_the_longest() -> None:
+    seen = [(float(s), True) for s in range(1, 10)]
+    plain = kaplan_meier(seen)
+    new = kaplan_meier(seen, predictive=True)
+    assert plain is not None and new is not None
+    assert plain.levels[-1] == 0.0
+    assert new.levels[-1] == pytest.approx(1 / 10)
+    assert new.levels[:-1] == plain.levels[:-1]
+
+
+ODD = [
+    ("seconds", float("inf")),
+    ("seconds", 1e308),
+    ("seconds", -5.0),
+    ("seconds", float("nan")),
+    ("started_at", datetime.datetime(1, 1, 1, tzinfo=datetime.timezone.utc)),
+    ("started_at", datetime.datetime(9999, 12, 31, tzinfo=datetime.timezone.utc)),
+]
+
+
+@pytest.mark.parametrize("state", ["finished", "failed"])
+@pytest.mark.parametrize(("key", "value"), ODD)
+def test_a_value_no_writer_could_write_is_left_out_of_the_estimate_and_said(
+    state: str, key: str, value: object
+) -> None:
+    import attrs
+
+    sound = [attempt(i, "finished", started=900 - 60 * i, seconds=50.0 + i) for i in range(5)]
+    sound.append(attempt(5, "running", started=30))
+    odd = attrs.evolve(attempt(9, state, started=500, seconds=40.0), **{key: value})
+
+    with_odd = stage_progress("train", [*sound, odd], NOW, expected=12)
+    # the same run counted, nothing of its times used
+    blank = attrs.evolve(odd, seconds=None, started_at=None)
+    without = stage_progress("train", [*sound, blank], NOW, expected=12)
+
+    assert with_odd.eta == without.eta
+    assert with_odd.elapsed_seconds == without.elapsed_seconds
+    assert (with_odd.done, with_odd.failed) == (without.done, without.failed)
+    assert not without.left_out
+    [said] = with_odd.left_out
+    assert odd.attempt_id in said and key in said
+
+
+@pytest.mark.parametrize("start", [datetime.datetime(1, 1, 1, tzinfo=datetime.timezone.utc),
+                                   datetime.datetime(9999, 1, 1, tzinfo=datetime.timezone.utc)])
+def test_a_running_attempt_with_an_impossible_start_counts_as_just_started(
+    start: datetime.datetime,
+) -> None:
+    import attrs
+
+    finished = [attempt(i, "finished", started=900 - 60 * i, seconds=50.0 + i) for i in range(5)]
+    odd = attrs.evolve(attempt(5, "running", started=0), started_at=start)
+    progress = stage_progress("train", [*finished, odd], NOW, expected=6)
+    fresh = stage_progress("train", [*finished, attempt(5, "running", started=0)], NOW,
+                           expected=6)
+    assert progress.running == 1 and progress.left_out
+    assert progress.eta == fresh.eta
+    assert progress.eta is not None and math.isfinite(progress.eta.p90)
