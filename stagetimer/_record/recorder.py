@@ -289,11 +289,12 @@ class Recorder:
         started_at: float | None,
         metadata: dict[str, Any] | None,
         policy: str | None = None,
+        parent: dict[str, str] | None = None,
     ) -> None:
         """``record`` for arguments its caller checked (``record_timing``)."""
-        self._save_handed(
-            self._hand_over(name, seconds, run_idx, label, started_at, metadata, policy=policy)
-        )
+        self._save_handed(self._hand_over(
+            name, seconds, run_idx, label, started_at, metadata, policy=policy, parent=parent
+        ))
 
     def _hand_over(
         self,
@@ -306,17 +307,19 @@ class Recorder:
         resources: dict[str, Any] | None = None,
         attempt: Started | None = None,
         policy: str | None = None,
+        parent: dict[str, str] | None = None,
     ) -> Pending:
         """Register a checked record as pending (then ``_save_handed``): from its
         ``append`` on, no interrupt loses it. ``resources``: what a ``stage`` used
         (``resources.py``); ``attempt``: its started marker (``attempt.py``), removed
         once the run is saved; ``policy``: the rule it is saved by, if not this
-        recorder's (a callback's parts of a run: ``"upsert"``)."""
+        recorder's (a callback's parts of a run: ``"upsert"``); ``parent``: the stage
+        open around a run measured without a stage of its own (its attempt's else)."""
         p = _pending_module
         if run_idx is None:
             self._mistakes.recorded_unindexed(name, label)
         iso = None if started_at is None else p.utc_iso(started_at)
-        attempt_id = parent = None
+        attempt_id = None
         if attempt is not None:
             attempt_id, parent = attempt.id, attempt.marker.get("parent")
             self._markers.handed_over(attempt)
@@ -432,11 +435,13 @@ def record_run(
     started_at: float | None,
     metadata: Mapping[str, Any] | None,
     policy: str | None = None,
+    parent: dict[str, str] | None = None,
 ) -> None:
     """Check one finished run and save it into ``recorder`` (``resolve_recorder``); the
     one path of ``Recorder.record`` and ``record_timing``. Nothing is recorded, and no
     recorder needed, while ``STAGETIMER_DISABLE`` is set; the arguments are checked even
-    then. ``policy``: the rule the run is saved by, if not the recorder's."""
+    then. ``policy``: the rule the run is saved by, if not the recorder's; ``parent``: the
+    stage open around it (``stage.open_parent``), where it was measured inside one."""
     check_record(name, run_idx, label)
     # Checked and copied in one pass: what the caller changes later is not recorded.
     copied = None if metadata is None else (copy_metadata(check_metadata_mapping(metadata)) or None)
@@ -445,7 +450,7 @@ def record_run(
     if recording_disabled():
         return
     resolve_recorder(recorder)._record_checked(
-        name, checked, run_idx, label, started_at, copied, policy
+        name, checked, run_idx, label, started_at, copied, policy, parent
     )
 
 

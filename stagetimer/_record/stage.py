@@ -22,7 +22,7 @@ from stagetimer._store.validate import check_record, copy_metadata
 if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
 
-__all__ = ["Stage", "checked_stage", "part_stage", "record_timing", "stage"]
+__all__ = ["Stage", "checked_stage", "open_parent", "part_stage", "record_timing", "stage"]
 
 # Stage names that passed check_name (a name is checked once per process, not per stage).
 _checked_names: set[str] = set()
@@ -236,6 +236,14 @@ def _parent(opened: tuple[Stage, ...], target: Recorder) -> dict[str, str] | Non
                 return None
             return {"stage": outer.name, "attempt_id": started.id}
     return None
+
+
+def open_parent(target: Recorder) -> dict[str, str] | None:
+    """The ``parent`` of a run of ``target`` measured now without a stage of its own (a
+    callback's time between two hooks): the innermost stage of ``target`` open in this
+    thread or task, as a stage entered now would record it."""
+    opened = open_stages.get()
+    return _parent(opened, target) if opened else None
 
 
 def _close(timing: Stage) -> None:

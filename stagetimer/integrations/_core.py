@@ -29,7 +29,7 @@ from stagetimer._errors import InvalidSettingError, UnsupportedVersionError
 from stagetimer._format import AUTO_RESUME_SUFFIX, is_training_name
 from stagetimer._record.pending import declare_rank
 from stagetimer._record.recorder import Recorder, record_run, resolve_recorder
-from stagetimer._record.stage import Stage, part_stage, stage
+from stagetimer._record.stage import Stage, open_parent, part_stage, stage
 
 #: how a callback's records replace what is on disk, under any recorder policy
 _PART = "upsert"
@@ -256,9 +256,10 @@ class FitTimer:
 
     def record(self, name: str, seconds: float, label: str | None, started_at: float) -> None:
         """One run measured between hooks that cannot hold a stage open (``time.time()``)."""
+        recorder = self.recorder
         record_run(
-            self.recorder, name, max(seconds, 0.0), self._fit_run_idx, label, started_at,
-            None, _PART if self._a_part(name) else None,
+            recorder, name, max(seconds, 0.0), self._fit_run_idx, label, started_at,
+            None, _PART if self._a_part(name) else None, open_parent(recorder),
         )
         self._finished(label)
         self.seen()
