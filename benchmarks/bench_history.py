@@ -12,6 +12,8 @@ A labelled corpus, the same every run (fixed seeds), of series of 100 points:
 - **seeds**: 1, 3 and 5 a point;
 - **series**: one step of 1, 2, 3, 4 or 5 noise SDs (up or down, at point 10-90); two to
   four steps of 1-5 SDs, at least 10 points apart; A/A series (no change);
+- **short series** of 12 and 20 points (normal noise, 5 seeds): one step of 1-5 SDs in
+  the middle third, or none;
 - **recorded**: series of 30 points recorded by real processes, one a point (a software
   version) running a CPU loop 5 times (its seeds) under ``stage()``, the loop made
   10 %, 25 % or 50 % longer from a known point on (and one without), read back with
@@ -77,6 +79,9 @@ NOISES = {"normal": 0.05, "day-to-day": 0.05, "log-normal + outliers": 0.25}
 SEEDS = (1, 3, 5)
 STEP_SIZES = (1, 2, 3, 4, 5)
 POINTS = 100
+#: the short series: their lengths and seeds
+SHORT_POINTS = (12, 20)
+SHORT_SEEDS = 5
 #: share of seeds slowed by a neighbour in the outlier noise, and by how much
 OUTLIER_SHARE = 0.02
 #: a detection within this many points of a true change finds it
@@ -85,8 +90,8 @@ TOLERANCE = 1
 RECORDED_POINTS = 30
 RECORDED_SEEDS = 5
 RECORDED_FACTORS = (1.0, 1.10, 1.25, 1.50)
-#: the loop of one recorded seed (about 15 ms on a 2-vCPU guest)
-RECORDED_LOOPS = 50_000
+#: the loop of one recorded seed (about 25 ms on an idle 2-vCPU guest)
+RECORDED_LOOPS = 400_000
 #: the goals (issue 38)
 GOAL_FALSE_ALERTS = 0.01
 GOAL_RECALL_3SD = 0.90
@@ -137,7 +142,9 @@ def _positions(rng: random.Random, count: int) -> list[int]:
 
 def corpus(*, singles: int, multis: int, aas: int, seed: int = 20261206) -> list[Series]:
     """The synthetic corpus: per noise and seed count, ``singles`` series per step size,
-    ``multis`` series of 2-4 steps and ``aas`` A/A series, all of ``POINTS`` points."""
+    ``multis`` series of 2-4 steps and ``aas`` A/A series, all of ``POINTS`` points; then
+    short series (``SHORT_POINTS``, normal noise, ``SHORT_SEEDS`` seeds): ``singles`` per
+    step size (in the middle third) and ``aas // 2`` A/A series of each length."""
     out: list[Series] = []
     for noise in NOISES:
         for seeds in SEEDS:
@@ -159,6 +166,18 @@ def corpus(*, singles: int, multis: int, aas: int, seed: int = 20261206) -> list
                                   where, [float(s) for s in sizes]))
             for _ in range(aas):
                 out.append(Series(cell, "a/a", synthetic(rng, POINTS, seeds, noise, []), []))
+    for n in SHORT_POINTS:  # where the history is short, the seeds tell the noise
+        cell = f"short: {n} points, normal, {SHORT_SEEDS} seeds"
+        rng = random.Random(f"{seed}/short/{n}")
+        for size in STEP_SIZES:
+            for _ in range(singles):
+                at = rng.randrange(n // 3, 2 * n // 3 + 1)
+                signed = size * rng.choice((1.0, -1.0))
+                out.append(Series(cell, "single",
+                                  synthetic(rng, n, SHORT_SEEDS, "normal", [(at, signed)]),
+                                  [at], [float(size)]))
+        for _ in range(aas // 2):
+            out.append(Series(cell, "a/a", synthetic(rng, n, SHORT_SEEDS, "normal", []), []))
     return out
 
 
