@@ -17,7 +17,9 @@ A labelled corpus, the same every run (fixed seeds), of series of 100 points:
 - **recorded**: series of 30 points recorded by real processes, one a point (a software
   version) running a CPU loop 5 times (its seeds) under ``stage()``, the loop made
   10 %, 25 % or 50 % longer from a known point on (and one without), read back with
-  ``stagetimer.to_records``. The tree is kept under the system's temporary directory
+  ``stagetimer.to_records``. The points of all recorded series are run in one shuffled
+  order, so that the machine's own changes of load are noise on scattered points, not
+  steps that no label knows. The tree is kept under the system's temporary directory
   (``stagetimer-bench-history/``) and reused while its parameters are the same.
 
 "SD" is the standard deviation of one seed's log-seconds (about the relative SD of its
@@ -205,7 +207,7 @@ def recorded_corpus(
     folder named for its parameters, and read again on later runs."""
     from stagetimer import to_records
 
-    key = f"r{repeats}-p{points}-s{seeds}-l{loops}-f{'_'.join(map(str, factors))}-{seed}"
+    key = f"shuffled-r{repeats}-p{points}-s{seeds}-l{loops}-f{'_'.join(map(str, factors))}-{seed}"
     base = os.path.join(root or tempfile.gettempdir(), "stagetimer-bench-history", key)
     rng = random.Random(f"{seed}/recorded")
     plan = [(factor, rng.randrange(points // 3, 2 * points // 3))
@@ -213,12 +215,16 @@ def recorded_corpus(
     if not os.path.exists(os.path.join(base, "complete")):
         partial = base + f".partial-{os.getpid()}"
         shutil.rmtree(partial, ignore_errors=True)
-        for s, (factor, at) in enumerate(plan):
-            for i in range(points):
-                work = round(loops * (factor if i >= at else 1.0))
-                directory = os.path.join(partial, f"series{s:02d}", f"point{i:03d}")
-                subprocess.run([sys.executable, "-c", _RECORD_SCRIPT, directory, str(work),
-                                str(seeds)], check=True, timeout=120)
+        # in a shuffled order: the machine's own changes of load fall on scattered points
+        # of every series (noise), not on a run of points of one (a step no label knows)
+        order = [(s, i) for s in range(len(plan)) for i in range(points)]
+        rng.shuffle(order)
+        for s, i in order:
+            factor, at = plan[s]
+            work = round(loops * (factor if i >= at else 1.0))
+            directory = os.path.join(partial, f"series{s:02d}", f"point{i:03d}")
+            subprocess.run([sys.executable, "-c", _RECORD_SCRIPT, directory, str(work),
+                            str(seeds)], check=True, timeout=120)
         with open(os.path.join(partial, "complete"), "w") as f:
             json.dump(plan, f)
         shutil.rmtree(base, ignore_errors=True)

@@ -8,6 +8,7 @@ import itertools
 import math
 import statistics
 import sys
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,8 @@ def test_scoring_of_a_known_output_gives_its_precision_recall_and_f1() -> None:
     assert math.isclose(2 / 5, s.precision)
     assert math.isclose(2 / 4, s.recall)
     assert math.isclose(2 * (2 / 5) * (2 / 4) / (2 / 5 + 2 / 4), s.f1)
+    # one detection between two changes one point either side finds one of them
+    assert (1, 1, 2) == astuple(bench.score([[10, 12]], [[11]]))
     assert 0.0 == bench.score([[5]], [[]]).f1
     assert math.isnan(bench.score([[]], [[]]).f1)  # nothing to find, nothing found
 
