@@ -92,7 +92,7 @@ TOLERANCE = 1
 RECORDED_POINTS = 30
 RECORDED_SEEDS = 5
 RECORDED_FACTORS = (1.0, 1.25, 1.5, 2.0, 3.0)
-#: the loop of one recorded seed (about 25 ms on an idle 2-vCPU guest)
+#: the loop of one recorded seed (about 40 ms on a 2-vCPU guest)
 RECORDED_LOOPS = 400_000
 #: the goals of stagetimer's detector
 GOAL_FALSE_ALERTS = 0.01
