@@ -25,7 +25,9 @@ stack: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
 # The recorded stages open in this context (this thread, or this asyncio task), innermost
 # last: a stage entered now records the innermost one of its own recorder as its
 # ``parent`` (``stage.py``). A tuple, replaced whole: a task copies its creator's context,
-# and a change in one never shows in another.
+# and a change in one never shows in another. It holds weak references: a stage whose exit
+# never ran (an interrupt at its very first instruction, as a kill would leave it) is no
+# longer open once nothing holds it, and so never becomes a later stage's parent.
 open_stages: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
     "stagetimer_open_stages", default=()
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 from os import getpid
 from time import perf_counter
 from types import TracebackType
@@ -85,8 +86,8 @@ class Stage:
     _policy: str | None = None
 
     __slots__ = (
-        "_attempt", "_recorder", "_t0", "_target", "_until", "_used0", "_wall0", "label",
-        "metadata", "name", "run_idx", "seconds",
+        "__weakref__", "_attempt", "_recorder", "_t0", "_target", "_until", "_used0", "_wall0",
+        "label", "metadata", "name", "run_idx", "seconds",
     )
     name: str
     run_idx: int | None
@@ -131,11 +132,13 @@ class Stage:
             markers = target._markers
             opened = open_stages.get()
             parent = _parent(opened, target) if opened else None
+            if opened:
+                opened = tuple(ref for ref in opened if ref() is not None)
             self._attempt = attempt = markers.begin(name, run_idx, self.label, wall0, parent)
             try:
                 if attempt is not None and not markers.mark(attempt):
                     self._attempt = None
-                open_stages.set((*opened, self))  # the parent of what opens inside it
+                open_stages.set((*opened, weakref.ref(self)))  # the parent of what opens in it
                 # Read before the clock starts and after it stops: their cost is not the
                 # stage's.
                 self._used0 = resources.start()
@@ -224,13 +227,14 @@ class Stage:
         self.__exit__(exc_type, exc, tb)
 
 
-def _parent(opened: tuple[Stage, ...], target: Recorder) -> dict[str, str] | None:
+def _parent(opened: tuple[weakref.ref[Stage], ...], target: Recorder) -> dict[str, str] | None:
     """What a stage of ``target`` entered now records as its ``parent``: the innermost
     stage of the same recorder open in this thread or task (``opened``), by its name and
     attempt id; None where there is none, or where that stage has no started marker (no
     id to name) or is a forked parent's (another process: not this thread)."""
-    for outer in reversed(opened):
-        if outer._target is target:
+    for ref in reversed(opened):
+        outer = ref()
+        if outer is not None and outer._target is target:
             started = outer._attempt
             if started is None or started.pid != getpid():
                 return None
@@ -250,10 +254,10 @@ def _close(timing: Stage) -> None:
     """``timing`` is no longer open in this context (innermost, the usual case, in one
     step; a generator's stage may close under another that opened after it)."""
     opened = open_stages.get()
-    if opened and opened[-1] is timing:
+    if opened and opened[-1]() is timing:
         open_stages.set(opened[:-1])
-    elif timing in opened:
-        open_stages.set(tuple(other for other in opened if other is not timing))
+    elif opened:
+        open_stages.set(tuple(ref for ref in opened if ref() not in (timing, None)))
 
 
 class _EndUnknown(BaseException):

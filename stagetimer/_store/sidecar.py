@@ -161,6 +161,12 @@ def write_atomic(
     attempt.path = path
     attempt.tmp = attempt.ino = None
 
+    def temp_name(_base: str) -> str:
+        # Known before the file is created: an interrupt right after its creation leaves
+        # a name ``replaced`` removes.
+        attempt.tmp = tmp = _temp_path(path)
+        return os.path.basename(tmp)
+
     def created(temp: str, ino: int) -> None:
         attempt.tmp, attempt.ino = temp, ino
 
@@ -170,9 +176,8 @@ def write_atomic(
             published()
 
     try:
-        write_file(path, content, mode, temp_name=lambda _base: os.path.basename(
-            _temp_path(path)), created=created, fence=fence, published=done,
-            new_mode=new_mode)
+        write_file(path, content, mode, temp_name=temp_name, created=created, fence=fence,
+                   published=done, new_mode=new_mode)
     except BaseException:
         attempt.replaced()  # removes a temporary file an interrupt left
         raise
