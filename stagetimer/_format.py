@@ -154,3 +154,8 @@ MAX_FILE_DEPTH = MAX_DEPTH + 4
 #: The largest sidecar read (1 GiB): a file of ten million runs; anything larger (or a
 #: device that never ends) is refused before it fills the memory.
 MAX_BYTES = 1 << 30
+
+
+#: The seconds between heartbeats a writer may be asked for, and a reader believes: from a
+#: millisecond (a thread cannot beat faster than it is scheduled) to about 30 years.
+HEARTBEAT_SECONDS = (1e-3, 1e9)

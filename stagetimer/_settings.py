@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 from stagetimer._errors import InvalidSettingError, short_repr
-from stagetimer._format import MAX_RUN_IDX, POLICIES
+from stagetimer._format import HEARTBEAT_SECONDS, MAX_RUN_IDX, POLICIES
 
 __all__ = [
     "ATTEMPTS",
@@ -150,7 +150,7 @@ def _number(raw: str) -> float:
 
 
 def _heartbeat() -> float | None:
-    """``STAGETIMER_HEARTBEAT``: seconds between beats, a finite number > 0; None (no
+    """``STAGETIMER_HEARTBEAT``: seconds between beats (``HEARTBEAT_SECONDS``); None (no
     beats) when unset, empty, ``0`` or another off word of a switch."""
     raw = os.environ.get(HEARTBEAT)
     if raw is None:
@@ -161,13 +161,22 @@ def _heartbeat() -> float | None:
     value = _number(word)
     if value == 0:
         return None
-    if not (math.isfinite(value) and value > 0):
+    if not _beats_at(value):
         raise InvalidSettingError(
             f"{HEARTBEAT}={short_repr(raw)} is not valid: expected the seconds between "
-            "beats, a number > 0 (0, off or empty: no beats)",
+            f"beats, a number from {_BEATS_TEXT} (0, off or empty: no beats)",
             raw,
         )
     return value
+
+
+#: How the accepted heartbeats are said in an error.
+_BEATS_TEXT = f"{HEARTBEAT_SECONDS[0]:g} to {HEARTBEAT_SECONDS[1]:g}"
+
+
+def _beats_at(value: float) -> bool:
+    """Whether a writer may beat every ``value`` seconds (``HEARTBEAT_SECONDS``)."""
+    return HEARTBEAT_SECONDS[0] <= value <= HEARTBEAT_SECONDS[1]
 
 
 def claim() -> str:
@@ -384,16 +393,14 @@ def check_flag(instance: object, attribute: Any, value: object) -> None:
 
 
 def check_interval(value: object) -> float | None:
-    """``None`` or the seconds between beats (a finite number > 0), else
+    """``None`` or the seconds between beats (``HEARTBEAT_SECONDS``), else
     ``InvalidSettingError`` naming the value."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        math.isfinite(value) and value > 0
-    ):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _beats_at(value):
         raise InvalidSettingError(
             f"heartbeat {short_repr(value)} is not valid: expected None or the seconds between "
-            "beats, a finite number > 0",
+            f"beats, a number from {_BEATS_TEXT}",
             value,
         )
     return float(value)

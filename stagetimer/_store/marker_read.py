@@ -37,7 +37,12 @@ import attrs
 
 from stagetimer._errors import SidecarCorruptError
 from stagetimer._errors import short_repr as _short
-from stagetimer._format import ATTEMPT_OUTCOMES, MARKER_MAX_BYTES, MARKER_SUFFIX
+from stagetimer._format import (
+    ATTEMPT_OUTCOMES,
+    HEARTBEAT_SECONDS,
+    MARKER_MAX_BYTES,
+    MARKER_SUFFIX,
+)
 from stagetimer._store.markers import DIRECTORY_FLAGS, attempts_path, is_attempt_id
 from stagetimer._store.openflags import READ
 from stagetimer._store.parse import parse_json
@@ -209,8 +214,8 @@ def _read_one(dfd: int, name: str, path: str) -> Marker:
 #: clock's), and how far past the time of reading a clock may run ahead of ours.
 _EARLIEST = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _AHEAD = datetime.timedelta(days=1)
-#: Heartbeats a writer's thread can keep: from a millisecond to about 30 years.
-_BEATS = (1e-3, 1e9)
+#: Heartbeats a writer may be asked for (a writer refuses any other).
+_BEATS = HEARTBEAT_SECONDS
 
 
 def heartbeat_of(marker: Marker) -> float | None:

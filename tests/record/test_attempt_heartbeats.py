@@ -140,7 +140,9 @@ def test_a_killed_writers_marker_stops_beating(tmp_path: Path) -> None:
     assert json.loads(marker.read_text())["heartbeat"] == 0.1
 
 
-@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf"), True, "5"])
+@pytest.mark.parametrize(
+    "value", [0, -1, float("nan"), float("inf"), True, "5", 1e-300, 1e-4, 2e9, 10**400]
+)
 def test_a_heartbeat_that_is_no_positive_number_is_refused(tmp_path: Path, value: object) -> None:
     with pytest.raises(InvalidSettingError, match="heartbeat"):
         Recorder(tmp_path, heartbeat=value)  # type: ignore[arg-type]
