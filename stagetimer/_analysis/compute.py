@@ -19,8 +19,9 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attribution import attribute
 from stagetimer._analysis.impossible_values import number, possible_cpus, possible_resources
-from stagetimer._analysis.lost import hardware_of_attempts, lost_bounds
+from stagetimer._analysis.lost import lost_bounds
 from stagetimer._analysis.nesting import NESTED_NOTE, nested_of
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._format import continued_stage, is_training_name
@@ -400,7 +401,7 @@ def add_lost(
     listed = list(found)
     known = described or {}
     hosts = {hw_id: hw.host for hw_id, hw in known.items() if hw is not None}
-    hardware = hardware_of_attempts(listed, hosts)
+    hardware = attribute(listed, hosts)
     by_id = {hw.hardware_id: hw for hw in statement.hardware}
     for attempt in listed:
         if attempt.state not in ("failed", "killed"):

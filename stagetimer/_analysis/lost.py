@@ -31,7 +31,6 @@ __all__ = [
     "LostGroup",
     "LostSummary",
     "gpu_hours_lost",
-    "hardware_of_attempts",
     "lost_bounds",
     "lost_summary",
 ]
@@ -145,14 +144,6 @@ class LostSummary:
         return said
 
 
-def hardware_of_attempts(
-    attempts: Iterable[Attempt], hosts: Mapping[str, str | None] | None = None
-) -> dict[int, str | None]:
-    """Each attempt's hardware description (by ``id``), as ``attribution.attribute``
-    gives it: the one attribution ``lost``, ``compute`` and the page share."""
-    return attribute(attempts, hosts)
-
-
 def lost_summary(
     attempts: Iterable[Attempt],
     gpus: Mapping[str, int] | None = None,
@@ -163,7 +154,7 @@ def lost_summary(
     host each description names (``attribution``)."""
     counts = gpus or {}
     listed = list(attempts)
-    hardware = hardware_of_attempts(listed, hosts)
+    hardware = attribute(listed, hosts)  # the one attribution compute and the page share
     groups: dict[tuple[str | None, str], LostGroup] = {}
     total = LostGroup(None, None, None)
     nested = nested_attempts(listed)
