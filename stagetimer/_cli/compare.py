@@ -7,7 +7,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from stagetimer._cli.stderr import error
+from stagetimer._cli.stderr import error, write_html
 
 if TYPE_CHECKING:
     from stagetimer._analysis.comparison import Comparison
@@ -100,15 +100,10 @@ def _draw(plot: ModuleType, comparison: Comparison, path: str) -> bool:
 def _page(comparison: Comparison, args: argparse.Namespace) -> bool:
     """Write the comparison's page; False after saying why it could not be written."""
     from stagetimer._render.html_compare import render_html
-    from stagetimer._render.html_page import write_page
 
-    try:
-        write_page(args.html, render_html(comparison, args.base, args.new))
-    except OSError as exc:
-        error("compare", f"--html {args.html}: {exc.strerror or exc}")
-        return False
-    print(f"page written to {args.html}", file=sys.stderr)
-    return True
+    return write_html(
+        "compare", args.html, lambda: render_html(comparison, args.base, args.new)
+    )
 
 
 def _slower(comparison: Comparison, percent: float) -> bool:

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from stagetimer._cli.compare import REGRESSION
-from stagetimer._cli.stderr import error
+from stagetimer._cli.stderr import error, write_html
 
 if TYPE_CHECKING:
     from stagetimer._analysis.history_model import History
@@ -65,15 +65,8 @@ def _rendered(found: History, args: argparse.Namespace) -> str:
 def _page(found: History, path: str) -> bool:
     """Write the page; False after saying why it could not be written."""
     from stagetimer._render.history_html import render_html
-    from stagetimer._render.html_page import write_page
 
-    try:
-        write_page(path, render_html(found))
-    except OSError as exc:
-        error("history", f"--html {path}: {exc.strerror or exc}")
-        return False
-    print(f"page written to {path}", file=sys.stderr)
-    return True
+    return write_html("history", path, lambda: render_html(found))
 
 
 def _slower(found: History, percent: float) -> bool:

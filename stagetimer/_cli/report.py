@@ -7,7 +7,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from stagetimer._cli.stderr import error
+from stagetimer._cli.stderr import error, write_html
 
 if TYPE_CHECKING:
     from stagetimer._analysis.report import ArtifactReport
@@ -56,17 +56,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def _page(reports: list[ArtifactReport], args: argparse.Namespace) -> bool:
     """Write the report's page; False after saying why it could not be written."""
     from stagetimer._analysis.timeline import suite_attempts
-    from stagetimer._render.html_page import write_page
     from stagetimer._render.html_report import render_html
 
-    try:
-        write_page(args.html, render_html(reports, args.paths,
-                                          suite_attempts(reports)))
-    except OSError as exc:
-        error("report", f"--html {args.html}: {exc.strerror or exc}")
-        return False
-    print(f"page written to {args.html}", file=sys.stderr)
-    return True
+    return write_html(
+        "report", args.html, lambda: render_html(reports, args.paths, suite_attempts(reports))
+    )
 
 
 def _plotter(path: str, parser: argparse.ArgumentParser) -> ModuleType | None:
