@@ -2,7 +2,7 @@
 
 Read-only: it opens no lock file and takes no claim, so it may be run beside a live suite.
 The file system and its options come from ``/proc/self/mountinfo``
-(``stagetimer.hardware._mounts``), whether saves take the claim from
+(``stagetimer._system.mounts``), whether saves take the claim from
 ``stagetimer._store.claim_policy`` (what a save would decide now); the rest from the
 directory itself.
 """
@@ -33,8 +33,8 @@ from stagetimer._store.claims import (
 from stagetimer._store.parse import file_kind, parse_hardware, parse_timings, read_bytes
 from stagetimer._store.processes import user_name
 from stagetimer._store.rescue import rescue_files
-from stagetimer.hardware._files import read_text
-from stagetimer.hardware._mounts import (
+from stagetimer._system.files import read_text
+from stagetimer._system.mounts import (
     Mount,
     find_mount,
     lock_verdict,

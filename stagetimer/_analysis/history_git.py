@@ -16,8 +16,8 @@ import os
 import subprocess
 import time
 
-from stagetimer.hardware._command import stop
-from stagetimer.software._git import _environment, _first_line, _which
+from stagetimer._system.command import stop
+from stagetimer._system.git import first_line, git_environment, which
 
 __all__ = ["COMMITS_SHOWN", "HISTORY_GIT_TIMEOUT", "Repository", "open_repository"]
 
@@ -66,7 +66,7 @@ class Repository:
             return None, f"git did not answer within {self._timeout:g} s"
         try:
             child = subprocess.Popen(
-                (self._git, *args), cwd=self.directory, env=_environment(),
+                (self._git, *args), cwd=self.directory, env=git_environment(),
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True,
             )
@@ -79,7 +79,7 @@ class Repository:
         finally:
             stop(child)
         if child.returncode != 0:
-            message = _first_line(err)
+            message = first_line(err)
             if "not a git repository" in message:
                 return None, f"{self.directory} is not in a git repository"
             if "dubious ownership" in message:
@@ -126,7 +126,7 @@ def open_repository(
     problem = _owner_problem(directory)
     if problem is not None:
         return None, problem
-    git = _which("git")
+    git = which("git")
     if git is None:
         return None, "git is not installed (not found on PATH)"
     return Repository(directory, git, timeout), ""

@@ -12,7 +12,7 @@ import re
 
 import attrs
 
-from stagetimer.hardware._command import CommandUnavailable, run_bounded
+from stagetimer._system.command import CommandUnavailable, run_bounded
 
 __all__ = ["ArrayUnreadable", "ArrayView", "array_view", "parse_array"]
 

@@ -17,7 +17,7 @@ import re
 
 import attrs
 
-from stagetimer.hardware._command import CommandUnavailable, run_bounded
+from stagetimer._system.command import CommandUnavailable, run_bounded
 
 __all__ = ["JobView", "SlurmLookup", "job_cause", "parse_sacct", "parse_scontrol"]
 

@@ -11,8 +11,7 @@ __all__ = ["run"]
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the description as text, or as ``{"hardware_id", "hardware"}`` with ``--json``."""
     from stagetimer._render.json_text import indented_json
-    from stagetimer.hardware import capture_hardware, description, hardware_id
-    from stagetimer.hardware._show import format_hardware
+    from stagetimer.hardware import capture_hardware, description, format_hardware, hardware_id
 
     hw = capture_hardware()
     if args.json:

@@ -30,7 +30,7 @@ from stagetimer._export.lock import lock_beside
 from stagetimer._export.plausible import implausible
 from stagetimer._export.runs import Exported, ExportError, digest, need, readable
 from stagetimer._format import ATTEMPTS_DIR, MARKER_SUFFIX, TIMINGS_FILE
-from stagetimer._store.durable import read_regular, write_file
+from stagetimer._system.durable import read_regular, write_file
 
 __all__ = ["export_otlp", "span_ids"]
 

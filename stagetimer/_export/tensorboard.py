@@ -23,7 +23,7 @@ from typing import Any
 from stagetimer._analysis.wall_span import posix_seconds
 from stagetimer._export.lock import held, lock_beside
 from stagetimer._export.runs import Exported, ExportError, Group, label_step, need
-from stagetimer._store.durable import fsync_directory
+from stagetimer._system.durable import fsync_directory
 
 __all__ = ["export_tensorboard", "run_directory"]
 

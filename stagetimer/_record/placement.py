@@ -78,7 +78,7 @@ def placed_cpus() -> str | None:
 def format_cpu_list(cpus: Iterable[int]) -> str:
     """CPU numbers in the kernel's list format: ``{0, 1, 2, 3, 8}`` → ``"0-3,8"``.
 
-    The inverse of ``stagetimer.hardware._files.parse_cpu_list``; the format of
+    The inverse of ``stagetimer._system.files.parse_cpu_list``; the format of
     ``Cpus_allowed_list`` (``Documentation/admin-guide/cputopology.rst``). Empty for no
     CPU. Here, not beside the parser: a recorder's save path does not import the
     hardware probes before its first save needs them.

@@ -31,7 +31,7 @@ absent, unless read from the cgroup's ``memory.peak``, which the parent's stage 
 and the child shares.
 
 What cannot be measured is absent, never 0; why is said once, in the hardware
-description's ``sources`` (``stagetimer.hardware._resources``). The decision which
+description's ``sources`` (``stagetimer.hardware``). The decision which
 counters to read is made at the first recorded stage of a process (again in a forked
 child) and costs that stage the probe.
 """
@@ -44,7 +44,7 @@ import resource
 from collections.abc import Mapping
 from typing import Any
 
-from stagetimer._store.openflags import CLOEXEC
+from stagetimer._system.openflags import CLOEXEC
 
 __all__ = ["Probe", "discard", "finish", "probe", "start", "use"]
 
@@ -93,8 +93,8 @@ def _vmhwm_kib() -> int | None:
 
 
 def _open_energy(environ: Mapping[str, str], nvml: Any) -> tuple[Any, list[Any] | None]:
-    from stagetimer.hardware._nvml import load as load_nvml
-    from stagetimer.hardware._resources import energy_handles
+    from stagetimer._system.nvml import load as load_nvml
+    from stagetimer.hardware import energy_handles
 
     if nvml is None:
         try:
@@ -117,8 +117,8 @@ def probe(
     root: str = "/", environ: Mapping[str, str] | None = None, nvml: Any = None
 ) -> Probe:
     """Decide which counters to read (the live system by default; a fixture in tests)."""
-    from stagetimer.hardware._files import host_path
-    from stagetimer.hardware._resources import memory_peak_file
+    from stagetimer._system.files import host_path
+    from stagetimer.hardware import memory_peak_file
 
     path = memory_peak_file(root)[0]
     nvml, energy = _open_energy(os.environ if environ is None else environ, nvml)

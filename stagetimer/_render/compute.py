@@ -25,8 +25,8 @@ from stagetimer._render.duration import format_duration
 from stagetimer._render.json_text import indented_json
 from stagetimer._render.latex_text import latex_text
 from stagetimer._render.markdown_text import markdown_text
+from stagetimer._system.units import format_energy, significant
 from stagetimer.hardware import format_bytes
-from stagetimer.hardware._units import format_energy, significant
 
 __all__ = ["render_compute", "sentence", "use_line", "used_lines", "used_side_by_side"]
 

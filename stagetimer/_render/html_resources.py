@@ -11,8 +11,8 @@ from stagetimer._analysis.report import ArtifactReport
 from stagetimer._render.duration import format_duration
 from stagetimer._render.html_page import html_text
 from stagetimer._render.html_svg import Bar, bars
+from stagetimer._system.units import format_energy, significant
 from stagetimer.hardware import Hardware, format_bytes
-from stagetimer.hardware._units import format_energy, significant
 
 __all__ = ["resources_section", "uses"]
 

@@ -19,7 +19,7 @@ from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
 from stagetimer._render.json_text import indented_json
 from stagetimer._render.markdown_text import markdown_text
-from stagetimer.hardware._units import significant
+from stagetimer._system.units import significant
 
 __all__ = ["HEADER", "attempt_line", "attempt_parts", "notes", "render_lost", "summary_rows"]
 

@@ -13,7 +13,7 @@ import io
 import os
 from typing import Any
 
-from stagetimer._store.durable import write_file
+from stagetimer._system.durable import write_file
 
 __all__ = ["unwritable", "write_figure", "write_output"]
 

@@ -13,9 +13,9 @@ import os
 import stat
 from typing import Any
 
-from stagetimer._store.openflags import READ
 from stagetimer._store.parse import file_kind
 from stagetimer._store.processes import Liveness, is_pid, liveness, user_name, where
+from stagetimer._system.openflags import READ
 
 __all__ = ["MAX_CLAIM_BYTES", "ClaimInfo", "blocked", "held", "read_claim"]
 

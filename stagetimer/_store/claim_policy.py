@@ -26,12 +26,12 @@ import os
 from typing import TYPE_CHECKING
 
 from stagetimer._settings import CLAIM, claim
-from stagetimer.hardware._files import read_text
+from stagetimer._system.files import read_text
 
 if TYPE_CHECKING:
-    from stagetimer.hardware._mounts import Mount
+    from stagetimer._system.mounts import Mount
 
-# ``hardware._mounts`` (an attrs class, 1.5 ms) is imported at a process's first
+# ``_system.mounts`` (an attrs class, 1.5 ms) is imported at a process's first
 # decision, not with ``import stagetimer`` (which imports the save path's lock).
 
 __all__ = [
@@ -61,7 +61,7 @@ _decided: dict[str, tuple[bool, str]] = {}
 
 def read_exports() -> list[str]:
     """The paths this host's NFS server exports now (none when there is no server)."""
-    from stagetimer.hardware._mounts import parse_etab
+    from stagetimer._system.mounts import parse_etab
 
     return parse_etab(read_text("/", ETAB) or "")  # no NFS server: no table
 
@@ -71,7 +71,7 @@ def decide(directory: str, mounts: list[Mount], exports: list[str]) -> tuple[boo
 
     ``mounts``: this host's mounts (``parse_mountinfo``); ``exports``: its NFS exports.
     """
-    from stagetimer.hardware._mounts import find_mount, fuse_views, is_local_type, under_exports
+    from stagetimer._system.mounts import find_mount, fuse_views, is_local_type, under_exports
 
     mount = find_mount(directory, mounts)
     if mount is None:
@@ -106,7 +106,7 @@ def needed(directory: str) -> tuple[bool, str]:
     key = directory if os.path.isabs(directory) else os.path.abspath(directory)
     found = _decided.get(key)
     if found is None:
-        from stagetimer.hardware._mounts import parse_mountinfo
+        from stagetimer._system.mounts import parse_mountinfo
 
         found = decide(os.path.realpath(key), parse_mountinfo(read_text("/", MOUNTINFO) or ""),
                        read_exports())

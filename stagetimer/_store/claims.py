@@ -43,8 +43,8 @@ from typing import Any
 from stagetimer._errors import LockTimeoutError
 from stagetimer._settings import CLAIM_STALE_SECONDS, claim_stale_seconds
 from stagetimer._store.claim_info import MAX_CLAIM_BYTES, ClaimInfo, blocked, held, read_claim
-from stagetimer._store.openflags import CREATE_NEW, READ
 from stagetimer._store.processes import Identity, record
+from stagetimer._system.openflags import CREATE_NEW, READ
 
 __all__ = [
     "CLAIM_SUFFIX",

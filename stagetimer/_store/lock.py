@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from stagetimer._store import claim_policy, claims, lock_holders
-from stagetimer._store.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
+from stagetimer._system.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
 __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
 

@@ -19,7 +19,7 @@ import os
 import attrs
 
 from stagetimer._store.processes import user_name
-from stagetimer.hardware._files import read_text
+from stagetimer._system.files import read_text
 
 __all__ = ["LockHolder", "describe", "holders"]
 

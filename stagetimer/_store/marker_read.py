@@ -44,8 +44,8 @@ from stagetimer._format import (
     MARKER_SUFFIX,
 )
 from stagetimer._store.markers import DIRECTORY_FLAGS, attempts_path, is_attempt_id
-from stagetimer._store.openflags import READ
 from stagetimer._store.parse import parse_json
+from stagetimer._system.openflags import READ
 
 __all__ = [
     "BadMarker", "Marker", "Writer", "distrust", "heartbeat_of", "odd_values", "parse_utc",

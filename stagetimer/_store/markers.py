@@ -43,8 +43,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from stagetimer._format import ATTEMPTS_DIR, MARKER_FIELDS, MARKER_SUFFIX
-from stagetimer._store.durable import fsync_directory, write_file
-from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW, NONBLOCK
+from stagetimer._system.durable import fsync_directory, write_file
+from stagetimer._system.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW, NONBLOCK
 
 __all__ = [
     "DIRECTORY_FLAGS",

@@ -14,7 +14,7 @@ from typing import Any
 
 from stagetimer._store.processes import UNRECORDED, Identity, Liveness, record
 from stagetimer._store.processes import liveness as _liveness
-from stagetimer.hardware._text import json_text
+from stagetimer._system.text import json_text
 
 __all__ = ["Liveness", "liveness", "this_process"]
 

@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 from stagetimer._errors import short_repr as _short
 from stagetimer._format import MAX_BYTES, MAX_FILE_DEPTH, SCHEMA_VERSION
-from stagetimer._store.openflags import READ
 from stagetimer._store.shape import check_hardware_shape, check_timings_shape, json_type
+from stagetimer._system.openflags import READ
 
 __all__ = [
     "DuplicateKey",

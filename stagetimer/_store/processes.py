@@ -25,8 +25,8 @@ from typing import Any, Literal, TypeGuard
 
 import attrs
 
-from stagetimer.hardware._files import read_text
-from stagetimer.hardware._text import json_text
+from stagetimer._system.files import read_text
+from stagetimer._system.text import json_text
 
 __all__ = [
     "UNRECORDED",

@@ -7,11 +7,15 @@ from typing import TYPE_CHECKING
 from stagetimer._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from stagetimer._system.units import format_bytes
     from stagetimer.hardware._capture import capture_hardware
     from stagetimer.hardware._differences import (
         Difference,
         format_differences,
         hardware_differences,
+    )
+    from stagetimer.hardware._differences import (
+        as_description as as_description,
     )
     from stagetimer.hardware._model import (
         CpuInfo,
@@ -22,15 +26,27 @@ if TYPE_CHECKING:
         description,
         hardware_id,
     )
+    from stagetimer.hardware._resources import (
+        energy_counters as energy_counters,
+    )
+    from stagetimer.hardware._resources import (
+        energy_handles as energy_handles,
+    )
+    from stagetimer.hardware._resources import (
+        memory_peak_file as memory_peak_file,
+    )
+    from stagetimer.hardware._resources import (
+        resource_sources as resource_sources,
+    )
     from stagetimer.hardware._scheduler import job_identity
     from stagetimer.hardware._show import format_hardware, summary_line
-    from stagetimer.hardware._units import format_bytes
 
 # Each probe is imported on first use: a module of stagetimer that needs one probe (the
 # identity of this process, a mountinfo line) does not pay for all of them.
 _LAZY = {
     "capture_hardware": "stagetimer.hardware._capture",
     "Difference": "stagetimer.hardware._differences",
+    "as_description": "stagetimer.hardware._differences",
     "format_differences": "stagetimer.hardware._differences",
     "hardware_differences": "stagetimer.hardware._differences",
     "CpuInfo": "stagetimer.hardware._model",
@@ -40,10 +56,14 @@ _LAZY = {
     "SchedulerInfo": "stagetimer.hardware._model",
     "description": "stagetimer.hardware._model",
     "hardware_id": "stagetimer.hardware._model",
+    "energy_counters": "stagetimer.hardware._resources",
+    "energy_handles": "stagetimer.hardware._resources",
+    "memory_peak_file": "stagetimer.hardware._resources",
+    "resource_sources": "stagetimer.hardware._resources",
     "job_identity": "stagetimer.hardware._scheduler",
     "format_hardware": "stagetimer.hardware._show",
     "summary_line": "stagetimer.hardware._show",
-    "format_bytes": "stagetimer.hardware._units",
+    "format_bytes": "stagetimer._system.units",
 }
 
 

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from stagetimer._system.text import json_text
 from stagetimer.hardware._cgroup import Cgroups, read_cgroups
 from stagetimer.hardware._clock import probe_clock
 from stagetimer.hardware._cpu import (
@@ -27,7 +28,6 @@ from stagetimer.hardware._memory import probe_memory
 from stagetimer.hardware._model import CpuInfo, Hardware
 from stagetimer.hardware._resources import memory_peak_file, resource_sources
 from stagetimer.hardware._scheduler import probe_scheduler
-from stagetimer.hardware._text import json_text
 
 __all__ = ["capture_hardware", "clear_cache", "generalise_source"]
 

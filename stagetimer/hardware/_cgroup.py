@@ -37,8 +37,8 @@ from typing import TypeVar
 
 import attrs
 
-from stagetimer.hardware._files import kernel_lines, read_or_reason, read_text
-from stagetimer.hardware._mounts import Mount, parse_mountinfo
+from stagetimer._system.files import kernel_lines, read_or_reason, read_text
+from stagetimer._system.mounts import Mount, parse_mountinfo
 
 __all__ = [
     "Cgroups",

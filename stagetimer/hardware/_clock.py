@@ -7,8 +7,8 @@ would split one machine's description), except in the KVM case, where the
 
 from __future__ import annotations
 
+from stagetimer._system.files import read_int, read_int_or_reason
 from stagetimer.hardware._cpu import _CPU_DIR, any_cpu, cpuinfo_blocks
-from stagetimer.hardware._files import read_int, read_int_or_reason
 
 __all__ = ["cppc_max_mhz", "cpufreq_range", "first_problem", "kvm_cpuinfo_mhz", "probe_clock"]
 

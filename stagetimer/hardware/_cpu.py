@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-from stagetimer.hardware._cgroup import Cgroups, locate, smallest
-from stagetimer.hardware._files import (
+from stagetimer._system.files import (
     find_field,
     host_path,
     kernel_lines,
@@ -15,6 +14,7 @@ from stagetimer.hardware._files import (
     read_or_reason,
     read_text,
 )
+from stagetimer.hardware._cgroup import Cgroups, locate, smallest
 
 __all__ = [
     "affinity",

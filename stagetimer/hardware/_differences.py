@@ -30,8 +30,8 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import InvalidTypeError
+from stagetimer._system.units import format_bytes, format_rate, significant
 from stagetimer.hardware._model import Hardware, description
-from stagetimer.hardware._units import format_bytes, format_rate, significant
 
 __all__ = [
     "Difference",

@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from stagetimer._system.nvml import load as load_nvml
 from stagetimer.hardware._model import GpuInfo
-from stagetimer.hardware._nvml import load as load_nvml
 
 __all__ = ["Reader", "Visible", "peak_bandwidth", "probe_gpus", "select_visible", "visible"]
 

@@ -11,8 +11,8 @@ import importlib
 import posixpath
 from collections.abc import Callable, Mapping
 
+from stagetimer._system.files import find_field, read_or_reason, read_text
 from stagetimer.hardware._cgroup import Cgroups, locate, smallest
-from stagetimer.hardware._files import find_field, read_or_reason, read_text
 from stagetimer.hardware._model import MemoryInfo
 from stagetimer.hardware._scheduler import cpus_on_node, gpus_on_node
 

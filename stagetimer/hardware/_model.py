@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer.hardware._content_id import content_id
+from stagetimer._system.content_id import content_id
 
 __all__ = [
     "CpuInfo",

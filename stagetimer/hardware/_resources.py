@@ -25,8 +25,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from stagetimer._system.files import host_path, read_text
 from stagetimer.hardware._cgroup import Cgroups, locate
-from stagetimer.hardware._files import host_path, read_text
 from stagetimer.hardware._gpu import Reader
 from stagetimer.hardware._gpu import visible as gpu_visible
 

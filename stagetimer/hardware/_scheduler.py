@@ -17,8 +17,8 @@ import os
 import re
 from collections.abc import Mapping
 
+from stagetimer._system.text import json_text
 from stagetimer.hardware._model import SchedulerInfo
-from stagetimer.hardware._text import json_text
 
 __all__ = [
     "PBS_IDENTITY",

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stagetimer._system.units import format_bytes, format_rate
 from stagetimer.hardware._model import Hardware, description, hardware_id
-from stagetimer.hardware._units import format_bytes, format_rate
 
 __all__ = ["WIDTH", "format_hardware", "plain_words", "summary_line"]
 

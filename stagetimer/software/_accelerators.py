@@ -12,7 +12,7 @@ CUDA refuse a mismatch: "Driver/library version mismatch"). Initialising NVML ju
 this would cost tens to hundreds of milliseconds on a node with several GPUs and
 open every device; reading the file costs a few microseconds. The driver is recorded
 only when a GPU library is loaded (torch built with CUDA, or ``pynvml`` imported by the
-program: not stagetimer's own import of it, ``hardware._nvml``), so that two CPU-only
+program: not stagetimer's own import of it, ``_system.nvml``), so that two CPU-only
 runs on nodes with different drivers do not differ.
 """
 
@@ -22,8 +22,8 @@ import re
 import sys
 from typing import Any
 
-from stagetimer.hardware import _nvml as nvml
-from stagetimer.hardware._files import read_or_reason
+from stagetimer._system import nvml
+from stagetimer._system.files import read_or_reason
 
 __all__ = ["loaded_accelerators"]
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stagetimer.hardware import Difference
-from stagetimer.hardware._differences import as_description
+from stagetimer.hardware import Difference, as_description
 from stagetimer.software._model import Software, software_description
 
 __all__ = ["format_software_differences", "software_differences"]

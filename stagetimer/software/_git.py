@@ -16,7 +16,8 @@ import re
 import subprocess
 import time
 
-from stagetimer.hardware._command import stop
+from stagetimer._system.command import stop
+from stagetimer._system.git import first_line, git_environment, which
 from stagetimer.software._model import CodeInfo
 
 __all__ = ["GIT_TIMEOUT", "GitProbe", "start_git"]
@@ -37,44 +38,8 @@ _DIFF = (
     "--unified=3", "--diff-algorithm=myers", "--indent-heuristic", "--submodule=short", "--",
 )
 _HEAD = ("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-# Set by a caller of ours (a git hook, a test harness) they would point git elsewhere.
-_UNSET = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-          "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES")
-_QUOTED_PATH = re.compile(r"'[^']*'")
 # 40 hex digits, 64 in a SHA-256 repository (git's hash-function-transition.txt)
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-
-
-def _environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _UNSET}
-    env.update(
-        GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_PAGER="cat"
-    )
-    return env
-
-
-def _which(name: str) -> str | None:
-    """``name``'s executable on ``PATH``, as ``shutil.which`` finds it on POSIX (shutil's
-    import, with its compression modules, costs 2 ms of the first save), made absolute.
-
-    Absolute: git starts in the work tree (``cwd``), where a relative path (from an empty
-    or ``.`` entry of ``PATH``) would name another file, the repository's own ``git``
-    if it has one. An empty ``PATH`` finds nothing, as in ``shutil.which`` (bpo-35755).
-    """
-    search = os.environ.get("PATH", os.defpath)
-    if not search:
-        return None
-    for directory in search.split(os.pathsep):
-        path = os.path.join(directory, name)
-        if os.access(path, os.X_OK) and not os.path.isdir(path):
-            return os.path.abspath(path)
-    return None
-
-
-def _first_line(stderr: bytes) -> str:
-    """git's first line of complaint, without the paths it quotes (they are volatile)."""
-    text = stderr.decode("utf-8", "replace").strip().splitlines()
-    return _QUOTED_PATH.sub("'…'", text[0])[:160] if text else "no message"
 
 
 class GitProbe:
@@ -85,11 +50,11 @@ class GitProbe:
         self._timeout = timeout
         self._reason: str | None = None
         self._children: list[subprocess.Popen[bytes]] = []
-        git = _which("git")
+        git = which("git")
         if git is None:
             self._reason = "git is not installed (not found on PATH)"
             return
-        env = _environment()
+        env = git_environment()
         try:
             for args in (_HEAD, _DIFF):
                 self._children.append(
@@ -145,7 +110,7 @@ class GitProbe:
         finally:
             self._stop_all()
         if code != 0:
-            return None, f"git diff-index HEAD failed (exit {code}): {_first_line(err)}"
+            return None, f"git diff-index HEAD failed (exit {code}): {first_line(err)}"
         commit = out.decode("ascii", "replace").strip()
         if not _COMMIT.fullmatch(commit):  # a git that answers nonsense
             return None, f"git rev-parse HEAD gave no commit: {commit[:60]!r}"
@@ -159,7 +124,7 @@ class GitProbe:
         return CodeInfo(commit, dirty, digest), "git rev-parse HEAD; git diff-index -p HEAD"
 
     def _head_failed(self, code: int, err: bytes) -> str:
-        message = _first_line(err)
+        message = first_line(err)
         if "not a git repository" in message:
             return "not in a git work tree"
         if code == 1 and not err:  # --verify --quiet: HEAD names no commit

@@ -13,7 +13,7 @@ development environment on the build machine; and importing ``importlib.metadata
 (50 ms with 200 distributions, benchmarks/bench_software.py). The same files are read
 here with one scan of each ``sys.path`` directory and a substring search per imported
 name; the ``METADATA`` headers only of the distributions that provide one. Each file is
-read as ``stagetimer.hardware._files`` reads: a regular file only, opened without
+read as ``stagetimer._system.files`` reads: a regular file only, opened without
 blocking, of bounded size (a FIFO or a link to ``/dev/zero`` planted in a
 ``.dist-info`` directory would hold the first save for good).
 """
@@ -24,8 +24,8 @@ import os
 import re
 import sys
 
-from stagetimer.hardware import _nvml as nvml
-from stagetimer.hardware._files import read_regular, read_text
+from stagetimer._system import nvml
+from stagetimer._system.files import read_regular, read_text
 
 __all__ = [
     "imported_packages", "imported_top_level", "normalized_name", "provides", "record_top_level",

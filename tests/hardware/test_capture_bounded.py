@@ -185,7 +185,7 @@ def test_a_fifo_or_device_in_a_dist_info_directory_does_not_hold_the_package_sca
 
 
 def test_a_file_past_the_size_bound_is_not_read(tmp_path: Path) -> None:
-    from stagetimer.hardware._files import MAX_BYTES, read_regular
+    from stagetimer._system.files import MAX_BYTES, read_regular
 
     info = _distribution(tmp_path / "site", "huge", {"METADATA": "Name: huge\n\n"})
     # Sparse: a RECORD of 64 MiB of zeros takes no space and would be read whole.

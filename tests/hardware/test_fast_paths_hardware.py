@@ -46,18 +46,18 @@ from helpers.fake_hardware import FakeRoot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stagetimer._system.content_id import content_id
+from stagetimer._system.files import find_field, parse_cpu_list, read_text
+from stagetimer._system.mounts import Mount, parse_mountinfo
+from stagetimer._system.text import json_text
+from stagetimer._system.units import format_bytes, format_energy, format_rate, significant
 from stagetimer.hardware._cgroup import Cgroups, Located, parse_cgroup_file, smallest
 from stagetimer.hardware._clock import cppc_max_mhz, cpufreq_range
-from stagetimer.hardware._content_id import content_id
 from stagetimer.hardware._cpu import cpuinfo_blocks, model_name, physical_cores
 from stagetimer.hardware._differences import hardware_differences
-from stagetimer.hardware._files import find_field, parse_cpu_list, read_text
 from stagetimer.hardware._gpu import select_visible
 from stagetimer.hardware._memory import node_total_bytes
-from stagetimer.hardware._mounts import Mount, parse_mountinfo
 from stagetimer.hardware._scheduler import cpus_on_node, expand_cpus_per_node
-from stagetimer.hardware._text import json_text
-from stagetimer.hardware._units import format_bytes, format_energy, format_rate, significant
 
 # ---------------------------------------------------------------------------
 # Units: three significant digits, rounded once from the exact value

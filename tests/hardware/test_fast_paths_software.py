@@ -42,6 +42,7 @@ import pytest
 from helpers.git_repo import GIT_ENV, git, make_repo
 
 from stagetimer._escape import escape_text
+from stagetimer._system.git import which as _which
 from stagetimer.hardware import Difference
 from stagetimer.software import (
     Software,
@@ -51,7 +52,6 @@ from stagetimer.software import (
     software_id,
 )
 from stagetimer.software._accelerators import _DRIVER, _version_text
-from stagetimer.software._git import _which
 from stagetimer.software._packages import normalized_name, record_top_level
 
 # -- packages: against importlib.metadata reading the same directories ------------------

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from helpers.fake_hardware import FakeRoot, cpuinfo_block
 
+from stagetimer._system.files import parse_cpu_list
 from stagetimer.hardware import capture_hardware
 from stagetimer.hardware._cpu import affinity, cpu_quota, model_name, node_cpus, physical_cores
-from stagetimer.hardware._files import parse_cpu_list
 
 
 @pytest.fixture

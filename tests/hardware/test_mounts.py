@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stagetimer._analysis.doctor import examine
-from stagetimer.hardware._mounts import find_mount, lock_verdict, parse_mountinfo
+from stagetimer._system.mounts import find_mount, lock_verdict, parse_mountinfo
 
 ROOT = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n"
 

@@ -24,7 +24,7 @@ from stagetimer import (
     software_id,
 )
 from stagetimer._record.placement import format_cpu_list
-from stagetimer.hardware._files import parse_cpu_list
+from stagetimer._system.files import parse_cpu_list
 
 needs_two_cpus = pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or not {0, 1} <= os.sched_getaffinity(0),

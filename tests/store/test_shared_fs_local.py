@@ -35,7 +35,7 @@ from helpers.reliability import is_root, tmpfs
 from stagetimer import Recorder, StageTimerWarning, load_timings, record_timing
 from stagetimer._errors import InvalidSettingError
 from stagetimer._store import claim_policy
-from stagetimer.hardware._mounts import parse_etab
+from stagetimer._system.mounts import parse_etab
 
 needs_root = pytest.mark.skipif(not is_root(), reason="mounting needs root")
 WAIT = 240  # seconds any writer may take before the test fails (it never should)

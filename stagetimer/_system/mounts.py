@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import attrs
 
-from stagetimer.hardware._files import kernel_lines, read_text
+from stagetimer._system.files import kernel_lines, read_text
 
 __all__ = [
     "Mount",

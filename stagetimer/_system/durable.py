@@ -28,7 +28,7 @@ import os
 import stat
 from collections.abc import Callable
 
-from stagetimer._store.openflags import CLOEXEC, CREATE_NEW, READ
+from stagetimer._system.openflags import CLOEXEC, CREATE_NEW, READ
 
 __all__ = ["fsync_directory", "random_temp_name", "read_regular", "write_file"]
 
