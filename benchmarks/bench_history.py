@@ -305,13 +305,13 @@ def _clean(found: Any, n: int) -> list[int]:
 
 
 def _stagetimer(points: list[list[float]]) -> list[int]:
-    from stagetimer._analysis.changepoints import find_changes
+    from stagetimer._analysis.history.changepoints import find_changes
 
     return [c.index for c in find_changes(points)]
 
 
 def _stagetimer_means(points: list[list[float]]) -> list[int]:
-    from stagetimer._analysis.changepoints import find_changes
+    from stagetimer._analysis.history.changepoints import find_changes
 
     return [c.index for c in find_changes([[m] for m in _means(points)])]
 

@@ -97,7 +97,7 @@ def make_history(root: str) -> tuple[str, str]:
 
 def detection_seconds(turns: int = 5) -> float:
     """Median seconds of ``find_changes`` on 1,000 points of 5 seeds, two steps."""
-    from stagetimer._analysis.changepoints import find_changes
+    from stagetimer._analysis.history.changepoints import find_changes
 
     rng = random.Random(2)
     points = [[(1.0 + 0.2 * (300 <= i < 700)) * rng.lognormvariate(0.0, 0.05)

@@ -88,8 +88,8 @@ def _trial(
     rng: random.Random, directories: int, stages: int, runs: int, planted_count: int,
     paired: bool,
 ) -> tuple[bool, int, int, int, int]:
-    from stagetimer._analysis.compare import compare_trees
-    from stagetimer._analysis.comparison import FASTER, SLOWER
+    from stagetimer._analysis.compare.model import FASTER, SLOWER
+    from stagetimer._analysis.compare.suites import compare_trees
 
     cells = [(d, s) for d in range(directories) for s in range(stages)]
     planted = frozenset(rng.sample(cells, planted_count))
@@ -161,7 +161,7 @@ def on_disk(directories: int = 300, stages: int = 5, runs: int = 5, seed: int = 
                               os.path.join(top, "base"), os.path.join(top, "new")])
             finally:
                 sys.stdout = stdout
-        from stagetimer._analysis.compare import compare
+        from stagetimer._analysis.compare.suites import compare
 
         result = compare(os.path.join(top, "base"), os.path.join(top, "new"))
     flagged = sum(s.verdict in ("faster", "slower") for p in result.pairs for s in p.stages)

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._analysis.eta import stage_progress, time_to_go
 
 __all__ = ["Checkpoint", "replay", "summary"]

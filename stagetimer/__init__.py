@@ -26,12 +26,12 @@ from stagetimer._record.stage import record_timing, stage
 from stagetimer._record.timed import TimedFunction, timed_stage
 
 if TYPE_CHECKING:
-    from stagetimer._analysis.attempts import Attempt, attempts
-    from stagetimer._analysis.compare import compare
-    from stagetimer._analysis.comparison import Comparison
+    from stagetimer._analysis.attempts.scan import Attempt, attempts
+    from stagetimer._analysis.compare.model import Comparison
+    from stagetimer._analysis.compare.suites import compare
     from stagetimer._analysis.doctor import DirectoryReport, doctor
-    from stagetimer._analysis.history import history
-    from stagetimer._analysis.history_model import History
+    from stagetimer._analysis.history.model import History
+    from stagetimer._analysis.history.series import history
     from stagetimer._analysis.rows import to_frame, to_records
     from stagetimer._analysis.tree import Artifact, load_tree
     from stagetimer._store.load import load_hardware, load_timings
@@ -63,12 +63,12 @@ _LAZY = {
     "Hardware": "stagetimer.hardware",
     "capture_hardware": "stagetimer.hardware",
     "hardware_id": "stagetimer.hardware",
-    "compare": "stagetimer._analysis.compare",
-    "attempts": "stagetimer._analysis.attempts",
-    "Attempt": "stagetimer._analysis.attempts",
-    "Comparison": "stagetimer._analysis.comparison",
-    "history": "stagetimer._analysis.history",
-    "History": "stagetimer._analysis.history_model",
+    "compare": "stagetimer._analysis.compare.suites",
+    "attempts": "stagetimer._analysis.attempts.scan",
+    "Attempt": "stagetimer._analysis.attempts.scan",
+    "Comparison": "stagetimer._analysis.compare.model",
+    "history": "stagetimer._analysis.history.series",
+    "History": "stagetimer._analysis.history.model",
     "hardware_differences": "stagetimer.hardware",
     "Difference": "stagetimer.hardware",
     "load_tree": "stagetimer._analysis.tree",

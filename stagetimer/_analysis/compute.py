@@ -18,10 +18,10 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt
-from stagetimer._analysis.attribution import attribute
+from stagetimer._analysis.attempts.attribution import attribute
+from stagetimer._analysis.attempts.lost import lost_bounds
+from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._analysis.impossible_values import number, possible_cpus, possible_resources
-from stagetimer._analysis.lost import lost_bounds
 from stagetimer._analysis.nesting import NESTED_NOTE, nested_of
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._format import continued_stage, is_training_name

@@ -32,8 +32,8 @@ from typing import Protocol
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt
-from stagetimer._analysis.survival import Survival, kaplan_meier
+from stagetimer._analysis.attempts.scan import Attempt
+from stagetimer._analysis.attempts.survival import Survival, kaplan_meier
 
 __all__ = [
     "Durations",

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attempts.scan import Attempt
+from stagetimer._analysis.attempts.survival import kaplan_meier
 from stagetimer._analysis.raw import raw_stages
-from stagetimer._analysis.survival import kaplan_meier
 
 if TYPE_CHECKING:
     from stagetimer._analysis.tree import Artifact

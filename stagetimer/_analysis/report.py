@@ -22,9 +22,9 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attempts.scan import Attempt
+from stagetimer._analysis.compare.ids import PairCache, distinct_ids
 from stagetimer._analysis.eta import StageProgress, stage_progress
-from stagetimer._analysis.id_pairs import PairCache, distinct_ids
 from stagetimer._analysis.nesting import nested_runs
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.report_model import ArtifactReport, LegacyRun, StageStats
@@ -137,7 +137,7 @@ def _progress(
                if s.expected_runs is not None and continued_stage(s.name) is None}
     if not tracked:
         return {}
-    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.attempts.scan import scan_attempts
 
     by_stage: dict[str, list[Attempt]] = {name: [] for name in tracked}
     real = os.path.realpath(artifact.path)

@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from stagetimer._analysis.id_pairs import PairCache
-from stagetimer._analysis.metadata_pairs import ABSENT_TEXT, NOT_METADATA, metadata_values
+from stagetimer._analysis.compare.ids import PairCache
+from stagetimer._analysis.compare.metadata import ABSENT_TEXT, NOT_METADATA, metadata_values
 from stagetimer._analysis.report_model import StageStats
 from stagetimer._errors import short_repr
 from stagetimer._store.load import as_float

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt, scan_attempts
+from stagetimer._analysis.attempts.scan import Attempt, scan_attempts
 from stagetimer._analysis.eta import Eta, StageProgress, at_instant, stage_progress, suite_eta
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.report import expected_runs

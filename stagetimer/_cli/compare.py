@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from stagetimer._cli.stderr import error, write_html
 
 if TYPE_CHECKING:
-    from stagetimer._analysis.comparison import Comparison
+    from stagetimer._analysis.compare.model import Comparison
 
 __all__ = ["REGRESSION", "run"]
 
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the comparison; 1 if a side is unreadable, 3 if ``--fail-if-slower`` trips."""
 
     if args.html is not None:
-        from stagetimer._render.html_page import check_path
+        from stagetimer._render.html.page import check_path
 
         if (problem := check_path(args.html)) is not None:
             error("compare", f"--html {args.html}: {problem}")
@@ -48,10 +48,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _rendered(comparison: Comparison, args: argparse.Namespace) -> str:
     if args.markdown:
-        from stagetimer._render.compare_markdown import render_markdown
+        from stagetimer._render.compare.markdown import render_markdown
 
         return render_markdown(comparison)
-    from stagetimer._render.compare_text import format_comparison, render_json
+    from stagetimer._render.compare.text import format_comparison, render_json
 
     return render_json(comparison) if args.json else format_comparison(comparison)
 
@@ -60,7 +60,8 @@ def _plotter(path: str) -> ModuleType | None:
     """The plotting module, or None after saying why ``path`` cannot be drawn (before any
     work is done)."""
     from stagetimer._errors import PlotUnavailableError
-    from stagetimer._render import compare_plot, report_plot
+    from stagetimer._render import report_plot
+    from stagetimer._render.compare import plot as compare_plot
 
     problem = report_plot.check_path(path)
     if problem is not None:
@@ -76,7 +77,7 @@ def _plotter(path: str) -> ModuleType | None:
 
 def _compared(args: argparse.Namespace) -> Comparison | None:
     """The comparison, or None after one line naming what could not be read."""
-    from stagetimer._analysis.compare import compare
+    from stagetimer._analysis.compare.suites import compare
     from stagetimer._analysis.tree import read_problem
     from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 
@@ -99,7 +100,7 @@ def _draw(plot: ModuleType, comparison: Comparison, path: str) -> bool:
 
 def _page(comparison: Comparison, args: argparse.Namespace) -> bool:
     """Write the comparison's page; False after saying why it could not be written."""
-    from stagetimer._render.html_compare import render_html
+    from stagetimer._render.html.compare import render_html
 
     return write_html(
         "compare", args.html, lambda: render_html(comparison, args.base, args.new)

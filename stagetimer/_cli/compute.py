@@ -12,7 +12,7 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print what the runs under ``args.paths`` cost; 1 if a path or sidecar is unreadable."""
-    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.attempts.scan import scan_attempts
     from stagetimer._analysis.compute import add_lost, statement_from
     from stagetimer._analysis.tree import scan_tree
     from stagetimer._render.compute import render_compute

@@ -10,7 +10,7 @@ from stagetimer._cli.compare import REGRESSION
 from stagetimer._cli.stderr import error, write_html
 
 if TYPE_CHECKING:
-    from stagetimer._analysis.history_model import History
+    from stagetimer._analysis.history.model import History
 
 __all__ = ["run"]
 
@@ -19,7 +19,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the history; 1 if a path is unreadable or the stage unknown, 3 if
     ``--fail-if-slower`` trips."""
     if args.html is not None:
-        from stagetimer._render.html_page import check_path
+        from stagetimer._render.html.page import check_path
 
         if (problem := check_path(args.html)) is not None:
             error("history", f"--html {args.html}: {problem}")
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _history(args: argparse.Namespace) -> History | None:
     """The history, or None after one line naming what could not be read."""
-    from stagetimer._analysis.history import history
+    from stagetimer._analysis.history.series import history
     from stagetimer._analysis.tree import read_problem
     from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
 
@@ -64,7 +64,7 @@ def _rendered(found: History, args: argparse.Namespace) -> str:
 
 def _page(found: History, path: str) -> bool:
     """Write the page; False after saying why it could not be written."""
-    from stagetimer._render.history_html import render_html
+    from stagetimer._render.html.history import render_html
 
     return write_html("history", path, lambda: render_html(found))
 

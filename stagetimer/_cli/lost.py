@@ -14,8 +14,8 @@ __all__ = ["run"]
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the productive and the lost time of the attempts under ``args.paths``; 1 if a
     path, a sidecar or a marker could not be read (each named on standard error)."""
-    from stagetimer._analysis.attempts import scan_attempts
-    from stagetimer._analysis.lost import lost_summary
+    from stagetimer._analysis.attempts.lost import lost_summary
+    from stagetimer._analysis.attempts.scan import scan_attempts
     from stagetimer._analysis.raw import HardwareCache
     from stagetimer._analysis.tree import read_problem
     from stagetimer._errors import SchemaVersionError, SidecarCorruptError

@@ -13,7 +13,7 @@ __all__ = ["run"]
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print a suggestion per (hardware, stage) under ``args.paths``; 1 if one is unreadable."""
-    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.attempts.scan import scan_attempts
     from stagetimer._analysis.plan import plan_from
     from stagetimer._analysis.tree import scan_tree
     from stagetimer._render.plan import plan_json, plan_text

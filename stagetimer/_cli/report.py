@@ -21,7 +21,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from stagetimer._analysis.tree import scan_tree
 
     if args.html is not None:
-        from stagetimer._render.html_page import check_path
+        from stagetimer._render.html.page import check_path
 
         if (unwritable := check_path(args.html)) is not None:
             parser.error(f"--html {args.html}: {unwritable}")
@@ -55,8 +55,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _page(reports: list[ArtifactReport], args: argparse.Namespace) -> bool:
     """Write the report's page; False after saying why it could not be written."""
-    from stagetimer._analysis.timeline import suite_attempts
-    from stagetimer._render.html_report import render_html
+    from stagetimer._analysis.attempts.timeline import suite_attempts
+    from stagetimer._render.html.report import render_html
 
     return write_html(
         "report", args.html, lambda: render_html(reports, args.paths, suite_attempts(reports))

@@ -26,7 +26,7 @@ def error(command: str, message: str) -> None:
 def write_html(command: str, path: str, render: Callable[[], str]) -> bool:
     """Write the page ``render`` makes to ``path`` (``--html``) and say so; False after
     saying why it could not be written."""
-    from stagetimer._render.html_page import write_page
+    from stagetimer._render.html.page import write_page
 
     try:
         write_page(path, render())

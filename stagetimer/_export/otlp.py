@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._analysis.tree import Problem
 from stagetimer._export.lock import held as lock_held
 from stagetimer._export.lock import lock_beside
@@ -98,7 +98,7 @@ def export_otlp(
     """Append the spans ``destination`` does not hold yet; :class:`ExportError` when it
     cannot be read or written."""
     need("opentelemetry.proto.collector.trace.v1.trace_service_pb2", "otlp")
-    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.attempts.scan import scan_attempts
 
     found, problems = scan_attempts(paths)
     now = time.time()

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stagetimer._analysis.history_model import ChangePoint, History, Point, Series
+from stagetimer._analysis.history.model import ChangePoint, History, Point, Series
 from stagetimer._escape import escape_text
-from stagetimer._render.compare_text import format_ratio, times
+from stagetimer._render.compare.text import format_ratio, times
 from stagetimer._render.duration import format_duration
 from stagetimer._render.json_text import strict_json
 from stagetimer._render.markdown_text import markdown_text

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stagetimer._analysis.attempts import Attempt
-from stagetimer._analysis.lost import STATES, LostGroup, LostSummary, gpu_hours_lost
+from stagetimer._analysis.attempts.lost import STATES, LostGroup, LostSummary, gpu_hours_lost
+from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._analysis.nesting import NESTED_NOTE
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration

@@ -19,7 +19,7 @@ import pytest
 from helpers.compare_trees import FIRST_EDITION, GIB, MACHINE, lognormal, write_artifact
 
 from stagetimer import SidecarCorruptError, compare
-from stagetimer._analysis.comparison import (
+from stagetimer._analysis.compare.model import (
     FASTER,
     NO_DIFFERENCE,
     SLOWER,

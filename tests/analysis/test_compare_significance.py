@@ -12,8 +12,8 @@ import pytest
 from helpers.compare_trees import lognormal, write_artifact
 
 from stagetimer import compare
-from stagetimer._analysis.comparison import FASTER, NO_DIFFERENCE, SLOWER, TOO_FEW_RUNS
-from stagetimer._analysis.significance import benjamini_hochberg, paired_test, welch_test
+from stagetimer._analysis.compare.model import FASTER, NO_DIFFERENCE, SLOWER, TOO_FEW_RUNS
+from stagetimer._analysis.compare.significance import benjamini_hochberg, paired_test, welch_test
 from stagetimer._analysis.stats import mean_and_variance
 
 scipy_stats = pytest.importorskip("scipy.stats")

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import scipy.stats
 
-from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attempts.scan import Attempt
+from stagetimer._analysis.attempts.survival import kaplan_meier
 from stagetimer._analysis.eta import (
     observed_concurrency,
     stage_progress,
     suite_eta,
     time_to_go,
 )
-from stagetimer._analysis.survival import kaplan_meier
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import replay  # benchmarks/ is no package; the harness lives there

@@ -24,18 +24,18 @@ from typing import Any
 
 import pytest
 
-from stagetimer._analysis.compare import _stage_runs
+from stagetimer._analysis.compare.ids import distinct_ids
+from stagetimer._analysis.compare.metadata import NOT_METADATA, metadata_values
+from stagetimer._analysis.compare.significance import welch_test
+from stagetimer._analysis.compare.stage import FLOOR_SECONDS, measure
+from stagetimer._analysis.compare.suites import _stage_runs
 from stagetimer._analysis.compute import side_by_side, stage_use
 from stagetimer._analysis.folding import seed_times
-from stagetimer._analysis.id_pairs import distinct_ids
-from stagetimer._analysis.metadata_pairs import NOT_METADATA, metadata_values
 from stagetimer._analysis.raw import raw_seconds
 from stagetimer._analysis.report import LegacyRun, report_from
 from stagetimer._analysis.report_warnings import metadata_warning
 from stagetimer._analysis.rows import RECORD_COLUMNS, records_from
 from stagetimer._analysis.seeds import RankSpread, by_seed
-from stagetimer._analysis.significance import welch_test
-from stagetimer._analysis.stage_verdict import FLOOR_SECONDS, measure
 from stagetimer._analysis.table import build_table, natural_key
 from stagetimer._analysis.tree import Artifact, find_artifact_dirs
 from stagetimer._format import LEGACY_KEYS, MAX_RUN_IDX, RESOURCE_FIELDS, RUN_FIELDS
@@ -971,7 +971,7 @@ def test_the_hardware_cache_reads_as_load_hardware_reads(tmp_path: Path, seed: i
 
 @pytest.mark.parametrize("seed", range(50))
 def test_a_test_without_spread_is_the_limit_of_a_vanishing_spread(seed: int) -> None:
-    from stagetimer._analysis.significance import paired_test
+    from stagetimer._analysis.compare.significance import paired_test
 
     rng = random.Random(seed)
     n_a, n_b = rng.randint(2, 9), rng.randint(2, 9)

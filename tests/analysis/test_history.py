@@ -22,7 +22,7 @@ from helpers.trees import MACHINE
 
 import stagetimer
 from stagetimer import history
-from stagetimer._analysis import history_git
+from stagetimer._analysis.history import git as history_git
 from stagetimer._errors import InvalidSettingError
 from stagetimer.hardware import CpuInfo, Hardware, description, hardware_id
 from stagetimer.software import software_id

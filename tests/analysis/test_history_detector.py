@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from stagetimer._analysis.changepoints import DETECTION_LEVEL, detect, find_changes
+from stagetimer._analysis.history.changepoints import DETECTION_LEVEL, detect, find_changes
 
 SD = 0.05  # the noise of one seed, in log-seconds (5 %)
 

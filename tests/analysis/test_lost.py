@@ -17,8 +17,8 @@ from helpers.attempt_markers import iso, marker, plant, write_timings
 from helpers.cli import run_cli
 from helpers.compute_trees import GPU_NODE
 
-from stagetimer._analysis.attempts import scan_attempts
-from stagetimer._analysis.lost import lost_summary
+from stagetimer._analysis.attempts.lost import lost_summary
+from stagetimer._analysis.attempts.scan import scan_attempts
 
 T0 = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) - datetime.timedelta(
     hours=5)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._analysis.plan import plan_from, slurm_memory, slurm_time, suggest
 
 

@@ -275,7 +275,7 @@ def test_a_key_that_differs_in_every_run_is_not_a_mixture(tmp_path: Path) -> Non
 def test_report_warning_and_compare_agree_on_which_metadata_values_differ(
     values: tuple[Any, Any], differ: bool
 ) -> None:
-    from stagetimer._analysis.metadata_pairs import metadata_differences
+    from stagetimer._analysis.compare.metadata import metadata_differences
     from stagetimer._analysis.report_warnings import metadata_warning
 
     runs = [{"seconds": 1.0, "bs": value} for value in values]

@@ -153,7 +153,7 @@ def test_another_users_job_is_no_evidence_for_a_marker(tmp_path: Path) -> None:
         pytest.skip("needs root to give a marker to another user")
     from helpers.attempt_markers import marker, plant
 
-    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.attempts.scan import scan_attempts
 
     # User 54321's marker names job 3, which Slurm says is root's and ended by TIMEOUT.
     ended = parse_scontrol("3", LINE.replace("JobState=RUNNING", "JobState=TIMEOUT"))

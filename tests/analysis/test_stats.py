@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from stagetimer._analysis.significance import welch_test
+from stagetimer._analysis.compare.significance import welch_test
 from stagetimer._analysis.stats import betainc, mean_and_variance, t_ppf, t_sf
 
 scipy_stats = pytest.importorskip("scipy.stats")

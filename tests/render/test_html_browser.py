@@ -24,9 +24,9 @@ import pytest
 from helpers.cli import run_cli
 from helpers.html_suites import example_suite, hostile_suite
 
-from stagetimer._analysis.comparison import FASTER, SLOWER
+from stagetimer._analysis.compare.model import FASTER, SLOWER
 from stagetimer._escape import escape_text
-from stagetimer._render.compare_text import format_ratio, times
+from stagetimer._render.compare.text import format_ratio, times
 from stagetimer._render.duration import format_duration
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs the html-test extra")

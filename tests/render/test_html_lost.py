@@ -14,7 +14,7 @@ from helpers.cli import run_cli
 from helpers.html_suites import attempts_suite
 from helpers.process_life import run_script
 
-from stagetimer._render.html_svg import WIDTH
+from stagetimer._render.html.svg import WIDTH
 
 #: A fit killed in its second epoch (argv[1]): its last sign of life the epoch's marker.
 NESTED_KILL = """

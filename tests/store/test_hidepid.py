@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 READ = textwrap.dedent("""
     import json, sys
-    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.attempts.scan import scan_attempts
     found, problems = scan_attempts([sys.argv[1]])
     print(json.dumps([{"state": a.state, "evidence": a.evidence} for a in found
                       if a.state != "finished"]))

@@ -61,7 +61,7 @@ TAMPER = textwrap.dedent("""
 #: As its user: every attempt under argv[1], as JSON.
 READ = textwrap.dedent("""
     import json, sys
-    from stagetimer._analysis.attempts import scan_attempts
+    from stagetimer._analysis.attempts.scan import scan_attempts
     found, problems = scan_attempts([sys.argv[1]])
     print(json.dumps([{"id": a.attempt_id, "state": a.state, "cause": a.cause,
                        "exception": a.exception, "seconds": a.seconds,

@@ -11,14 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from stagetimer._analysis.comparison import (
+from stagetimer._analysis.compare.model import (
     FASTER,
     SLOWER,
     Comparison,
     Pair,
     StageComparison,
 )
-from stagetimer._render.compare_text import (
+from stagetimer._render.compare.text import (
     format_ratio,
     hardware_words,
     metadata_words,
@@ -27,8 +27,8 @@ from stagetimer._render.compare_text import (
 )
 from stagetimer._render.compute import used_side_by_side
 from stagetimer._render.duration import format_duration
-from stagetimer._render.html_page import html_text, number, page
-from stagetimer._render.html_svg import (
+from stagetimer._render.html.page import html_text, number, page
+from stagetimer._render.html.svg import (
     WIDTH,
     Mark,
     Row,

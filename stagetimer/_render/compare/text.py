@@ -18,7 +18,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from stagetimer._analysis.comparison import (
+from stagetimer._analysis.compare.model import (
     FASTER,
     NO_DIFFERENCE,
     SIGNIFICANCE,

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from stagetimer._analysis.attempts import Attempt
+    from stagetimer._analysis.attempts.scan import Attempt
 
 __all__ = ["NOT_DESCRIBED", "attribute"]
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from stagetimer._analysis.compute import StageUse, stage_use
 from stagetimer._analysis.report import ArtifactReport
 from stagetimer._render.duration import format_duration
-from stagetimer._render.html_page import html_text
-from stagetimer._render.html_svg import Bar, bars
+from stagetimer._render.html.page import html_text
+from stagetimer._render.html.svg import Bar, bars
 from stagetimer._system.units import format_energy, significant
 from stagetimer.hardware import Hardware, format_bytes
 

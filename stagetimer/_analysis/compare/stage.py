@@ -1,6 +1,6 @@
 """stage_verdict: one stage compared, from its durations on each side to its verdict.
 
-The statistics of ``compare`` for a single stage (see ``stagetimer._analysis.compare``
+The statistics of ``compare`` for a single stage (see ``stagetimer._analysis.compare.suites``
 for the whole call): each side's runs, median, mean and standard deviation; the
 geometric-mean ratio new / base on log-seconds (a duration below 1 µs counted as
 1 µs); Welch's t, or the paired t on the matched runs; and, once the q-value over
@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from stagetimer._analysis.comparison import (
+from stagetimer._analysis.compare.model import (
     FASTER,
     NO_DIFFERENCE,
     SIGNIFICANCE,
@@ -22,8 +22,8 @@ from stagetimer._analysis.comparison import (
     SideStats,
     StageComparison,
 )
-from stagetimer._analysis.paired_runs import matched_differences
-from stagetimer._analysis.significance import TTestResult, paired_test, welch_test
+from stagetimer._analysis.compare.paired_runs import matched_differences
+from stagetimer._analysis.compare.significance import TTestResult, paired_test, welch_test
 from stagetimer._analysis.stats import mean_and_variance, moments
 
 __all__ = [

@@ -9,8 +9,8 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.comparison import SoftwareDifference
-from stagetimer._analysis.metadata_pairs import MetadataDifference
+from stagetimer._analysis.compare.metadata import MetadataDifference
+from stagetimer._analysis.compare.model import SoftwareDifference
 
 __all__ = ["BY_COMMIT", "BY_TIME", "ChangePoint", "History", "Point", "Series", "WhatChanged"]
 

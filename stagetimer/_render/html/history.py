@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import itertools
 
-from stagetimer._analysis.history_model import ChangePoint, History, Point, Series
-from stagetimer._render.compare_text import format_ratio, times
+from stagetimer._analysis.history.model import ChangePoint, History, Point, Series
+from stagetimer._render.compare.text import format_ratio, times
 from stagetimer._render.duration import format_duration
 from stagetimer._render.history_text import change_words, point_label, series_label
-from stagetimer._render.html_page import html_text, number, page
-from stagetimer._render.html_svg import WIDTH, svg
+from stagetimer._render.html.page import html_text, number, page
+from stagetimer._render.html.svg import WIDTH, svg
 
 __all__ = ["SEEDS_DRAWN", "render_html"]
 

@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 import attrs
 
-from stagetimer._analysis.attempt_evidence import judge, one_line, untrusted
+from stagetimer._analysis.attempts.evidence import judge, one_line, untrusted
+from stagetimer._analysis.attempts.signs_of_life import Sign, SignsOfLife
 from stagetimer._analysis.nesting import parent_id
 from stagetimer._analysis.raw import raw_stages, read_data
-from stagetimer._analysis.signs_of_life import Sign, SignsOfLife
 from stagetimer._analysis.slurm_jobs import JobView, SlurmLookup
 from stagetimer._analysis.tree import Problem, find_artifact_dirs, read_problem
 from stagetimer._errors import (

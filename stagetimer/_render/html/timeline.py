@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt
+from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._render.duration import format_duration
-from stagetimer._render.html_page import html_text, number
-from stagetimer._render.html_svg import WIDTH, Scale, label, svg, ticks
+from stagetimer._render.html.page import html_text, number
+from stagetimer._render.html.svg import WIDTH, Scale, label, svg, ticks
 from stagetimer._render.lost_text import attempt_parts
 
 __all__ = ["BARS", "lane_name", "timeline"]

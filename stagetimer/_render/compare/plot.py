@@ -14,7 +14,7 @@ import os
 import textwrap
 from typing import Any
 
-from stagetimer._analysis.comparison import (
+from stagetimer._analysis.compare.model import (
     FASTER,
     NO_DIFFERENCE,
     SIGNIFICANCE,
@@ -25,7 +25,7 @@ from stagetimer._analysis.comparison import (
     StageComparison,
 )
 from stagetimer._escape import escape_text
-from stagetimer._render.compare_text import SAME_HARDWARE, hardware_words
+from stagetimer._render.compare.text import SAME_HARDWARE, hardware_words
 from stagetimer._render.output_file import write_figure
 from stagetimer._render.report_plot import (
     load_pyplot,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from stagetimer._analysis.comparison import (
+from stagetimer._analysis.compare.model import (
     FASTER,
     NO_DIFFERENCE,
     SIGNIFICANCE,
@@ -23,7 +23,7 @@ from stagetimer._analysis.comparison import (
     SideStats,
     StageComparison,
 )
-from stagetimer._render.compare_text import (
+from stagetimer._render.compare.text import (
     format_ratio,
     hardware_words,
     metadata_words,

@@ -32,10 +32,14 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.changepoints import detect
-from stagetimer._analysis.comparison import SIGNIFICANCE, SoftwareDifference
-from stagetimer._analysis.history_git import Repository, open_repository
-from stagetimer._analysis.history_model import (
+from stagetimer._analysis.compare.metadata import metadata_differences
+from stagetimer._analysis.compare.model import SIGNIFICANCE, SoftwareDifference
+from stagetimer._analysis.compare.significance import benjamini_hochberg
+from stagetimer._analysis.compare.software import SoftwareDifferences
+from stagetimer._analysis.compare.stage import measure
+from stagetimer._analysis.history.changepoints import detect
+from stagetimer._analysis.history.git import Repository, open_repository
+from stagetimer._analysis.history.model import (
     BY_COMMIT,
     BY_TIME,
     ChangePoint,
@@ -44,12 +48,8 @@ from stagetimer._analysis.history_model import (
     Series,
     WhatChanged,
 )
-from stagetimer._analysis.metadata_pairs import metadata_differences
 from stagetimer._analysis.raw import raw_seconds, raw_stages
 from stagetimer._analysis.seeds import by_seed
-from stagetimer._analysis.significance import benjamini_hochberg
-from stagetimer._analysis.software_pairs import SoftwareDifferences
-from stagetimer._analysis.stage_verdict import measure
 from stagetimer._analysis.stats import median
 from stagetimer._analysis.tree import Artifact, load_tree
 from stagetimer._errors import InvalidSettingError, InvalidTypeError

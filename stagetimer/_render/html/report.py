@@ -15,16 +15,16 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from stagetimer._analysis.attempts import Attempt
-from stagetimer._analysis.lost import lost_summary
+from stagetimer._analysis.attempts.lost import lost_summary
+from stagetimer._analysis.attempts.scan import Attempt
+from stagetimer._analysis.attempts.timeline import drawable
 from stagetimer._analysis.report import ArtifactReport, StageStats
 from stagetimer._analysis.run_parts import run_parts
-from stagetimer._analysis.timeline import drawable
 from stagetimer._render.duration import format_duration
-from stagetimer._render.html_page import html_text, page
-from stagetimer._render.html_resources import resources_section
-from stagetimer._render.html_svg import MARKS_PER_ROW, Mark, Row, chart, log_or_linear
-from stagetimer._render.html_timeline import timeline
+from stagetimer._render.html.page import html_text, page
+from stagetimer._render.html.resources import resources_section
+from stagetimer._render.html.svg import MARKS_PER_ROW, Mark, Row, chart, log_or_linear
+from stagetimer._render.html.timeline import timeline
 from stagetimer._render.lost_text import HEADER as LOST_HEADER
 from stagetimer._render.lost_text import notes as lost_notes
 from stagetimer._render.lost_text import summary_rows

@@ -21,8 +21,8 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.attempts import Attempt
-from stagetimer._analysis.attribution import attribute
+from stagetimer._analysis.attempts.attribution import attribute
+from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._analysis.nesting import NESTED_NOTE, nested_attempts
 from stagetimer._store.rules import is_valid_seconds
 

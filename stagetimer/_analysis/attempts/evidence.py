@@ -35,7 +35,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.signs_of_life import Sign
+from stagetimer._analysis.attempts.signs_of_life import Sign
 from stagetimer._analysis.slurm_jobs import JobView, job_cause
 from stagetimer._store.marker_read import Marker, heartbeat_of
 from stagetimer._store.processes import UNRECORDED, is_pid, liveness, where

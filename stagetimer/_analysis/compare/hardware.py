@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from stagetimer._analysis.comparison import HardwareDifference
-from stagetimer._analysis.id_pairs import PairCache
+from stagetimer._analysis.compare.ids import PairCache
+from stagetimer._analysis.compare.model import HardwareDifference
 from stagetimer._analysis.tree import Artifact
 from stagetimer.hardware import Hardware, hardware_differences
 

@@ -44,25 +44,25 @@ from typing import Any, NamedTuple, TypeVar
 
 import attrs
 
-from stagetimer._analysis.compare_hardware import Differences, hardware_between
-from stagetimer._analysis.comparison import (
+from stagetimer._analysis.compare.hardware import Differences, hardware_between
+from stagetimer._analysis.compare.ids import distinct_ids
+from stagetimer._analysis.compare.metadata import metadata_differences
+from stagetimer._analysis.compare.model import (
     Comparison,
     Pair,
     Unpaired,
 )
-from stagetimer._analysis.compute import side_by_side
-from stagetimer._analysis.id_pairs import distinct_ids
-from stagetimer._analysis.metadata_pairs import metadata_differences
-from stagetimer._analysis.raw import HardwareCache, raw_seconds, raw_stages
-from stagetimer._analysis.seeds import by_seed
-from stagetimer._analysis.significance import benjamini_hochberg
-from stagetimer._analysis.software_pairs import SoftwareDifferences
-from stagetimer._analysis.stage_verdict import (
+from stagetimer._analysis.compare.significance import benjamini_hochberg
+from stagetimer._analysis.compare.software import SoftwareDifferences
+from stagetimer._analysis.compare.stage import (
     Measured,
     judged,
     measure,
     measure_paired,
 )
+from stagetimer._analysis.compute import side_by_side
+from stagetimer._analysis.raw import HardwareCache, raw_seconds, raw_stages
+from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.tree import Artifact, Found, find_tree, read_found
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from stagetimer._analysis.metadata_pairs import MetadataDifference
+from stagetimer._analysis.compare.metadata import MetadataDifference
 
 __all__ = [
     "FASTER",

@@ -15,7 +15,7 @@ import attrs
 
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
-from stagetimer._render.html_page import html_text, number
+from stagetimer._render.html.page import html_text, number
 
 __all__ = [
     "LABEL_CHARS",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from stagetimer._analysis.comparison import SoftwareDifference
-from stagetimer._analysis.id_pairs import PairCache
+from stagetimer._analysis.compare.ids import PairCache
+from stagetimer._analysis.compare.model import SoftwareDifference
 from stagetimer.software import Software
 
 __all__ = ["SoftwareDifference", "SoftwareDifferences"]

@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from stagetimer._analysis.attempts import Attempt, scan_attempts
+from stagetimer._analysis.attempts.scan import Attempt, scan_attempts
 
 # the reader's own builder of a finished attempt from a stored run (one definition)
-from stagetimer._analysis.attempts import _finished as finished_attempt
+from stagetimer._analysis.attempts.scan import _finished as finished_attempt
 from stagetimer._analysis.report_model import ArtifactReport
 from stagetimer._format import ATTEMPTS_DIR
 from stagetimer._store.rules import is_valid_seconds

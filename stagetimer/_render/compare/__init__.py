@@ -1,0 +1,1 @@
+"""compare drawn: text, Markdown for a pull request, and the ratio plot."""
