@@ -79,7 +79,7 @@ def metadata_warning(
 ) -> str | None:
     """A key whose values differ between the runs, so the mean mixes unlike runs.
 
-    Values differ as ``metadata_pairs.metadata_values`` says (``compare``'s rule): a key
+    Values differ as ``compare.metadata.metadata_values`` says (``compare``'s rule): a key
     holding a different value in every one of three or more runs (a seed, a score)
     describes each run, not a setting, and is not a mixture.
     """

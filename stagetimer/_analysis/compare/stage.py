@@ -1,4 +1,4 @@
-"""stage_verdict: one stage compared, from its durations on each side to its verdict.
+"""One stage compared, from its durations on each side to its verdict.
 
 The statistics of ``compare`` for a single stage (see ``stagetimer._analysis.compare.suites``
 for the whole call): each side's runs, median, mean and standard deviation; the
@@ -10,7 +10,7 @@ every test of the call is known, the verdict.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from stagetimer._analysis.compare.model import (
@@ -22,7 +22,6 @@ from stagetimer._analysis.compare.model import (
     SideStats,
     StageComparison,
 )
-from stagetimer._analysis.compare.paired_runs import matched_differences
 from stagetimer._analysis.compare.significance import TTestResult, paired_test, welch_test
 from stagetimer._analysis.stats import mean_and_variance, moments
 
@@ -134,3 +133,63 @@ def measure_paired(
     ratio = _exp(mean_and_variance(differences)[0])
     test = paired_test(differences, CONFIDENCE) if n >= 2 else None
     return Measured(name, base_stats, new_stats, ratio, test, n, unmatched)
+
+# --- compare --paired: which run of one side is the same seed as which of the other ---
+# Runs are matched by (run_idx, label, rank), the k-th run of a key with the k-th of the
+# same key. The ranks of a distributed launch are matched rank by rank; the matched ranks
+# of one seed then make one pair, the slowest of them on each side, as every reader counts
+# a seed once (its ranks are not independent samples), and both sides are timed on the
+# same ranks.
+
+#: what a run is matched by: the seed, the label and the rank
+_MATCH_FIELDS = ("run_idx", "label", "rank")
+
+
+def _keys(runs: Sequence[dict[str, Any]]) -> list[tuple[Any, ...] | None]:
+    """Each valid run's (run_idx, label, rank), None when it names none of them (nothing
+    to match it by); the k-th run of a key pairs with the k-th of the same key."""
+    keys: list[tuple[Any, ...] | None] = []
+    seen: dict[tuple[Any, ...], int] = {}
+    for run in runs:
+        key = tuple(run.get(field) for field in _MATCH_FIELDS)
+        if key == (None, None, None):
+            keys.append(None)
+            continue
+        count = seen[key] = seen.get(key, 0) + 1
+        keys.append((*key, count))
+    return keys
+
+
+def matched_differences(
+    base: tuple[list[float], list[dict[str, Any]]],
+    new: tuple[list[float], list[dict[str, Any]]],
+    log: Callable[[float], float],
+) -> tuple[list[float], int]:
+    """The differences of log-seconds of the matched runs, and how many runs matched.
+
+    Runs match by (run_idx, label, rank). The matched ranks of one seed (a distributed
+    launch) are one pair, as the readers count a seed: the slowest of those ranks on each
+    side, so that a seed is not counted once per rank (its ranks are not independent
+    samples) and both sides are judged on the same ranks.
+    """
+    (base_values, base_runs), (new_values, new_runs) = base, new
+    by_key = {k: v for k, v in zip(_keys(new_runs), new_values, strict=True) if k is not None}
+    differences: list[float] = []
+    seeds: dict[tuple[Any, ...], list[float]] = {}
+    matched = 0
+    for key, value in zip(_keys(base_runs), base_values, strict=True):
+        partner = by_key.get(key) if key is not None else None
+        if partner is None:
+            continue
+        matched += 1
+        if key is None or key[2] is None:  # no rank: the run is its seed
+            differences.append(log(partner) - log(value))
+            continue
+        seed = (key[0], key[1], key[3])  # run_idx, label, which occurrence
+        slowest = seeds.get(seed)
+        if slowest is None:
+            seeds[seed] = [value, partner]
+        else:
+            slowest[0], slowest[1] = max(slowest[0], value), max(slowest[1], partner)
+    differences.extend(log(n) - log(b) for b, n in seeds.values())
+    return differences, matched

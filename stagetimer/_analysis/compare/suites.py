@@ -31,24 +31,24 @@ descriptions is compared against each.
 
 The runs of one seed's ranks (a distributed launch) count once, as the slowest rank.
 This module pairs the directories and their stages and adjusts the p-values over the
-call; one stage's statistics and verdict are computed in ``stage_verdict``.
+call; one stage's statistics and verdict are computed in ``compare.stage``.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import Any, NamedTuple, TypeVar
 
 import attrs
 
-from stagetimer._analysis.compare.hardware import Differences, hardware_between
-from stagetimer._analysis.compare.ids import distinct_ids
+from stagetimer._analysis.compare.ids import PairCache, distinct_ids
 from stagetimer._analysis.compare.metadata import metadata_differences
 from stagetimer._analysis.compare.model import (
     Comparison,
+    HardwareDifference,
     Pair,
     Unpaired,
 )
@@ -66,6 +66,7 @@ from stagetimer._analysis.seeds import by_seed
 from stagetimer._analysis.tree import Artifact, Found, find_tree, read_found
 from stagetimer._errors import InvalidSettingError, InvalidTypeError
 from stagetimer._store.rules import is_valid_seconds, valid_durations
+from stagetimer.hardware import Hardware, hardware_differences
 
 __all__ = ["compare", "compare_trees"]
 
@@ -287,3 +288,33 @@ def _compared(
 def _single(directories: Sequence[_Dir]) -> bool:
     """One artifact directory, given as itself (not a tree with one directory in it)."""
     return len(directories) == 1 and directories[0].relpath == "."
+
+# --- the hardware side of a pair ---------------------------------------------------------
+# The hardware ids a pair's runs point at, and the differences between each description of
+# the base side and each of the new (computed once per pair of ids: an id is its content).
+
+
+class Differences(PairCache[Hardware]):
+    """hardware_differences per pair of hardware ids, computed once (``PairCache``)."""
+
+    def __init__(self) -> None:
+        super().__init__(hardware_differences)
+
+
+def hardware_between(
+    base: Artifact,
+    new: Artifact,
+    base_ids: Sequence[str],
+    new_ids: Sequence[str],
+    cache: Differences,
+) -> tuple[list[HardwareDifference], list[str]]:
+    """The differences between each base and each new description, and the ids undescribed."""
+    base_described: Mapping[str, Hardware] = base.hardware.hardware
+    new_described: Mapping[str, Hardware] = new.hardware.hardware
+    found = [
+        HardwareDifference(d.field, d.base, d.new, base_id, new_id)
+        for base_id, new_id, d in cache.across(base_described, base_ids, new_described, new_ids)
+    ]
+    undescribed = [i for i in base_ids if i not in base_described]
+    undescribed += [i for i in new_ids if i not in new_described and i not in undescribed]
+    return found, undescribed

@@ -1,6 +1,6 @@
 """``stagetimer history --html FILE``: the history as one self-contained page.
 
-Under the rules of every page (``html_page``): nothing loaded, a Content-Security-Policy,
+Under the rules of every page (``html.page``): nothing loaded, a Content-Security-Policy,
 every text from the files escaped, the same files give the same bytes. Each series is
 drawn as an inline SVG: each seed a dot (past ``SEEDS_DRAWN`` seeds, each point's range
 of seeds a bar), each point's median a dash, each segment's
