@@ -137,7 +137,7 @@ def _summary(comparison: Comparison, rows: Sequence[_Row]) -> str:
 def _pair_differences(pair: Pair, several: bool) -> list[str]:
     """A pair's hardware, software and metadata differences as list items."""
     where = f"{markdown_text(pair.relpath or pair.new)}: " if several else ""
-    lines = []
+    lines: list[str] = []
     if pair.hardware_differences:
         lines.extend(f"- {where}hardware: {markdown_text(w)}" for w in hardware_words(pair))
     elif not pair.base_hardware_ids or not pair.new_hardware_ids:

@@ -70,27 +70,41 @@ def resources_section(reports: Sequence[ArtifactReport], *, pooled: bool) -> str
              "threads busy); the memory peak is the largest of a run, the red line that run's "
              "memory limit; GPU energy is summed over the runs that recorded it.</p>",
              _table(rows)]
+    charts = (_cpu_chart(shown), _memory_chart(shown), _energy_chart(shown))
+    parts.extend(chart for chart in charts if chart)
+    return "\n".join(parts) + "\n"
+
+
+def _cpu_chart(shown: Sequence[tuple[str, StageUse]]) -> str:
     cpu = [Bar(n, u.cpu_use, f"{n}: CPU use {significant(u.cpu_use)}")
            for n, u in shown if u.cpu_use is not None]
-    if cpu:
-        parts.append("<h3>CPU use</h3>" + bars(
-            cpu, alt=f"CPU use of {len(cpu)} stages, CPU time over wall time", kind="cpu",
-            shown=significant))
+    if not cpu:
+        return ""
+    return "<h3>CPU use</h3>" + bars(
+        cpu, alt=f"CPU use of {len(cpu)} stages, CPU time over wall time", kind="cpu",
+        shown=significant)
+
+
+def _memory_chart(shown: Sequence[tuple[str, StageUse]]) -> str:
     memory = [
         Bar(n, float(u.peak_bytes), f"{n}: memory peak {format_bytes(u.peak_bytes)}",
             None if u.limit_bytes is None else float(u.limit_bytes),
             "" if u.limit_bytes is None else f"{n}: memory limit {format_bytes(u.limit_bytes)}")
         for n, u in shown if u.peak_bytes is not None
     ]
-    if memory:
-        parts.append("<h3>Memory peak against the limit</h3>" + bars(
-            memory, alt=f"Memory peak of {len(memory)} stages, each against its memory limit "
-            "where known", kind="peak", shown=format_bytes))
+    if not memory:
+        return ""
+    return "<h3>Memory peak against the limit</h3>" + bars(
+        memory, alt=f"Memory peak of {len(memory)} stages, each against its memory limit "
+        "where known", kind="peak", shown=format_bytes)
+
+
+def _energy_chart(shown: Sequence[tuple[str, StageUse]]) -> str:
     energy = [Bar(n, u.energy_joules, f"{n}: GPU energy {format_energy(u.energy_joules)} "
                   f"({u.energy_runs} of {u.runs} runs)")
               for n, u in shown if u.energy_joules is not None]
-    if energy:
-        parts.append("<h3>GPU energy</h3>" + bars(
-            energy, alt=f"GPU energy of {len(energy)} stages", kind="energy",
-            shown=format_energy))
-    return "\n".join(parts) + "\n"
+    if not energy:
+        return ""
+    return "<h3>GPU energy</h3>" + bars(
+        energy, alt=f"GPU energy of {len(energy)} stages", kind="energy",
+        shown=format_energy)
