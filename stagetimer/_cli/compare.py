@@ -7,7 +7,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from stagetimer._cli.stderr import error, html_refused, read_or_say, write_html
+from stagetimer._cli.stderr import error, errors, html_refused, read_or_say, write_html
 
 if TYPE_CHECKING:
     from stagetimer._analysis.comparison import Comparison
@@ -103,12 +103,9 @@ def _page(comparison: Comparison, args: argparse.Namespace) -> bool:
 
 def _slower(comparison: Comparison, percent: float) -> bool:
     """Name each stage slower than the gate allows; whether there was one."""
-    slower = comparison.slower_than(percent / 100)
-    for pair, stage in slower:
-        error(
-            "compare",
-            f"{pair.new}: stage {stage.name} is {stage.ratio:.3g}x the base's time "
-            f"(more than {percent:g} % slower; q = {stage.q_value:.3g} over "
-            f"{comparison.comparisons} comparisons)",
-        )
-    return bool(slower)
+    return errors("compare", [
+        f"{pair.new}: stage {stage.name} is {stage.ratio:.3g}x the base's time "
+        f"(more than {percent:g} % slower; q = {stage.q_value:.3g} over "
+        f"{comparison.comparisons} comparisons)"
+        for pair, stage in comparison.slower_than(percent / 100)
+    ])

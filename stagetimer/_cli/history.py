@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from stagetimer._cli.compare import REGRESSION
-from stagetimer._cli.stderr import error, html_refused, read_or_say, write_html
+from stagetimer._cli.stderr import error, errors, html_refused, read_or_say, write_html
 
 if TYPE_CHECKING:
     from stagetimer._analysis.history_model import History
@@ -67,12 +67,9 @@ def _slower(found: History, percent: float) -> bool:
     """Name each series whose newest segment is slower than the gate allows."""
     from stagetimer._render.history_text import point_label, series_label
 
-    slower = found.slower_than(percent / 100)
-    for series, change in slower:
-        error(
-            "history",
-            f"{series_label(series)} is {change.ratio:.3g}x slower since "
-            f"{point_label(change.after)} (more than {percent:g} %; q = "
-            f"{change.q_value:.3g} over {found.tests} tests)",
-        )
-    return bool(slower)
+    return errors("history", [
+        f"{series_label(series)} is {change.ratio:.3g}x slower since "
+        f"{point_label(change.after)} (more than {percent:g} %; q = "
+        f"{change.q_value:.3g} over {found.tests} tests)"
+        for series, change in found.slower_than(percent / 100)
+    ])

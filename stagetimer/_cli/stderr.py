@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from stagetimer._escape import escape_text
 
-__all__ = ["PROG", "error", "html_refused", "read_or_say", "write_html"]
+__all__ = ["PROG", "error", "errors", "html_refused", "read_or_say", "write_html"]
 
 _T = TypeVar("_T")
 
@@ -24,6 +24,13 @@ def error(command: str, message: str) -> None:
     """
     where = f"{PROG} {command}" if command else PROG
     print(f"{where}: {escape_text(message)}", file=sys.stderr)
+
+
+def errors(command: str, messages: list[str]) -> bool:
+    """One ``error`` line for each of ``messages``; whether there was one."""
+    for message in messages:
+        error(command, message)
+    return bool(messages)
 
 
 def read_or_say(command: str, path: str, read: Callable[[], _T]) -> _T | None:
