@@ -32,7 +32,7 @@ from stagetimer._analysis.comparison import (
 from stagetimer._escape import escape_text
 from stagetimer._render.compute import used_side_by_side
 from stagetimer._render.duration import Unit, unit_for
-from stagetimer._render.json_text import strict_json
+from stagetimer._render.json_text import layered_json
 from stagetimer.hardware import Difference, format_differences
 
 __all__ = [
@@ -306,33 +306,8 @@ def _tests(comparison: Comparison) -> str:
     )
 
 
-#: nesting level from which a value is written on one line: each stage, each difference
-_COMPACT_LEVEL = 4
-
-
-#: one value on one line, strict JSON: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``
-#: with its encoder built once
-_ONE_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-
-
-def _layout(value: Any, level: int) -> str:
-    if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)):
-        return _ONE_LINE(value)
-    if not value:  # a pair's many empty lists: no encoder built for each
-        return "{}" if isinstance(value, dict) else "[]"
-    inner, outer = "  " * (level + 1), "  " * level
-    if isinstance(value, dict):
-        items = [
-            f"{inner}{_ONE_LINE(key)}: {_layout(item, level + 1)}"
-            for key, item in value.items()
-        ]
-        return "{\n" + ",\n".join(items) + f"\n{outer}}}"
-    items = [f"{inner}{_layout(item, level + 1)}" for item in value]
-    return "[\n" + ",\n".join(items) + f"\n{outer}]"
-
-
 def render_json(comparison: Comparison) -> str:
     """``comparison.to_dict()`` as strict JSON text (no NaN or infinity: null; no raw
     control characters; bytes that were not UTF-8 as escapes), indented down to the
     pairs' lists, each stage and each difference on one line."""
-    return strict_json(_layout, comparison.to_dict())
+    return layered_json(comparison.to_dict())

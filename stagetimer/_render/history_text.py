@@ -15,7 +15,7 @@ from stagetimer._analysis.history_model import ChangePoint, History, Point, Seri
 from stagetimer._escape import escape_text
 from stagetimer._render.compare_text import format_ratio, times
 from stagetimer._render.duration import format_duration
-from stagetimer._render.json_text import strict_json
+from stagetimer._render.json_text import layered_json
 from stagetimer._render.markdown_text import markdown_text
 
 __all__ = [
@@ -27,10 +27,6 @@ __all__ = [
     "render_markdown",
     "series_label",
 ]
-
-#: the JSON's lists of points and changes keep one item a line below this depth
-_COMPACT_LEVEL = 4
-
 
 def point_label(point: Point) -> str:
     """``4c1d2e9a1f (2026-12-06 06:38)``: the point and when its first run started."""
@@ -145,21 +141,7 @@ def _series_text(series: Series) -> str:
 
 def render_json(history: History) -> str:
     """``history.to_dict()`` as strict JSON, each point and change on one line."""
-    import json
-
-    one_line = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-
-    def layout(value: Any, level: int) -> str:
-        if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)) or not value:
-            return one_line(value)
-        inner, outer = "  " * (level + 1), "  " * level
-        if isinstance(value, dict):
-            items = [f"{inner}{one_line(k)}: {layout(v, level + 1)}" for k, v in value.items()]
-            return "{\n" + ",\n".join(items) + f"\n{outer}}}"
-        items = [f"{inner}{layout(v, level + 1)}" for v in value]
-        return "[\n" + ",\n".join(items) + f"\n{outer}]"
-
-    return strict_json(layout, history.to_dict())
+    return layered_json(history.to_dict())
 
 
 def ratio_range(change: ChangePoint) -> str:
