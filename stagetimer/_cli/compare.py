@@ -7,7 +7,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from stagetimer._cli.stderr import error, write_html
+from stagetimer._cli.stderr import error, errors, html_refused, read_or_say, write_html
 
 if TYPE_CHECKING:
     from stagetimer._analysis.compare.model import Comparison
@@ -20,13 +20,8 @@ REGRESSION = 3
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the comparison; 1 if a side is unreadable, 3 if ``--fail-if-slower`` trips."""
-
-    if args.html is not None:
-        from stagetimer._render.html.page import check_path
-
-        if (problem := check_path(args.html)) is not None:
-            error("compare", f"--html {args.html}: {problem}")
-            return 1
+    if html_refused("compare", args.html):
+        return 1
     plot = None
     if args.plot is not None:
         plot = _plotter(args.plot)
@@ -37,13 +32,18 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 1
     sys.stdout.write(_rendered(comparison, args))
     sys.stdout.flush()
-    if plot is not None and not _draw(plot, comparison, args.plot):
-        return 1
-    if args.html is not None and not _page(comparison, args):
+    if not _written(plot, comparison, args):
         return 1
     if args.fail_if_slower is not None and _slower(comparison, args.fail_if_slower):
         return REGRESSION
     return 0
+
+
+def _written(plot: ModuleType | None, comparison: Comparison, args: argparse.Namespace) -> bool:
+    """Draw the plot and write the page asked for; False after saying why one failed."""
+    if plot is not None and not _draw(plot, comparison, args.plot):
+        return False
+    return args.html is None or _page(comparison, args)
 
 
 def _rendered(comparison: Comparison, args: argparse.Namespace) -> str:
@@ -78,14 +78,9 @@ def _plotter(path: str) -> ModuleType | None:
 def _compared(args: argparse.Namespace) -> Comparison | None:
     """The comparison, or None after one line naming what could not be read."""
     from stagetimer._analysis.compare.suites import compare
-    from stagetimer._analysis.tree import read_problem
-    from stagetimer._errors import SchemaVersionError, SidecarCorruptError
 
-    try:
-        return compare(args.base, args.new, threshold=args.threshold / 100, paired=args.paired)
-    except (OSError, SidecarCorruptError, SchemaVersionError) as exc:
-        error("compare", read_problem(exc, args.base).line())
-        return None
+    return read_or_say("compare", args.base, lambda: compare(
+        args.base, args.new, threshold=args.threshold / 100, paired=args.paired))
 
 
 def _draw(plot: ModuleType, comparison: Comparison, path: str) -> bool:
@@ -109,12 +104,9 @@ def _page(comparison: Comparison, args: argparse.Namespace) -> bool:
 
 def _slower(comparison: Comparison, percent: float) -> bool:
     """Name each stage slower than the gate allows; whether there was one."""
-    slower = comparison.slower_than(percent / 100)
-    for pair, stage in slower:
-        error(
-            "compare",
-            f"{pair.new}: stage {stage.name} is {stage.ratio:.3g}x the base's time "
-            f"(more than {percent:g} % slower; q = {stage.q_value:.3g} over "
-            f"{comparison.comparisons} comparisons)",
-        )
-    return bool(slower)
+    return errors("compare", [
+        f"{pair.new}: stage {stage.name} is {stage.ratio:.3g}x the base's time "
+        f"(more than {percent:g} % slower; q = {stage.q_value:.3g} over "
+        f"{comparison.comparisons} comparisons)"
+        for pair, stage in comparison.slower_than(percent / 100)
+    ])

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from stagetimer._cli.compare import REGRESSION
-from stagetimer._cli.stderr import error, write_html
+from stagetimer._cli.stderr import error, errors, html_refused, read_or_say, write_html
 
 if TYPE_CHECKING:
     from stagetimer._analysis.history.model import History
@@ -18,12 +18,8 @@ __all__ = ["run"]
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the history; 1 if a path is unreadable or the stage unknown, 3 if
     ``--fail-if-slower`` trips."""
-    if args.html is not None:
-        from stagetimer._render.html.page import check_path
-
-        if (problem := check_path(args.html)) is not None:
-            error("history", f"--html {args.html}: {problem}")
-            return 1
+    if html_refused("history", args.html):
+        return 1
     found = _history(args)
     if found is None:
         return 1
@@ -39,14 +35,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def _history(args: argparse.Namespace) -> History | None:
     """The history, or None after one line naming what could not be read."""
     from stagetimer._analysis.history.series import history
-    from stagetimer._analysis.tree import read_problem
-    from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
+    from stagetimer._errors import InvalidSettingError
 
     try:
-        return history(args.paths, stage=args.stage, by=args.by, repo=args.repo,
-                       since=args.since, threshold=args.threshold / 100)
-    except (OSError, SidecarCorruptError, SchemaVersionError) as exc:
-        error("history", read_problem(exc, args.paths[0]).line())
+        return read_or_say("history", args.paths[0], lambda: history(
+            args.paths, stage=args.stage, by=args.by, repo=args.repo, since=args.since,
+            threshold=args.threshold / 100))
     except InvalidSettingError as exc:
         error("history", str(exc))
     return None
@@ -73,12 +67,9 @@ def _slower(found: History, percent: float) -> bool:
     """Name each series whose newest segment is slower than the gate allows."""
     from stagetimer._render.history_text import point_label, series_label
 
-    slower = found.slower_than(percent / 100)
-    for series, change in slower:
-        error(
-            "history",
-            f"{series_label(series)} is {change.ratio:.3g}x slower since "
-            f"{point_label(change.after)} (more than {percent:g} %; q = "
-            f"{change.q_value:.3g} over {found.tests} tests)",
-        )
-    return bool(slower)
+    return errors("history", [
+        f"{series_label(series)} is {change.ratio:.3g}x slower since "
+        f"{point_label(change.after)} (more than {percent:g} %; q = "
+        f"{change.q_value:.3g} over {found.tests} tests)"
+        for series, change in found.slower_than(percent / 100)
+    ])

@@ -11,20 +11,16 @@ from stagetimer._cli.stderr import error, write_html
 
 if TYPE_CHECKING:
     from stagetimer._analysis.report import ArtifactReport
+    from stagetimer._analysis.tree import Artifact
 
 __all__ = ["run"]
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the report of every ``timings.json`` under ``args.paths``; 1 if one is unreadable."""
-    from stagetimer._analysis.report import report_from
     from stagetimer._analysis.tree import scan_tree
 
-    if args.html is not None:
-        from stagetimer._render.html.page import check_path
-
-        if (unwritable := check_path(args.html)) is not None:
-            parser.error(f"--html {args.html}: {unwritable}")
+    _check_html(args.html, parser)
     plot = None
     if args.plot is not None:
         plot = _plotter(args.plot, parser)
@@ -35,22 +31,41 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     for problem in problems:
         error("report", problem.line())
     _say_rescued(rescued)
-    if args.csv:
-        from stagetimer._analysis.rows import records_from
-        from stagetimer._render.csv_text import records_csv
-
-        sys.stdout.write(records_csv(records_from(artifacts)))
-        wanted = plot is not None or args.html is not None
-        reports = report_from(artifacts) if wanted else []
-    else:
-        reports = report_from(artifacts)
-        sys.stdout.write(_rendered(reports, args))
-    sys.stdout.flush()
+    reports = _printed(artifacts, args, drawn=plot is not None or args.html is not None)
     if plot is not None and not _draw(plot, reports, args.plot):
         return 1
     if args.html is not None and not _page(reports, args):
         return 1
     return 1 if problems else 0
+
+
+def _check_html(path: str | None, parser: argparse.ArgumentParser) -> None:
+    """A ``--html`` path that cannot be written is a usage error, before any reading."""
+    if path is None:
+        return
+    from stagetimer._render.html.page import check_path
+
+    if (unwritable := check_path(path)) is not None:
+        parser.error(f"--html {path}: {unwritable}")
+
+
+def _printed(artifacts: list[Artifact], args: argparse.Namespace, *,
+             drawn: bool) -> list[ArtifactReport]:
+    """Print the report (or ``--csv``'s rows); the reports, for a plot or a page
+    (``drawn``) where the rows were printed."""
+    from stagetimer._analysis.report import report_from
+
+    if args.csv:
+        from stagetimer._analysis.rows import records_from
+        from stagetimer._render.csv_text import records_csv
+
+        sys.stdout.write(records_csv(records_from(artifacts)))
+        reports = report_from(artifacts) if drawn else []
+    else:
+        reports = report_from(artifacts)
+        sys.stdout.write(_rendered(reports, args))
+    sys.stdout.flush()
+    return reports
 
 
 def _page(reports: list[ArtifactReport], args: argparse.Namespace) -> bool:

@@ -205,6 +205,24 @@ def _create(client: Any, experiment_id: str, group: Group) -> str:
     from mlflow.entities import Param
 
     starts = [s for s in (posix_seconds(r["started_at"]) for r in group.rows) if s is not None]
+    run = client.create_run(
+        experiment_id, start_time=int(min(starts) * 1000) if starts else None,
+        tags=_run_tags(group),
+    )
+    run_id: str = run.info.run_id
+    params = [Param(k, _short(v)) for k, v in group.described().items()]
+    _log_batches(client, run_id, "params", params, 100)
+    ends = [
+        s + float(r["seconds"])
+        for r in group.rows if (s := posix_seconds(r["started_at"])) is not None
+    ]
+    client.set_terminated(run_id, "FINISHED", end_time=int(max(ends) * 1000) if ends else None)
+    return run_id
+
+
+def _run_tags(group: Group) -> dict[str, str]:
+    """The tags a group's run is created with: its key, directory and name, and its
+    run_idx and rank where it has them."""
     tags = {
         KEY_TAG: group.key,
         "stagetimer.directory": _short(readable(group.directory)),
@@ -214,19 +232,7 @@ def _create(client: Any, experiment_id: str, group: Group) -> str:
         tags["stagetimer.run_idx"] = str(group.run_idx)
     if group.rank is not None:
         tags["stagetimer.rank"] = str(group.rank)
-    run = client.create_run(
-        experiment_id, start_time=int(min(starts) * 1000) if starts else None, tags=tags,
-    )
-    run_id: str = run.info.run_id
-    params = [Param(k, _short(v)) for k, v in group.described().items()]
-    for i in range(0, len(params), 100):
-        client.log_batch(run_id, params=params[i : i + 100])
-    ends = [
-        s + float(r["seconds"])
-        for r in group.rows if (s := posix_seconds(r["started_at"])) is not None
-    ]
-    client.set_terminated(run_id, "FINISHED", end_time=int(max(ends) * 1000) if ends else None)
-    return run_id
+    return tags
 
 
 def _points(group: Group) -> Iterator[tuple[str, str, float, int, int]]:
@@ -239,29 +245,46 @@ def _points(group: Group) -> Iterator[tuple[str, str, float, int, int]]:
         )
 
 
+def _held(client: Any, run_id: str, data: Any, keys: set[str]) -> set[tuple[str, float, int, int]]:
+    """The points (key, value, timestamp, step) the run already holds of ``keys``."""
+    return {
+        (key, m.value, m.timestamp, m.step)
+        for key in keys if key in data.metrics
+        for m in client.get_metric_history(run_id, key)
+    }
+
+
 def _log_new(client: Any, run_id: str, group: Group) -> int:
     """Write the group's points the MLflow run does not hold yet; how many were written."""
-    from mlflow.entities import Metric, RunTag
+    from mlflow.entities import Metric
 
     points = list(_points(group))
-    held: set[tuple[str, float, int, int]] = set()
     data = client.get_run(run_id).data
-    for key in {p[0] for p in points}:
-        if key in data.metrics:
-            held.update(
-                (key, m.value, m.timestamp, m.step) for m in client.get_metric_history(run_id, key)
-            )
+    held = _held(client, run_id, data, {p[0] for p in points})
     new = [p for p in points if (p[0], p[2], p[3], p[4]) not in held]
+    _log_batches(client, run_id, "tags", _new_tags(new, group, data.tags), 100)
+    metrics = [Metric(key, value, timestamp, step) for key, _, value, timestamp, step in new]
+    _log_batches(client, run_id, "metrics", metrics, _BATCH)
+    return len(new)
+
+
+def _new_tags(new: list[tuple[str, str, float, int, int]], group: Group,
+              held: dict[str, str]) -> list[Any]:
+    """The tags the new points need: the stage name behind each key that differs from
+    it, and the group's hardware ids where the run's tag does not say them yet."""
+    from mlflow.entities import RunTag
+
     tags = [
         RunTag(_stage_tag(key), _short(stage))
         for key, stage in {(p[0], p[1]) for p in new} if key != stage
     ]
     hardware = sorted({r["hardware_id"] for r in group.rows if r.get("hardware_id")})
-    if hardware and data.tags.get("stagetimer.hardware_ids") != ",".join(hardware):
+    if hardware and held.get("stagetimer.hardware_ids") != ",".join(hardware):
         tags.append(RunTag("stagetimer.hardware_ids", _short(",".join(hardware))))
-    for i in range(0, len(tags), 100):
-        client.log_batch(run_id, tags=tags[i : i + 100])
-    metrics = [Metric(key, value, timestamp, step) for key, _, value, timestamp, step in new]
-    for i in range(0, len(metrics), _BATCH):
-        client.log_batch(run_id, metrics=metrics[i : i + _BATCH])
-    return len(new)
+    return tags
+
+
+def _log_batches(client: Any, run_id: str, kind: str, items: list[Any], size: int) -> None:
+    """``items`` (params, tags or metrics) logged ``size`` at a time."""
+    for i in range(0, len(items), size):
+        client.log_batch(run_id, **{kind: items[i : i + size]})

@@ -176,6 +176,46 @@ def _span(
     return span
 
 
+def _attempt_span(attempt: Attempt, ids: tuple[str, str | None, str], start: int, end: int,
+                  upper: str | None) -> dict[str, Any]:
+    """An attempt's own span: what the attempt says of itself, an error unless finished."""
+    status = (_OK, None) if attempt.state == "finished" else (
+        _ERROR, attempt.cause or attempt.state
+    )
+    return _span(
+        ids, attempt.stage, start, end,
+        {
+            "directory": attempt.directory, "stage": attempt.stage,
+            "run_idx": attempt.run_idx, "label": attempt.label, "rank": attempt.rank,
+            "world_size": attempt.world_size, "attempt_id": attempt.attempt_id,
+            "state": attempt.state, "cause": attempt.cause,
+            "exception": attempt.exception, "seconds": attempt.seconds,
+            "ended_before": upper,
+            "evidence": attempt.evidence if attempt.state != "finished" else None,
+            "host": attempt.host, "hardware_id": attempt.hardware_id,
+            "software_id": attempt.software_id,
+            "job_id": (attempt.job or {}).get("job_id"),
+        },
+        status,
+    )
+
+
+def _parents(
+    attempt: Attempt, trace: str, directory_span: str, run_span: str
+) -> tuple[tuple[tuple[str, str | None, str], str, dict[str, Any]], ...]:
+    """The ids, name and attributes of the directory's and the run's span above an attempt."""
+    run_name = "run" + ("" if attempt.run_idx is None else f" {attempt.run_idx}") + (
+        "" if attempt.rank is None else f" rank {attempt.rank}"
+    )
+    return (
+        ((trace, None, directory_span), attempt.directory,
+         {"directory": attempt.directory}),
+        ((trace, directory_span, run_span), run_name,
+         {"directory": attempt.directory, "run_idx": attempt.run_idx,
+          "rank": attempt.rank}),
+    )
+
+
 def _spans(placed: Iterable[_Placed], held: set[str]) -> list[dict[str, Any]]:
     """The attempts' spans not in ``held``, with each new directory's and run's span."""
     new: list[dict[str, Any]] = []
@@ -187,36 +227,8 @@ def _spans(placed: Iterable[_Placed], held: set[str]) -> list[dict[str, Any]]:
         if own in held:
             continue
         start, end = _nanos(started), _nanos(ended)
-        status = (_OK, None) if attempt.state == "finished" else (
-            _ERROR, attempt.cause or attempt.state
-        )
-        new.append(_span(
-            (trace, run_span, own), attempt.stage, start, end,
-            {
-                "directory": attempt.directory, "stage": attempt.stage,
-                "run_idx": attempt.run_idx, "label": attempt.label, "rank": attempt.rank,
-                "world_size": attempt.world_size, "attempt_id": attempt.attempt_id,
-                "state": attempt.state, "cause": attempt.cause,
-                "exception": attempt.exception, "seconds": attempt.seconds,
-                "ended_before": upper,
-                "evidence": attempt.evidence if attempt.state != "finished" else None,
-                "host": attempt.host, "hardware_id": attempt.hardware_id,
-                "software_id": attempt.software_id,
-                "job_id": (attempt.job or {}).get("job_id"),
-            },
-            status,
-        ))
-        run_name = "run" + ("" if attempt.run_idx is None else f" {attempt.run_idx}") + (
-            "" if attempt.rank is None else f" rank {attempt.rank}"
-        )
-        family: tuple[tuple[tuple[str, str | None, str], str, dict[str, Any]], ...] = (
-            ((trace, None, directory_span), attempt.directory,
-             {"directory": attempt.directory}),
-            ((trace, directory_span, run_span), run_name,
-             {"directory": attempt.directory, "run_idx": attempt.run_idx,
-              "rank": attempt.rank}),
-        )
-        for ids, name, values in family:
+        new.append(_attempt_span(attempt, (trace, run_span, own), start, end, upper))
+        for ids, name, values in _parents(attempt, trace, directory_span, run_span):
             if ids[2] in held:
                 continue
             bounds = parents.setdefault(ids[2], (ids, name, values, [start, end]))[3]

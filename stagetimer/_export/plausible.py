@@ -27,16 +27,9 @@ def implausible(
     recorded) and took ``seconds`` (None when not known) cannot be exported; None when
     it can."""
     latest = (time.time() if now is None else now) + SLACK
-    duration = 0.0
-    if seconds is not None:
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-            return f"seconds {short_repr(seconds)} is not a number"
-        try:
-            duration = float(seconds)
-        except OverflowError:
-            return f"seconds {short_repr(seconds)} does not fit a float"
-        if not math.isfinite(duration) or duration < 0:
-            return f"seconds {short_repr(seconds)} is not a duration >= 0"
+    duration, problem = _duration(seconds)
+    if problem is not None:
+        return problem
     if started is None:
         if duration > latest:
             return f"seconds {short_repr(seconds)} is longer than the time since 1970"
@@ -49,6 +42,21 @@ def implausible(
             f"+ {short_repr(seconds)} s)"
         )
     return None
+
+
+def _duration(seconds: object) -> tuple[float, str | None]:
+    """``seconds`` as a float (0 when not known), and why it is not a duration >= 0."""
+    if seconds is None:
+        return 0.0, None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return 0.0, f"seconds {short_repr(seconds)} is not a number"
+    try:
+        duration = float(seconds)
+    except OverflowError:
+        return 0.0, f"seconds {short_repr(seconds)} does not fit a float"
+    if not math.isfinite(duration) or duration < 0:
+        return duration, f"seconds {short_repr(seconds)} is not a duration >= 0"
+    return duration, None
 
 
 def _moment(posix: float) -> str:

@@ -159,11 +159,21 @@ def format_duration(seconds: float | None) -> str:
     if not is_valid_seconds(seconds):
         return f"{seconds:g} s"
     if seconds < 59.95:
-        if seconds >= _S_1:
-            return f"{three_digits(seconds)} s"
-        if seconds >= _MS_1:
-            return f"{_in_ms(seconds)} ms"
-        return "0 s" if seconds == 0 else f"{_in_us(seconds)} {_MICRO}"
+        return _below_a_minute(seconds)
+    return _a_minute_or_more(seconds)
+
+
+def _below_a_minute(seconds: float) -> str:
+    """``format_duration`` of a valid duration below 59.95 s."""
+    if seconds >= _S_1:
+        return f"{three_digits(seconds)} s"
+    if seconds >= _MS_1:
+        return f"{_in_ms(seconds)} ms"
+    return "0 s" if seconds == 0 else f"{_in_us(seconds)} {_MICRO}"
+
+
+def _a_minute_or_more(seconds: float) -> str:
+    """``format_duration`` of a valid duration of 59.95 s or more."""
     if seconds < 3599.5:
         whole = round(seconds)
         return f"{whole // 60} min {whole % 60:02d} s"

@@ -15,21 +15,18 @@ from stagetimer._analysis.history.model import ChangePoint, History, Point, Seri
 from stagetimer._escape import escape_text
 from stagetimer._render.compare.text import format_ratio, times
 from stagetimer._render.duration import format_duration
-from stagetimer._render.json_text import strict_json
+from stagetimer._render.json_text import layered_json
 from stagetimer._render.markdown_text import markdown_text
 
 __all__ = [
     "change_words",
     "format_history",
     "point_label",
+    "ratio_range",
     "render_json",
     "render_markdown",
     "series_label",
 ]
-
-#: the JSON's lists of points and changes keep one item a line below this depth
-_COMPACT_LEVEL = 4
-
 
 def point_label(point: Point) -> str:
     """``4c1d2e9a1f (2026-12-06 06:38)``: the point and when its first run started."""
@@ -113,44 +110,58 @@ def format_history(history: History) -> str:
         + ("commit order" if history.order == "commit" else "time order")
     ]
     lines.extend(f"note: {n}" for n in history.notes)
-    changes = history.changes()
     lines.append("")
-    if changes:
-        lines.append(f"change points, newest first ({len(changes)}; q <= 0.05 over "
-                     f"{history.tests} tests, at least {history.threshold * 100:g} %):")
-        for series, change in changes:
-            lines.extend(_change_lines(series, change))
-    else:
-        lines.append(f"no change point (q <= 0.05 over {history.tests} tests, at least "
-                     f"{history.threshold * 100:g} %)")
+    lines += _changes_text(history)
     lines.append("")
     lines.append("series:")
-    for series in history.series:
-        count = len(series.points)
-        note = f"; {series.note}" if series.note else ""
-        lines.append(f"  {series_label(series)}: {count} point{'s' if count != 1 else ''}, "
-                     f"{len(series.changes)} change{'s' if len(series.changes) != 1 else ''}, "
-                     f"now {_level(series)}{note}")
+    lines.extend(_series_text(series) for series in history.series)
     return "".join(escape_text(line) + "\n" for line in lines)
+
+
+def _changes_text(history: History) -> list[str]:
+    """The change points, newest first, under a line saying how they were found."""
+    changes = history.changes()
+    if not changes:
+        return [f"no change point (q <= 0.05 over {history.tests} tests, at least "
+                f"{history.threshold * 100:g} %)"]
+    lines = [f"change points, newest first ({len(changes)}; q <= 0.05 over "
+             f"{history.tests} tests, at least {history.threshold * 100:g} %):"]
+    for series, change in changes:
+        lines.extend(_change_lines(series, change))
+    return lines
+
+
+def _series_text(series: Series) -> str:
+    count = len(series.points)
+    note = f"; {series.note}" if series.note else ""
+    return (f"  {series_label(series)}: {count} point{'s' if count != 1 else ''}, "
+            f"{len(series.changes)} change{'s' if len(series.changes) != 1 else ''}, "
+            f"now {_level(series)}{note}")
 
 
 def render_json(history: History) -> str:
     """``history.to_dict()`` as strict JSON, each point and change on one line."""
-    import json
+    return layered_json(history.to_dict())
 
-    one_line = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
-    def layout(value: Any, level: int) -> str:
-        if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)) or not value:
-            return one_line(value)
-        inner, outer = "  " * (level + 1), "  " * level
-        if isinstance(value, dict):
-            items = [f"{inner}{one_line(k)}: {layout(v, level + 1)}" for k, v in value.items()]
-            return "{\n" + ",\n".join(items) + f"\n{outer}}}"
-        items = [f"{inner}{layout(v, level + 1)}" for v in value]
-        return "[\n" + ",\n".join(items) + f"\n{outer}]"
+def ratio_range(change: ChangePoint) -> str:
+    """A change's 95 % interval as ``0.791-0.836``; ``-`` for none."""
+    if change.ratio_interval is None:
+        return "-"
+    return f"{format_ratio(change.ratio_interval[0])}-{format_ratio(change.ratio_interval[1])}"
 
-    return strict_json(layout, history.to_dict())
+
+def _change_markdown(series: Series, change: ChangePoint) -> str:
+    what = "<br>".join(markdown_text(w) for w in change_words(change)) or "-"
+    return (
+        f"| {markdown_text(series_label(series))} "
+        f"| {markdown_text(point_label(change.before))} "
+        f"| {markdown_text(point_label(change.after))} "
+        f"| {format_duration(change.median_before)} "
+        f"| {format_duration(change.median_after)} "
+        f"| {times(change.ratio)} | {ratio_range(change)} | {format_ratio(change.q_value)} "
+        f"| {what} |"
+    )
 
 
 def render_markdown(history: History) -> str:
@@ -167,20 +178,7 @@ def render_markdown(history: History) -> str:
         lines += ["| series | before | after | median before | median after | ratio | "
                   "95 % interval | q | what changed |",
                   "|---|---|---|---:|---:|---:|---|---:|---|"]
-        for series, change in changes:
-            interval = ("-" if change.ratio_interval is None else
-                        f"{format_ratio(change.ratio_interval[0])}-"
-                        f"{format_ratio(change.ratio_interval[1])}")
-            what = "<br>".join(markdown_text(w) for w in change_words(change)) or "-"
-            lines.append(
-                f"| {markdown_text(series_label(series))} "
-                f"| {markdown_text(point_label(change.before))} "
-                f"| {markdown_text(point_label(change.after))} "
-                f"| {format_duration(change.median_before)} "
-                f"| {format_duration(change.median_after)} "
-                f"| {times(change.ratio)} | {interval} | {format_ratio(change.q_value)} "
-                f"| {what} |"
-            )
+        lines += [_change_markdown(series, change) for series, change in changes]
         lines.append("")
     lines += ["| series | points | changes | now |", "|---|---:|---:|---|"]
     for series in history.series:

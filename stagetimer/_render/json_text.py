@@ -20,7 +20,7 @@ from typing import Any
 
 from stagetimer._escape import escape_json_text
 
-__all__ = ["indented_json", "json_escaped", "strict", "strict_json"]
+__all__ = ["indented_json", "json_escaped", "layered_json", "strict", "strict_json"]
 
 _INF = math.inf
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -55,6 +55,37 @@ def strict_json(layout: Callable[[Any, int], str], value: Any) -> str:
     except ValueError:  # "Out of range float values are not JSON compliant"
         text = layout(strict(value), 0)
     return json_escaped(text) + "\n"
+
+
+#: nesting level from which a value is written on one line (``layered_json``)
+_ONE_LINE_LEVEL = 4
+
+#: one value on one line, strict JSON: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``
+#: with its encoder built once
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def _layered(value: Any, level: int) -> str:
+    if level >= _ONE_LINE_LEVEL or not isinstance(value, (dict, list)):
+        return _ONE_LINE(value)
+    if not value:  # a comparison's many empty lists: no encoder built for each
+        return "{}" if isinstance(value, dict) else "[]"
+    inner, outer = "  " * (level + 1), "  " * level
+    if isinstance(value, dict):
+        items = [
+            f"{inner}{_ONE_LINE(key)}: {_layered(item, level + 1)}"
+            for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{outer}}}"
+    items = [f"{inner}{_layered(item, level + 1)}" for item in value]
+    return "[\n" + ",\n".join(items) + f"\n{outer}]"
+
+
+def layered_json(value: Any) -> str:
+    """``value`` as strict JSON text (``strict_json``) indented down to the fourth level,
+    each value there on one line: a comparison's stages and differences, a history's
+    points and changes."""
+    return strict_json(_layered, value)
 
 
 def _indented(value: Any, level: int) -> str:

@@ -280,6 +280,12 @@ def quiet_floats() -> Any:
     return numpy.errstate(all="ignore")
 
 
+def _other_colours(rows: Sequence[Row]) -> dict[str, str]:
+    """A colour for each other measure the rows show, in the order they first appear."""
+    other_names = list(dict.fromkeys(n for r in rows for n in r.others))
+    return {n: _OTHER_PALETTE[i % len(_OTHER_PALETTE)] for i, n in enumerate(other_names)}
+
+
 def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
     """Draw ``reports`` into ``path`` (or its pages); returns the files written.
 
@@ -292,26 +298,22 @@ def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
         raise ValueError("no stage was recorded in the reported directories: nothing to plot")
     plt = load_pyplot()
     rows = _rows(shown)
-    other_names = list(dict.fromkeys(n for r in rows for n in r.others))
-    colours = {n: _OTHER_PALETTE[i % len(_OTHER_PALETTE)] for i, n in enumerate(other_names)}
+    colours = _other_colours(rows)
     pages = _layout(rows)
     paths = page_paths(path, len(pages))
     common = escape_text(_common([r.path for r in shown]))
     suffix = os.path.splitext(path)[1].lower()[1:]
+    title = (f"Wall-clock time per stage: {escape_text(shown[0].path)}" if len(shown) == 1
+             else f"Wall-clock time per stage: {_plural(len(shown))} under {common}")
     for number, (lines, target) in enumerate(zip(pages, paths, strict=True), 1):
-        if len(shown) == 1:
-            title = f"Wall-clock time per stage: {escape_text(shown[0].path)}"
-        else:
-            title = f"Wall-clock time per stage: {_plural(len(shown))} under {common}"
-        if len(pages) > 1:
-            title += f" (page {number} of {len(pages)})"
+        numbered = title if len(pages) == 1 else f"{title} (page {number} of {len(pages)})"
         # Text stays text in an SVG (searchable, editable on a slide), not glyph outlines.
         # Durations up to 1.8e308 s are allowed: the axis transforms of such a panel
         # overflow inside matplotlib, which numpy reports as RuntimeWarnings on standard
         # error; the picture is still drawn, so they are silenced here (numpy.errstate is
         # this thread's floating-point mode, put back on leaving).
         with plt.rc_context({"svg.fonttype": "none"}), quiet_floats():
-            fig = _page(plt, rows, lines, title, colours)
+            fig = _page(plt, rows, lines, numbered, colours)
             try:
                 write_figure(fig, target, suffix, dpi=110)
             finally:

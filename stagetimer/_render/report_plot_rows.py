@@ -110,18 +110,24 @@ def layout(rows: Sequence[Row]) -> list[list[tuple[str, Row | None]]]:
         groups.setdefault(row.group, []).append(row)
     headed = len(groups) > 1 or next(iter(groups)) != ""
     pages: list[list[tuple[str, Row | None]]] = [[]]
-    heading = 1 if headed else 0
     for group, members in groups.items():
-        lines: list[tuple[str, Row | None]] = [(group, row) for row in members]
-        fits_a_page = len(lines) + heading <= ROWS_PER_PAGE
-        while lines:
-            page = pages[-1]
-            room = ROWS_PER_PAGE - len(page) - heading
-            if page and (room < 3 or (fits_a_page and room < len(lines))):
-                pages.append([])  # a group that fits a page is never split
-                continue
-            take, lines = lines[:room], lines[room:]
-            if headed:
-                page.append((group or ".", None))
-            page.extend(take)
+        _place(pages, group, members, headed=headed)
     return pages
+
+
+def _place(pages: list[list[tuple[str, Row | None]]], group: str, members: list[Row], *,
+           headed: bool) -> None:
+    """Put a group's rows on the last page, and on new pages as they fill."""
+    heading = 1 if headed else 0
+    lines: list[tuple[str, Row | None]] = [(group, row) for row in members]
+    fits_a_page = len(lines) + heading <= ROWS_PER_PAGE
+    while lines:
+        page = pages[-1]
+        room = ROWS_PER_PAGE - len(page) - heading
+        if page and (room < 3 or (fits_a_page and room < len(lines))):
+            pages.append([])  # a group that fits a page is never split
+            continue
+        take, lines = lines[:room], lines[room:]
+        if headed:
+            page.append((group or ".", None))
+        page.extend(take)

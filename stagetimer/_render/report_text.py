@@ -105,6 +105,11 @@ def directory_progress(report: ArtifactReport) -> str | None:
         return None
     if len(tracked) == 1:
         return progress_line(tracked[0], report.progress[tracked[0].name])
+    return _stages_progress(report, tracked)
+
+
+def _stages_progress(report: ArtifactReport, tracked: Sequence[StageStats]) -> str:
+    """``directory_progress`` of two or more stages."""
     progress = [report.progress[s.name] for s in tracked]
     expected = max(s.expected_runs or 0 for s in tracked)
     if all(p.complete for p in progress):
@@ -125,19 +130,7 @@ def _outermost(report: ArtifactReport, stages: Sequence[StageStats]) -> list[Sta
 def _table(report: ArtifactReport) -> list[str]:
     several = len(report.hardware) > 1
     header = [*_HEADER, "hardware"] if several else _HEADER
-    rows = [header]
-    fmt = format_duration
-    for s in report.stages:
-        runs = runs_cell(s) + ("*" if s.flagged_runs else "")
-        row = [
-            s.name, runs, *map(fmt, (
-                s.total_seconds, s.mean_seconds, s.median_seconds, s.stdev_seconds,
-                s.min_seconds, s.max_seconds,
-            )),
-        ]
-        if several:
-            row.append(", ".join(s.hardware_ids) or "-")
-        rows.append(row)
+    rows = [header, *(_table_row(s, several) for s in report.stages)]
     widths = [max(map(len, column)) for column in zip(*rows, strict=False)]
     # One format per table: the first column left-aligned, the numbers right-aligned
     # (str.format pads as ljust/rjust do), the hardware column as it is.
@@ -149,6 +142,17 @@ def _table(report: ArtifactReport) -> list[str]:
     if any(s.flagged_runs for s in report.stages):
         lines.append("  * some runs hold values no writer stores; see the warnings")
     return lines
+
+
+def _table_row(s: StageStats, several: bool) -> list[str]:
+    """A stage's row of the table; its hardware last where the directory has several."""
+    runs = runs_cell(s) + ("*" if s.flagged_runs else "")
+    seconds = (s.total_seconds, s.mean_seconds, s.median_seconds, s.stdev_seconds,
+               s.min_seconds, s.max_seconds)
+    row = [s.name, runs, *map(format_duration, seconds)]
+    if several:
+        row.append(", ".join(s.hardware_ids) or "-")
+    return row
 
 
 def runs_cell(stats: StageStats) -> str:
@@ -185,20 +189,7 @@ def _metadata_text(metadata: dict[str, Any]) -> str:
 
 def _run_rows(report: ArtifactReport) -> list[str]:
     rows = [["stage", "run_idx", "label", "started_at", "seconds", "metadata"]]
-    for s in report.stages:
-        runs: Sequence[RunTiming] = report.runs(s.name)
-        for run in runs:
-            seconds = format_duration(run.seconds)
-            if not is_valid_seconds(run.seconds):
-                seconds += " (invalid)"
-            label = run.label or "-"
-            if run.rank is not None:  # each rank's run of a distributed launch is listed
-                rank = f"rank {run.rank} of {run.world_size}"
-                label = rank if run.label is None else f"{run.label} ({rank})"
-            rows.append([
-                s.name, "-" if run.run_idx is None else str(run.run_idx), label,
-                run.started_at or "-", seconds, _metadata_text(run.metadata),
-            ])
+    rows += [_run_row(s.name, run) for s in report.stages for run in report.runs(s.name)]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["  runs:"]
     for row in rows:
@@ -208,9 +199,21 @@ def _run_rows(report: ArtifactReport) -> list[str]:
     return lines
 
 
-def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
-    from stagetimer.hardware import summary_line
+def _run_row(stage: str, run: RunTiming) -> list[str]:
+    seconds = format_duration(run.seconds)
+    if not is_valid_seconds(run.seconds):
+        seconds += " (invalid)"
+    label = run.label or "-"
+    if run.rank is not None:  # each rank's run of a distributed launch is listed
+        rank = f"rank {run.rank} of {run.world_size}"
+        label = rank if run.label is None else f"{run.label} ({rank})"
+    return [
+        stage, "-" if run.run_idx is None else str(run.run_idx), label,
+        run.started_at or "-", seconds, _metadata_text(run.metadata),
+    ]
 
+
+def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
     lines = [report.path]
     if not report.stages:
         lines.append("  (no stages recorded)")
@@ -220,30 +223,44 @@ def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
         lines.append(f"  progress: {progress}")
     lines.extend(f"  ranks: {line}" for s in report.stages if (line := rank_line(s)) is not None)
     lines += used_lines(report)  # what the stages used besides wall time
-    unknown = sum(s.runs_without_hardware for s in report.stages)
-    if report.hardware or unknown:
-        lines.append("  measured on:")
-        for hw_id, hw in report.hardware.items():
-            shown = "not described in " + HARDWARE_FILE if hw is None else summary_line(hw)
-            lines.append(f"    {hw_id}: {shown}")
-        if unknown:
-            lines.append(f"    {unknown} run(s) without a hardware_id (legacy): hardware unknown")
+    lines += _measured_on(report)
     lines.extend(f"  warning: {warning}" for warning in report.warnings)
-    if report.legacy_top_level or report.legacy_runs:
-        lines.append(
-            "  legacy metadata, recorded by the writer (about the machine that wrote the file):"
-        )
-        if report.legacy_top_level:
-            lines.append(f"    file: {_legacy_values(report.legacy_top_level)}")
-        for run in report.legacy_runs:
-            where = run.stage
-            if run.run_idx is not None:
-                where += f" run {run.run_idx}"
-            if run.label is not None:
-                where += f" ({run.label})"
-            lines.append(f"    {where}: {_legacy_values(run.values)}")
+    lines += _legacy_lines(report)
     if runs and report.stages:
         lines += _run_rows(report)
+    return lines
+
+
+def _measured_on(report: ArtifactReport) -> list[str]:
+    """The hardware the runs were measured on, and how many runs name none."""
+    from stagetimer.hardware import summary_line
+
+    unknown = sum(s.runs_without_hardware for s in report.stages)
+    if not (report.hardware or unknown):
+        return []
+    lines = ["  measured on:"]
+    for hw_id, hw in report.hardware.items():
+        shown = "not described in " + HARDWARE_FILE if hw is None else summary_line(hw)
+        lines.append(f"    {hw_id}: {shown}")
+    if unknown:
+        lines.append(f"    {unknown} run(s) without a hardware_id (legacy): hardware unknown")
+    return lines
+
+
+def _legacy_lines(report: ArtifactReport) -> list[str]:
+    """The legacy metadata the writer recorded, of the file and of each run."""
+    if not (report.legacy_top_level or report.legacy_runs):
+        return []
+    lines = ["  legacy metadata, recorded by the writer (about the machine that wrote the file):"]
+    if report.legacy_top_level:
+        lines.append(f"    file: {_legacy_values(report.legacy_top_level)}")
+    for run in report.legacy_runs:
+        where = run.stage
+        if run.run_idx is not None:
+            where += f" run {run.run_idx}"
+        if run.label is not None:
+            where += f" ({run.label})"
+        lines.append(f"    {where}: {_legacy_values(run.values)}")
     return lines
 
 
@@ -260,27 +277,30 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
         start for r in reports for s in r.stages
         for start in (s.first_started_at, s.last_started_at) if start
     ]
-    span = wall_span(reports)
     line = (
         f"suite: {len(reports)} director{'y' if len(reports) == 1 else 'ies'}, "
         f"{_plural(runs, 'run')}, {format_duration(total)} in all"
     )
-    if span is not None:
-        wall = span[1] - span[0]
+    if (span := wall_span(reports)) is not None:
         line += (
-            f" (the sum of the runs), a wall span of {format_duration(wall)} "
+            f" (the sum of the runs), a wall span of {format_duration(span[1] - span[0])} "
             "(first start to last end)"
         )
     if starts:
         first, last = start_range(starts)  # by time: the stages' forms may differ
         line += f", started {first} to {last}"
+    return line + _suite_progress(reports)
+
+
+def _suite_progress(reports: Sequence[ArtifactReport]) -> str:
+    """``; 2 stages in progress, about ... to go``, or nothing when every stage is done."""
     going = [p for r in reports for p in r.progress.values() if not p.complete]
-    if going:
-        summed = [p for r in reports for p in _outermost(r, [
-            s for s in r.stages if s.name in r.progress and not r.progress[s.name].complete
-        ])]
-        line += f"; {_plural(len(going), 'stage')} in progress, {_to_go(suite_eta(summed))}"
-    return line
+    if not going:
+        return ""
+    summed = [p for r in reports for p in _outermost(r, [
+        s for s in r.stages if s.name in r.progress and not r.progress[s.name].complete
+    ])]
+    return f"; {_plural(len(going), 'stage')} in progress, {_to_go(suite_eta(summed))}"
 
 
 def render_text(reports: Sequence[ArtifactReport], *, runs: bool = False) -> str:

@@ -144,6 +144,14 @@ def _number(value: float | None) -> str:
     return "" if value is None else repr(value)
 
 
+def _csv_cells(s: Summary | None, kinds: list[str]) -> list[str]:
+    """A stage's cells of a directory's CSV row: empty where it has no runs."""
+    if s is None:
+        return [""] * len(kinds)
+    values = {"mean": s.mean, "stdev": s.stdev, "median": s.median, "q1": s.q1, "q3": s.q3}
+    return [str(s.runs) if k == "runs" else _number(values[k]) for k in kinds]
+
+
 def _csv(table: SuiteTable) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -158,13 +166,7 @@ def _csv(table: SuiteTable) -> str:
     ):
         cells = [spreadsheet_safe(path), *map(spreadsheet_safe, labels)]
         for name in table.stages:
-            s = row.get(name)
-            if s is None:
-                cells += [""] * len(kinds)
-                continue
-            values = {"mean": s.mean, "stdev": s.stdev, "median": s.median, "q1": s.q1,
-                      "q3": s.q3}
-            cells += [str(s.runs) if k == "runs" else _number(values[k]) for k in kinds]
+            cells += _csv_cells(row.get(name), kinds)
         cells.append(repr(total))
         writer.writerow(cells)
     return out.getvalue()

@@ -8,7 +8,7 @@ never acts on what they hold.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from stagetimer._analysis.eta import Eta, StageProgress
 from stagetimer._analysis.watch import Snapshot
@@ -17,6 +17,9 @@ from stagetimer._render.duration import format_duration
 from stagetimer._render.json_text import json_escaped, strict_json
 
 __all__ = ["Drawn", "eta_text", "snapshot_json", "snapshot_lines", "snapshot_text"]
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 _HEADER = ("stage", "done", "running", "failed", "killed", "unknown", "pending", "elapsed",
            "to go (median, 90 %)")
@@ -126,20 +129,20 @@ class Drawn:
         self._previous_pieces, self.pieces = self.pieces, {}
 
     def piece(self, key: tuple[str, tuple[object, ...]]) -> tuple[str, ...] | None:
-        pieces = self.pieces.get(key)
-        if pieces is None:
-            pieces = self._previous_pieces.get(key)
-            if pieces is not None:
-                self.pieces[key] = pieces
-        return pieces
+        return _kept(self.pieces, self._previous_pieces, key)
 
     def table(self, key: tuple[str, tuple[tuple[object, ...], ...]]) -> list[str] | None:
-        lines = self.tables.get(key)
-        if lines is None:
-            lines = self._previous.get(key)
-            if lines is not None:
-                self.tables[key] = lines
-        return lines
+        return _kept(self.tables, self._previous, key)
+
+
+def _kept(now: dict[_K, _V], before: dict[_K, _V], key: _K) -> _V | None:
+    """``now[key]``, else ``before[key]`` kept into ``now``; None when neither holds it."""
+    found = now.get(key)
+    if found is None:
+        found = before.get(key)
+        if found is not None:
+            now[key] = found
+    return found
 
 
 def _table(path: str, rows: tuple[tuple[str, ...], ...]) -> list[str]:

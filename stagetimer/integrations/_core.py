@@ -74,6 +74,39 @@ def check_version(framework: str, version: str, low: str, high: str) -> None:
         )
 
 
+def _check_recorder(directory: str | os.PathLike[str] | None, recorder: Recorder | None) -> None:
+    """Either a directory or a recorder, not both; a recorder a ``Recorder``."""
+    if directory is not None and recorder is not None:
+        raise InvalidSettingError(
+            "give either directory or recorder, not both", (directory, recorder)
+        )
+    if recorder is not None and not isinstance(recorder, Recorder):
+        raise InvalidSettingError(
+            f"recorder {recorder!r} is not valid: expected a stagetimer.Recorder", recorder
+        )
+
+
+def _check_settings(
+    directory: str | os.PathLike[str] | None, recorder: Recorder | None, run_idx: int | None,
+    train_stage: str,
+) -> None:
+    """Raise :class:`InvalidSettingError` for the first of a callback's arguments that is
+    not valid."""
+    _check_recorder(directory, recorder)
+    if not isinstance(train_stage, str) or not is_training_name(train_stage):
+        raise InvalidSettingError(
+            f"train_stage {train_stage!r} is not valid: expected a name ending in '_train' "
+            "(its continuation, <name>_auto_resume, times a resumed fit)",
+            train_stage,
+        )
+    if run_idx is not None and (
+        isinstance(run_idx, bool) or not isinstance(run_idx, int) or run_idx < 0
+    ):
+        raise InvalidSettingError(
+            f"run_idx {run_idx!r} is not valid: expected None or an int >= 0", run_idx
+        )
+
+
 class FitTimer:
     """The stages of the fits one callback sees; each callback maps its hooks onto it."""
 
@@ -85,26 +118,7 @@ class FitTimer:
         train_stage: str,
         data_wait: bool,
     ) -> None:
-        if directory is not None and recorder is not None:
-            raise InvalidSettingError(
-                "give either directory or recorder, not both", (directory, recorder)
-            )
-        if recorder is not None and not isinstance(recorder, Recorder):
-            raise InvalidSettingError(
-                f"recorder {recorder!r} is not valid: expected a stagetimer.Recorder", recorder
-            )
-        if not isinstance(train_stage, str) or not is_training_name(train_stage):
-            raise InvalidSettingError(
-                f"train_stage {train_stage!r} is not valid: expected a name ending in '_train' "
-                "(its continuation, <name>_auto_resume, times a resumed fit)",
-                train_stage,
-            )
-        if run_idx is not None and (
-            isinstance(run_idx, bool) or not isinstance(run_idx, int) or run_idx < 0
-        ):
-            raise InvalidSettingError(
-                f"run_idx {run_idx!r} is not valid: expected None or an int >= 0", run_idx
-            )
+        _check_settings(directory, recorder, run_idx, train_stage)
         self._recorder = (
             Recorder(directory, policy="upsert") if directory is not None else recorder
         )

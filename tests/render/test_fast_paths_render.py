@@ -340,7 +340,7 @@ def _ref_layout(value: Any, level: int = 0) -> str:
 @given(st.recursive(_JSON, lambda inner: st.lists(inner, max_size=3)
                     | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=20))
 def test_compare_json_layout_is_json_dumps_cut_at_level_4(value: Any) -> None:
-    from stagetimer._render.compare.text import _layout
+    from stagetimer._render.json_text import _layered as _layout
     from stagetimer._render.json_text import strict_json
 
     finite = _finite(value)

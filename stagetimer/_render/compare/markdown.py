@@ -26,6 +26,7 @@ from stagetimer._analysis.compare.model import (
 from stagetimer._render.compare.text import (
     format_ratio,
     hardware_words,
+    interval_words,
     metadata_words,
     software_unknown,
     software_words,
@@ -69,21 +70,22 @@ def _table(rows: Sequence[_Row], comparison: Comparison, several: bool) -> list[
     for pair, stage in rows:
         means = [s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None]
         unit = unit_for(means)
-        ci = "-" if stage.ratio_ci is None else (
-            f"{format_ratio(stage.ratio_ci[0])} to {format_ratio(stage.ratio_ci[1])}"
-        )
-        q = "-" if stage.q_value is None else format_ratio(stage.q_value)
-        why = why_no_verdict(stage, comparison.threshold, comparison.comparisons)
-        if why is not None:
-            q += " " + (_MANY if stage.q_value and stage.q_value > SIGNIFICANCE else _SMALL)
         cells = [
             markdown_text(stage.name), _side(stage.base, unit), _side(stage.new, unit),
-            _change(stage), ci, q,
+            _change(stage), interval_words(stage.ratio_ci), _q(stage, comparison),
         ]
         if several:
             cells.insert(0, markdown_text(pair.relpath or pair.new))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _q(stage: StageComparison, comparison: Comparison) -> str:
+    """The q-value, marked where the interval excludes 1 without a verdict (``_notes``)."""
+    q = "-" if stage.q_value is None else format_ratio(stage.q_value)
+    if why_no_verdict(stage, comparison.threshold, comparison.comparisons) is None:
+        return q
+    return q + " " + (_MANY if stage.q_value and stage.q_value > SIGNIFICANCE else _SMALL)
 
 
 _MANY, _SMALL = "\N{DAGGER}", "\N{DOUBLE DAGGER}"
@@ -132,19 +134,24 @@ def _summary(comparison: Comparison, rows: Sequence[_Row]) -> str:
     )
 
 
-def _differences(comparison: Comparison, several: bool) -> list[str]:
+def _pair_differences(pair: Pair, several: bool) -> list[str]:
+    """A pair's hardware, software and metadata differences as list items."""
+    where = f"{markdown_text(pair.relpath or pair.new)}: " if several else ""
     lines: list[str] = []
-    for pair in comparison.pairs:
-        where = f"{markdown_text(pair.relpath or pair.new)}: " if several else ""
-        if pair.hardware_differences:
-            lines.extend(f"- {where}hardware: {markdown_text(w)}" for w in hardware_words(pair))
-        elif not pair.base_hardware_ids or not pair.new_hardware_ids:
-            lines.append(f"- {where}hardware not described on one side")
-        side = software_unknown(pair)
-        if side is not None:
-            lines.append(f"- {where}software not described on the {side} side")
-        lines.extend(f"- {where}software: {markdown_text(w)}" for w in software_words(pair))
-        lines.extend(f"- {where}metadata: {markdown_text(w)}" for w in metadata_words(pair))
+    if pair.hardware_differences:
+        lines.extend(f"- {where}hardware: {markdown_text(w)}" for w in hardware_words(pair))
+    elif not pair.base_hardware_ids or not pair.new_hardware_ids:
+        lines.append(f"- {where}hardware not described on one side")
+    side = software_unknown(pair)
+    if side is not None:
+        lines.append(f"- {where}software not described on the {side} side")
+    lines.extend(f"- {where}software: {markdown_text(w)}" for w in software_words(pair))
+    lines.extend(f"- {where}metadata: {markdown_text(w)}" for w in metadata_words(pair))
+    return lines
+
+
+def _differences(comparison: Comparison, several: bool) -> list[str]:
+    lines = [line for pair in comparison.pairs for line in _pair_differences(pair, several)]
     if not lines:
         if not any(p.base_software_ids or p.new_software_ids for p in comparison.pairs):
             return ["Same hardware on both sides (by the fields that change timings); "
@@ -164,6 +171,25 @@ def _unpaired(comparison: Comparison) -> list[str]:
     return lines
 
 
+def _verdict_tables(rows: Sequence[_Row], comparison: Comparison, several: bool) -> list[str]:
+    """The regressions' table, the improvements', then the rest's folded away."""
+    lines = []
+    for title, verdict in (("Regressions", SLOWER), ("Improvements", FASTER)):
+        chosen = [row for row in rows if row[1].verdict == verdict]
+        if chosen:
+            lines += [f"#### {title} ({len(chosen)})", "",
+                      *_table(chosen, comparison, several), ""]
+    rest = [row for row in rows if row[1].verdict not in (SLOWER, FASTER)]
+    if not rest:
+        return lines
+    return [
+        *lines,
+        f"<details><summary>{len(rest)} other stage{'s' if len(rest) != 1 else ''}: "
+        f"{NO_DIFFERENCE} or {TOO_FEW_RUNS}</summary>", "",
+        *_table(rest, comparison, several), *_notes(rest, comparison), "", "</details>", "",
+    ]
+
+
 def render_markdown(comparison: Comparison) -> str:
     """The comparison as GitHub Markdown for a pull-request comment."""
     rows = [(pair, stage) for pair in comparison.pairs for stage in pair.stages]
@@ -172,18 +198,7 @@ def render_markdown(comparison: Comparison) -> str:
     if not several and comparison.pairs:
         pair = comparison.pairs[0]
         lines += [f"Base: {markdown_text(pair.base)}  ", f"New: {markdown_text(pair.new)}", ""]
-    for title, verdict in (("Regressions", SLOWER), ("Improvements", FASTER)):
-        chosen = [row for row in rows if row[1].verdict == verdict]
-        if chosen:
-            lines += [f"#### {title} ({len(chosen)})", "",
-                      *_table(chosen, comparison, several), ""]
-    rest = [row for row in rows if row[1].verdict not in (SLOWER, FASTER)]
-    if rest:
-        lines += [
-            f"<details><summary>{len(rest)} other stage{'s' if len(rest) != 1 else ''}: "
-            f"{NO_DIFFERENCE} or {TOO_FEW_RUNS}</summary>", "",
-            *_table(rest, comparison, several), *_notes(rest, comparison), "", "</details>", "",
-        ]
+    lines += _verdict_tables(rows, comparison, several)
     lines += [*_differences(comparison, several), ""]
     lines += _unpaired(comparison)
     return "\n".join(lines).rstrip("\n") + "\n"

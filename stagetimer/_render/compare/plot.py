@@ -44,19 +44,22 @@ _TICKS = (
 _COARSE_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 
 
+def _hardware(pair: Pair) -> str:
+    """A pair's hardware in words: what differs, or the same, or not known."""
+    words = "; ".join(hardware_words(pair))
+    if words:
+        return f"hardware differs: {words}"
+    known = bool(pair.base_hardware_ids and pair.new_hardware_ids) and not (
+        pair.undescribed_hardware_ids
+    )
+    return SAME_HARDWARE if known else "hardware not described on one side"
+
+
 def _caption(comparison: Comparison) -> str:
     """The hardware differences in words, pairs with the same differences on one line."""
     groups: dict[str, list[str]] = {}
     for pair in comparison.pairs:
-        words = "; ".join(hardware_words(pair))
-        if not words:
-            known = bool(pair.base_hardware_ids and pair.new_hardware_ids) and not (
-                pair.undescribed_hardware_ids
-            )
-            words = SAME_HARDWARE if known else "hardware not described on one side"
-        else:
-            words = f"hardware differs: {words}"
-        groups.setdefault(words, []).append(_label(pair))
+        groups.setdefault(_hardware(pair), []).append(_label(pair))
     if len(groups) == 1:
         ((words, labels),) = groups.items()
         scope = f"all {len(labels)} pairs: " if len(labels) > 1 else ""
@@ -174,6 +177,37 @@ def _elided(text: str, width: int = 90) -> str:
     return text if len(text) <= width else "\N{HORIZONTAL ELLIPSIS}" + text[-(width - 1):]
 
 
+def _row_labels(comparison: Comparison, rows: list[tuple[Pair, StageComparison]]) -> list[str]:
+    """Each row's stage name, after its pair's short label where there are several pairs."""
+    if len(comparison.pairs) <= 1:
+        return [stage.name for _, stage in rows]
+    short = _short_labels([pair.relpath or _label(pair) for pair in comparison.pairs])
+    names = {id(pair): label for pair, label in zip(comparison.pairs, short, strict=True)}
+    return [f"{names[id(pair)]}  {stage.name}" for pair, stage in rows]
+
+
+def _draw_ratio(axes: Any, y: int, stage: StageComparison) -> None:
+    """Row ``y``: the stage's ratio as a dot on its interval, and its value beside them."""
+    colour = _COLOURS.get(stage.verdict, _NEUTRAL)
+    assert stage.ratio is not None
+    ratio = _shown(stage.ratio)
+    end = ratio
+    if stage.ratio_ci is not None:
+        low, high = map(_shown, stage.ratio_ci)
+        axes.errorbar(
+            [ratio], [y], xerr=[[ratio - low], [high - ratio]],
+            fmt="o", color=colour, ecolor=colour, capsize=4,
+        )  # fmt: skip
+        end = max(high, ratio)
+    else:
+        axes.plot([ratio], [y], marker="o", fillstyle="none", color=colour)
+    # Beside the whisker's end, not over it.
+    axes.annotate(
+        f"{stage.ratio:.3g}x", (end, y), xytext=(6, 0), va="center",
+        textcoords="offset points", fontsize=8, color=colour,
+    )  # fmt: skip
+
+
 def plot_comparison(comparison: Comparison, path: str) -> None:
     """Draw the ratios of ``comparison`` into ``path`` (.png or .svg)."""
     plt = load_pyplot()
@@ -185,10 +219,7 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
     ]
     if not rows:
         raise ValueError("no stage has runs on both sides: nothing to plot")
-    several = len(comparison.pairs) > 1
-    short = _short_labels([pair.relpath or _label(pair) for pair in comparison.pairs])
-    names = {id(pair): label for pair, label in zip(comparison.pairs, short, strict=True)}
-    labels = [f"{names[id(pair)]}  {stage.name}" if several else stage.name for pair, stage in rows]
+    labels = _row_labels(comparison, rows)
     caption = _caption(comparison)
     caption_lines = caption.count("\n") + 1
     axes_height = 1.3 + 0.32 * len(rows)
@@ -197,24 +228,7 @@ def plot_comparison(comparison: Comparison, path: str) -> None:
     height = figure.get_figheight()
     try:
         for y, (_, stage) in enumerate(rows):
-            colour = _COLOURS.get(stage.verdict, _NEUTRAL)
-            assert stage.ratio is not None
-            ratio = _shown(stage.ratio)
-            end = ratio
-            if stage.ratio_ci is not None:
-                low, high = map(_shown, stage.ratio_ci)
-                axes.errorbar(
-                    [ratio], [y], xerr=[[ratio - low], [high - ratio]],
-                    fmt="o", color=colour, ecolor=colour, capsize=4,
-                )  # fmt: skip
-                end = max(high, ratio)
-            else:
-                axes.plot([ratio], [y], marker="o", fillstyle="none", color=colour)
-            # Beside the whisker's end, not over it.
-            axes.annotate(
-                f"{stage.ratio:.3g}x", (end, y), xytext=(6, 0), va="center",
-                textcoords="offset points", fontsize=8, color=colour,
-            )  # fmt: skip
+            _draw_ratio(axes, y, stage)
         axes.axvline(1.0, color="black", linewidth=1)
         _legend(axes, {stage.verdict for _, stage in rows})
         axes.set_xscale("log")

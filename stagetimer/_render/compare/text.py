@@ -32,7 +32,7 @@ from stagetimer._analysis.compare.model import (
 from stagetimer._escape import escape_text
 from stagetimer._render.compute import used_side_by_side
 from stagetimer._render.duration import Unit, unit_for
-from stagetimer._render.json_text import strict_json
+from stagetimer._render.json_text import layered_json
 from stagetimer.hardware import Difference, format_differences
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "format_comparison",
     "format_ratio",
     "hardware_words",
+    "interval_words",
     "metadata_lines",
     "metadata_words",
     "render_json",
@@ -79,6 +80,13 @@ def format_ratio(value: float) -> str:
     return f"{value:#.3g}"
 
 
+def interval_words(interval: tuple[float, float] | None) -> str:
+    """A 95 % interval as ``0.791 to 0.836``; ``-`` for none."""
+    if interval is None:
+        return "-"
+    return f"{format_ratio(interval[0])} to {format_ratio(interval[1])}"
+
+
 def why_no_verdict(stage: StageComparison, threshold: float, comparisons: int) -> str | None:
     """Why "no significant difference" stands beside an interval that excludes 1; None
     when the interval includes 1 (nothing to explain)."""
@@ -98,16 +106,22 @@ def why_no_verdict(stage: StageComparison, threshold: float, comparisons: int) -
     )
 
 
+def _counts(stage: StageComparison) -> str:
+    """``5 and 5 runs``, or ``4 pairs of runs, 1 and 0 unmatched`` where runs were paired."""
+    if stage.pairs_of_runs is None:
+        return f"{stage.base.runs} and {stage.new.runs} runs"
+    counts = f"{stage.pairs_of_runs} pairs of runs"
+    if any(stage.unmatched_runs):
+        counts += f", {stage.unmatched_runs[0]} and {stage.unmatched_runs[1]} unmatched"
+    return counts
+
+
 def _stage_line(stage: StageComparison, threshold: float, comparisons: int) -> str:
     # Both sides in one unit: the one the larger mean reads best in.
     unit = unit_for([s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None])
     both = f"{_side_text('base', stage.base, unit)} -> {_side_text('new', stage.new, unit)}"
     name = escape_text(stage.name)
-    counts = f"{stage.base.runs} and {stage.new.runs} runs"
-    if stage.pairs_of_runs is not None:
-        counts = f"{stage.pairs_of_runs} pairs of runs"
-        if any(stage.unmatched_runs):
-            counts += f", {stage.unmatched_runs[0]} and {stage.unmatched_runs[1]} unmatched"
+    counts = _counts(stage)
     if stage.ratio is None:
         why = "no run is matched" if stage.pairs_of_runs is not None else "a side has no valid run"
         return f"{name}: {both}: {TOO_FEW_RUNS} ({why})"
@@ -261,18 +275,22 @@ def format_comparison(comparison: Comparison) -> str:
         if paths:
             listed = "\n".join(f"  {escape_text(path)}" for path in paths)
             blocks.append(f"Only in {side} ({len(paths)}), not compared:\n{listed}")
-    verdicts = Counter(stage.verdict for pair in comparison.pairs for stage in pair.stages)
-    if not comparison.pairs:
-        blocks.append("No artifact directory is at the same path on both sides.")
-    else:
-        order = (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW_RUNS)
-        counts = ", ".join(f"{verdicts[v]} {v}" for v in order if verdicts[v])
-        threshold = f"{comparison.threshold * 100:g} %"
-        blocks.append(
-            f"{len(comparison.pairs)} pair(s), {sum(verdicts.values())} stage(s): "
-            f"{counts or 'none compared'} (threshold {threshold}; {_tests(comparison)})"
-        )
+    blocks.append(_verdicts_line(comparison))
     return "\n\n".join(blocks) + "\n"
+
+
+def _verdicts_line(comparison: Comparison) -> str:
+    """How many pairs and stages, each verdict's count, the threshold and the test."""
+    if not comparison.pairs:
+        return "No artifact directory is at the same path on both sides."
+    verdicts = Counter(stage.verdict for pair in comparison.pairs for stage in pair.stages)
+    order = (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW_RUNS)
+    counts = ", ".join(f"{verdicts[v]} {v}" for v in order if verdicts[v])
+    threshold = f"{comparison.threshold * 100:g} %"
+    return (
+        f"{len(comparison.pairs)} pair(s), {sum(verdicts.values())} stage(s): "
+        f"{counts or 'none compared'} (threshold {threshold}; {_tests(comparison)})"
+    )
 
 
 def _tests(comparison: Comparison) -> str:
@@ -288,33 +306,8 @@ def _tests(comparison: Comparison) -> str:
     )
 
 
-#: nesting level from which a value is written on one line: each stage, each difference
-_COMPACT_LEVEL = 4
-
-
-#: one value on one line, strict JSON: ``json.dumps(value, ensure_ascii=False, allow_nan=False)``
-#: with its encoder built once
-_ONE_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-
-
-def _layout(value: Any, level: int) -> str:
-    if level >= _COMPACT_LEVEL or not isinstance(value, (dict, list)):
-        return _ONE_LINE(value)
-    if not value:  # a pair's many empty lists: no encoder built for each
-        return "{}" if isinstance(value, dict) else "[]"
-    inner, outer = "  " * (level + 1), "  " * level
-    if isinstance(value, dict):
-        items = [
-            f"{inner}{_ONE_LINE(key)}: {_layout(item, level + 1)}"
-            for key, item in value.items()
-        ]
-        return "{\n" + ",\n".join(items) + f"\n{outer}}}"
-    items = [f"{inner}{_layout(item, level + 1)}" for item in value]
-    return "[\n" + ",\n".join(items) + f"\n{outer}]"
-
-
 def render_json(comparison: Comparison) -> str:
     """``comparison.to_dict()`` as strict JSON text (no NaN or infinity: null; no raw
     control characters; bytes that were not UTF-8 as escapes), indented down to the
     pairs' lists, each stage and each difference on one line."""
-    return strict_json(_layout, comparison.to_dict())
+    return layered_json(comparison.to_dict())

@@ -21,6 +21,7 @@ from stagetimer._analysis.compare.model import (
 from stagetimer._render.compare.text import (
     format_ratio,
     hardware_words,
+    interval_words,
     metadata_words,
     software_words,
     times,
@@ -30,7 +31,6 @@ from stagetimer._render.duration import format_duration
 from stagetimer._render.html.page import html_text, number, page
 from stagetimer._render.html.svg import (
     WIDTH,
-    Mark,
     Row,
     Scale,
     axis,
@@ -96,43 +96,46 @@ def _ratio_chart(rows: Sequence[tuple[str, StageComparison]]) -> str:
     values = [v for _, s in measured for v in (s.ratio, *(s.ratio_ci or ())) if v is not None]
     scale = _scale(values)
     shown = measured[:ROWS]
-    marks = [
-        Row(n, (Mark(s.ratio, _words(s)),) if s.ratio is not None else ())
-        for n, s in shown
-    ]
-    lines = []
-    for i, (_, s) in enumerate(shown):
-        y = 8 + i * 18 + 9
-        if s.ratio_ci is not None:
-            lines.append(
-                f'<line class="ci {_kind(s.verdict)}" x1="{number(scale.x(s.ratio_ci[0]))}" '
-                f'x2="{number(scale.x(s.ratio_ci[1]))}" y1="{y}" y2="{y}">'
-                f"<title>{html_text(_words(s))}</title></line>"
-            )
-        lines.append(f'<circle class="{_kind(s.verdict)}" cx="{number(scale.x(s.ratio or 1))}" '
-                     f'cy="{y}" r="4"><title>{html_text(_words(s))}</title></circle>')
+    lines = [_ratio_mark(i, s, scale) for i, (_, s) in enumerate(shown)]
     one = number(scale.x(1.0))
     bottom = 8 + len(shown) * 18
     lines.append(f'<line class="one" x1="{one}" x2="{one}" y1="4" y2="{bottom}"/>')
     alt = (f"Ratio new/base of {len(shown)} stages with its 95 % interval, on a logarithmic "
            "axis; slower stages first")
     # the rows' labels and axis come from chart(); its own dots are not drawn (no marks)
-    drawn = chart([Row(r.name, ()) for r in marks], scale, alt=alt, what="stages",
+    drawn = chart([Row(n, ()) for n, _ in shown], scale, alt=alt, what="stages",
                   shown=_times, extra="".join(lines))
     if len(measured) <= ROWS:
         return drawn
+    return drawn + _all_ratios(measured, scale)
+
+
+def _ratio_mark(i: int, s: StageComparison, scale: Scale) -> str:
+    """Row ``i``'s ratio as a dot, on its 95 % interval as a line where it has one."""
+    y = 8 + i * 18 + 9
+    title = f"<title>{html_text(_words(s))}</title>"
+    dot = (f'<circle class="{_kind(s.verdict)}" cx="{number(scale.x(s.ratio or 1))}" '
+           f'cy="{y}" r="4">{title}</circle>')
+    if s.ratio_ci is None:
+        return dot
+    return (f'<line class="ci {_kind(s.verdict)}" x1="{number(scale.x(s.ratio_ci[0]))}" '
+            f'x2="{number(scale.x(s.ratio_ci[1]))}" y1="{y}" y2="{y}">{title}</line>{dot}')
+
+
+def _all_ratios(measured: Sequence[tuple[str, StageComparison]], scale: Scale) -> str:
+    """Past ``ROWS`` stages: a note, and the histogram of every stage's ratio."""
     ratios = [s.ratio for _, s in measured if s.ratio is not None]
-    note = (f"<p class=\"note\">The first {ROWS} of {len(measured)} stages are drawn above; "
+    one = number(scale.x(1.0))
+    note = (f"<p class=\"note\">The first {ROWS} of {len(ratios)} stages are drawn above; "
             "the ratios of all of them as a histogram below.</p>")
     every = svg(f"Histogram of the ratio new/base of all {len(ratios)} stages", 126,
                 axis(scale, 92, 6, _times) + histogram(ratios, scale, 10, 80, "stages", _times)
                 + f'<line class="one" x1="{one}" x2="{one}" y1="6" y2="92"/>', WIDTH)
-    return drawn + note + every
+    return note + every
 
 
 def _row(name: str, s: StageComparison, resources: bool) -> str:
-    interval = "-" if s.ratio_ci is None else \
-        f"{format_ratio(s.ratio_ci[0])} to {format_ratio(s.ratio_ci[1])}"
+    interval = interval_words(s.ratio_ci)
     cells = [
         str(s.base.runs), format_duration(s.base.median_seconds),
         str(s.new.runs), format_duration(s.new.median_seconds),
@@ -168,15 +171,19 @@ def _table(comparison: Comparison) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _pair_words(pair: Pair) -> list[str]:
+    """What differs between a pair's sides, and the stages on one side only."""
+    return [*(f"hardware: {w}" for w in hardware_words(pair)),
+            *(f"software: {w}" for w in software_words(pair)),
+            *(f"metadata: {w}" for w in metadata_words(pair)),
+            *(f"only in base: {n}" for n in pair.base_only_stages),
+            *(f"only in new: {n}" for n in pair.new_only_stages)]
+
+
 def _differences(comparison: Comparison) -> str:
     items = []
     for pair in comparison.pairs:
-        words = [*(f"hardware: {w}" for w in hardware_words(pair)),
-                 *(f"software: {w}" for w in software_words(pair)),
-                 *(f"metadata: {w}" for w in metadata_words(pair))]
-        words += [f"only in base: {n}" for n in pair.base_only_stages]
-        words += [f"only in new: {n}" for n in pair.new_only_stages]
-        if words:
+        if words := _pair_words(pair):
             listed = "".join(f"<li>{html_text(w)}</li>" for w in words[:ROWS])
             items.append(f'<h3 class="path">{html_text(pair.relpath or pair.new)}</h3>'
                          f"<ul>{listed}</ul>")
@@ -191,14 +198,21 @@ def _pairs(count: int) -> str:
     return "1 pair of directories" if count == 1 else f"{count} pairs of directories"
 
 
-def render_html(comparison: Comparison, base: str, new: str) -> str:
-    """The comparison of ``base`` and ``new`` as one self-contained page."""
-    stages = [s for p in comparison.pairs for s in p.stages]
-    counts = {v: sum(1 for s in stages if s.verdict == v) for v in (SLOWER, FASTER)}
+def _chart_rows(comparison: Comparison,
+                stages: list[StageComparison]) -> list[tuple[str, StageComparison]]:
+    """Every stage with its name on the chart (its directory's too where there are
+    several), in ``ordered``'s order."""
     several = len(comparison.pairs) > 1
     rows = [(_name(p, s, several), s) for p in comparison.pairs for s in p.stages]
     order = {id(s): i for i, s in enumerate(ordered(stages))}
     rows.sort(key=lambda r: order[id(r[1])])
+    return rows
+
+
+def render_html(comparison: Comparison, base: str, new: str) -> str:
+    """The comparison of ``base`` and ``new`` as one self-contained page."""
+    stages = [s for p in comparison.pairs for s in p.stages]
+    counts = {v: sum(1 for s in stages if s.verdict == v) for v in (SLOWER, FASTER)}
     body = [
         "<h1>stagetimer compare</h1>",
         f'<p>base: <span class="path">{html_text(base)}</span><br>new: '
@@ -210,7 +224,7 @@ def render_html(comparison: Comparison, base: str, new: str) -> str:
         f"{comparison.threshold * 100:g} %); "
         f"{_PAIRED if comparison.paired else _WELCH}.</p>",
     ]
-    if rows:
+    if rows := _chart_rows(comparison, stages):
         body.append("<h2>Ratio new/base</h2>\n<p>Each stage's geometric-mean ratio (a dot) "
                     "with its 95 % interval (a line); left of the dashed line the new side "
                     "is faster. Regressions first, in red; improvements in blue.</p>")

@@ -12,11 +12,12 @@ same numbers for a reader without the picture.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 from stagetimer._analysis.history.model import ChangePoint, History, Point, Series
 from stagetimer._render.compare.text import format_ratio, times
 from stagetimer._render.duration import format_duration
-from stagetimer._render.history_text import change_words, point_label, series_label
+from stagetimer._render.history_text import change_words, point_label, ratio_range, series_label
 from stagetimer._render.html.page import html_text, number, page
 from stagetimer._render.html.svg import WIDTH, svg
 
@@ -60,34 +61,10 @@ def _chart(series: Series) -> str:
                 f'{html_text(point_label(series.points[0]))}</text>')
     body.append(f'<text x="{number(WIDTH - _RIGHT)}" y="{number(_HEIGHT - 8)}" '
                 f'text-anchor="end">{html_text(point_label(series.points[-1]))}</text>')
-    bounds = [0, *(c.index for c in series.changes), n]
-    for start, end in itertools.pairwise(bounds):
-        seeds = sorted(s for p in series.points[start:end] for s in p.seeds)
-        level = (seeds[len(seeds) // 2] + seeds[(len(seeds) - 1) // 2]) / 2
-        body.append(
-            f'<line class="one" x1="{number(x(start - 0.4))}" y1="{number(y(level))}" '
-            f'x2="{number(x(end - 0.6))}" y2="{number(y(level))}"><title>'
-            f'{html_text(f"segment median {format_duration(level)} from ")}'
-            f'{_tip(series.points[start], f"{end - start} points")}</title></line>'
-        )
+    body += _segments(series, x, y)
     each_seed = len(values) <= SEEDS_DRAWN
     for i, point in enumerate(series.points):
-        if not each_seed:  # the seeds' range, one mark a point
-            fastest, slowest = min(point.seeds), max(point.seeds)
-            what = (f"{len(point.seeds)} seeds from {format_duration(fastest)} to "
-                    f"{format_duration(slowest)}")
-            body.append(f'<line class="spread" x1="{number(x(i))}" y1="{number(y(slowest))}" '
-                        f'x2="{number(x(i))}" y2="{number(y(fastest))}"><title>'
-                        f"{_tip(point, what)}</title></line>")
-        for s in point.seeds if each_seed else ():
-            body.append(f'<circle class="run" cx="{number(x(i))}" cy="{number(y(s))}" r="2.5">'
-                        f'<title>{_tip(point, f"seed {format_duration(s)}")}</title></circle>')
-        body.append(
-            f'<line class="med" x1="{number(x(i) - min(6, step / 3))}" '
-            f'y1="{number(y(point.median_seconds))}" x2="{number(x(i) + min(6, step / 3))}" '
-            f'y2="{number(y(point.median_seconds))}"><title>'
-            f'{_tip(point, f"median {format_duration(point.median_seconds)}")}</title></line>'
-        )
+        body += _point_marks(point, x(i), y, min(6, step / 3), each_seed=each_seed)
     for change in series.changes:
         at = x(change.index - 0.5)
         body.append(
@@ -100,9 +77,49 @@ def _chart(series: Series) -> str:
     return svg(alt, _HEIGHT, "".join(body))
 
 
+def _segments(series: Series, x: Callable[[float], float],
+              y: Callable[[float], float]) -> list[str]:
+    """Each segment between change points as a line at its median."""
+    bounds = [0, *(c.index for c in series.changes), len(series.points)]
+    lines = []
+    for start, end in itertools.pairwise(bounds):
+        seeds = sorted(s for p in series.points[start:end] for s in p.seeds)
+        level = (seeds[len(seeds) // 2] + seeds[(len(seeds) - 1) // 2]) / 2
+        lines.append(
+            f'<line class="one" x1="{number(x(start - 0.4))}" y1="{number(y(level))}" '
+            f'x2="{number(x(end - 0.6))}" y2="{number(y(level))}"><title>'
+            f'{html_text(f"segment median {format_duration(level)} from ")}'
+            f'{_tip(series.points[start], f"{end - start} points")}</title></line>'
+        )
+    return lines
+
+
+def _point_marks(point: Point, at: float, y: Callable[[float], float], half: float, *,
+                 each_seed: bool) -> list[str]:
+    """A point at ``at``: each seed a dot (or the seeds' range, one mark a point), and its
+    median a tick ``half`` wide each side."""
+    if each_seed:
+        marks = [f'<circle class="run" cx="{number(at)}" cy="{number(y(s))}" r="2.5">'
+                 f'<title>{_tip(point, f"seed {format_duration(s)}")}</title></circle>'
+                 for s in point.seeds]
+    else:
+        fastest, slowest = min(point.seeds), max(point.seeds)
+        what = (f"{len(point.seeds)} seeds from {format_duration(fastest)} to "
+                f"{format_duration(slowest)}")
+        marks = [f'<line class="spread" x1="{number(at)}" y1="{number(y(slowest))}" '
+                 f'x2="{number(at)}" y2="{number(y(fastest))}"><title>'
+                 f"{_tip(point, what)}</title></line>"]
+    median = number(y(point.median_seconds))
+    marks.append(
+        f'<line class="med" x1="{number(at - half)}" y1="{median}" x2="{number(at + half)}" '
+        f'y2="{median}"><title>'
+        f'{_tip(point, f"median {format_duration(point.median_seconds)}")}</title></line>'
+    )
+    return marks
+
+
 def _change_row(series: Series, change: ChangePoint) -> str:
-    interval = ("-" if change.ratio_interval is None else
-                f"{format_ratio(change.ratio_interval[0])}-{format_ratio(change.ratio_interval[1])}")
+    interval = ratio_range(change)
     what = "<br>".join(html_text(w) for w in change_words(change)) or "-"
     cls = "slower" if change.ratio > 1 else "faster"
     return (

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from stagetimer._analysis.attempts.lost import lost_summary
+from stagetimer._analysis.attempts.lost import LostSummary, lost_summary
 from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._analysis.attempts.timeline import drawable
 from stagetimer._analysis.report import ArtifactReport, StageStats
@@ -119,72 +119,89 @@ def _stage_runs(report: ArtifactReport, name: str) -> list[tuple[float, dict[str
     return runs
 
 
-def _runs_charts(reports: Sequence[ArtifactReport]) -> str:
-    groups: list[tuple[str, list[Row]]] = []
+def _chart_groups(reports: Sequence[ArtifactReport]) -> tuple[str, list[tuple[str, list[Row]]]]:
+    """What the runs' charts say they show, and their rows: one chart per directory, or
+    one for the suite with each stage name's runs pooled."""
     if len(reports) <= PER_DIRECTORY:
-        for r in reports:
-            groups.append((r.path, [_row(s.name, _stage_runs(r, s.name)) for s in r.stages]))
-        intro = "Each stage's runs per directory"
-    else:
-        pooled: dict[str, list[tuple[float, dict[str, Any]]]] = {}
-        for r in reports:
-            for s in r.stages:
-                pooled.setdefault(s.name, []).extend(_stage_runs(r, s.name))
-        groups.append(("", [_row(name, runs) for name, runs in pooled.items()]))
-        intro = (f"Each stage's runs, the {len(reports)} directories' runs of a stage name "
-                 "pooled in one row")
+        groups = [(r.path, [_row(s.name, _stage_runs(r, s.name)) for s in r.stages])
+                  for r in reports]
+        return "Each stage's runs per directory", groups
+    pooled: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+    for r in reports:
+        for s in r.stages:
+            pooled.setdefault(s.name, []).extend(_stage_runs(r, s.name))
+    intro = (f"Each stage's runs, the {len(reports)} directories' runs of a stage name "
+             "pooled in one row")
+    return intro, [("", [_row(name, runs) for name, runs in pooled.items()])]
+
+
+def _group_chart(title: str, rows: list[Row]) -> list[str]:
+    """One group's chart of its first ``ROWS`` rows, under its title."""
+    shown = rows[:ROWS]
+    values = [m.value for row in shown for m in row.marks]
+    scale = log_or_linear(values)
+    axis = "logarithmic" if scale.log else "linear"
+    what = f" of {title}" if title else ""
+    alt = f"Runs{what}: {len(shown)} stages, {len(values)} runs, on a {axis} time axis"
+    parts = [f'<h3 class="path">{html_text(title)}</h3>'] if title else []
+    if len(rows) > ROWS:
+        alt += f"; {len(rows) - ROWS} more stages are in the table only"
+        parts.append(f'<p class="note">The first {ROWS} of {len(rows)} stages are drawn; '
+                     "all are in the table.</p>")
+    if shown:
+        parts.append(chart(shown, scale, alt=alt))
+    return parts
+
+
+def _runs_charts(reports: Sequence[ArtifactReport]) -> str:
+    intro, groups = _chart_groups(reports)
     parts = [f"<h2>Runs</h2>\n<p>{intro}: every run a dot, the median a black tick, the "
              "range from the fastest to the slowest run a band. Hover a mark for its value. "
              f"A row of more than {MARKS_PER_ROW} runs is drawn as a histogram of them.</p>"]
     for title, rows in groups:
-        shown = rows[:ROWS]
-        values = [m.value for row in shown for m in row.marks]
-        scale = log_or_linear(values)
-        axis = "logarithmic" if scale.log else "linear"
-        what = f" of {title}" if title else ""
-        alt = (f"Runs{what}: {len(shown)} stages, {len(values)} runs, on a {axis} time axis"
-               + (f"; {len(rows) - ROWS} more stages are in the table only" if len(rows) > ROWS
-                  else ""))
-        if title:
-            parts.append(f'<h3 class="path">{html_text(title)}</h3>')
-        if len(rows) > ROWS:
-            parts.append(f'<p class="note">The first {ROWS} of {len(rows)} stages are drawn; '
-                         "all are in the table.</p>")
-        if shown:
-            parts.append(chart(shown, scale, alt=alt))
+        parts += _group_chart(title, rows)
     return "\n".join(parts) + "\n"
 
 
 def _details(reports: Sequence[ArtifactReport]) -> str:
     """Per directory: progress, ranks, the hardware it was measured on and its warnings."""
-    from stagetimer.hardware import summary_line
-
     parts = ["<h2>Hardware and warnings</h2>"]
     for r in reports:
-        items = []
-        if (progress := directory_progress(r)) is not None:
-            items.append(f"progress: {progress}")
-        items.extend(f"ranks: {line}" for s in r.stages if (line := rank_line(s)) is not None)
-        items.extend(
-            f"measured on {hw_id}: " + ("not described" if hw is None else summary_line(hw))
-            for hw_id, hw in r.hardware.items()
-        )
-        items.extend(f"warning: {w}" for w in r.warnings)
-        if items:
+        if items := _detail_items(r):
             listed = "".join(f"<li>{html_text(i)}</li>" for i in items[:ROWS])
             more = f"<li>{len(items) - ROWS} more</li>" if len(items) > ROWS else ""
             parts.append(f'<h3 class="path">{html_text(r.path)}</h3><ul>{listed}{more}</ul>')
     return "\n".join(parts) + "\n" if len(parts) > 1 else ""
 
 
+def _detail_items(r: ArtifactReport) -> list[str]:
+    from stagetimer.hardware import summary_line
+
+    items = []
+    if (progress := directory_progress(r)) is not None:
+        items.append(f"progress: {progress}")
+    items.extend(f"ranks: {line}" for s in r.stages if (line := rank_line(s)) is not None)
+    items.extend(
+        f"measured on {hw_id}: " + ("not described" if hw is None else summary_line(hw))
+        for hw_id, hw in r.hardware.items()
+    )
+    items.extend(f"warning: {w}" for w in r.warnings)
+    return items
+
+
+def _lost_summary(reports: Sequence[ArtifactReport], attempts: Sequence[Attempt]) -> LostSummary:
+    """``lost``'s summary of the attempts, told each described hardware's GPUs and host."""
+    described = {hw_id: hw for r in reports for hw_id, hw in r.hardware.items()
+                 if hw is not None}
+    return lost_summary(attempts, {k: len(hw.gpus) for k, hw in described.items()},
+                        {k: hw.host for k, hw in described.items()})
+
+
 def _lost_section(reports: Sequence[ArtifactReport], attempts: Sequence[Attempt]) -> str:
     """``stagetimer lost``'s summary, the same attribution and figures: per hardware
     description and stage with an attempt that did not finish (the first ``ROWS``),
     productive and lost time by cause, the effective-time ratio; then all of them."""
-    described = {hw_id: hw for r in reports for hw_id, hw in r.hardware.items()
-                 if hw is not None}
-    summary = lost_summary(attempts, {k: len(hw.gpus) for k, hw in described.items()},
-                           {k: hw.host for k, hw in described.items()})
+    summary = _lost_summary(reports, attempts)
     ratio = summary.total.effective_ratio
     said = "none recorded" if ratio is None else f"{ratio:.3f}"
     parts = [
@@ -202,23 +219,43 @@ def _lost_section(reports: Sequence[ArtifactReport], attempts: Sequence[Attempt]
         count = summary.total.attempts.get("finished", 0)
         parts.append(f"<p>Nothing was lost: all {count:,} attempts finished.</p>")
     else:
-        head = "".join(f'<th scope="col">{html_text(h)}</th>' for h in LOST_HEADER)
-        body = [
-            f'<tr><th scope="row">{html_text(row[0])}</th><td class="t">{html_text(row[1])}'
-            "</td>" + "".join(f"<td>{html_text(c)}</td>" for c in row[2:]) + "</tr>"
-            for row in [*shown[:ROWS], rows[-1]]
-        ]
-        parts.append(f'<table id="lost"><thead><tr>{head}</tr></thead><tbody>'
-                     f'{"".join(body)}</tbody></table>')
-        if len(shown) > ROWS:
-            parts.append(f'<p class="note">The first {ROWS} of {len(shown)} stages with an '
-                         "attempt that did not finish are shown; all is their sum.</p>")
-        finished = len(summary.groups) - len(shown)
-        if finished:
-            parts.append(f'<p class="note">{finished:,} stages whose attempts all finished '
-                         "are in all only.</p>")
+        parts += _lost_table(shown, rows[-1], finished=len(summary.groups) - len(shown))
     parts += [f'<p class="note">{html_text(n)}.</p>' for n in lost_notes(summary)]
     return "\n".join(parts) + "\n"
+
+
+def _lost_table(shown: list[list[str]], total: list[str], *, finished: int) -> list[str]:
+    """The table of the first ``ROWS`` stages that lost time and their sum, and notes on
+    the stages left out of it."""
+    head = "".join(f'<th scope="col">{html_text(h)}</th>' for h in LOST_HEADER)
+    body = [
+        f'<tr><th scope="row">{html_text(row[0])}</th><td class="t">{html_text(row[1])}'
+        "</td>" + "".join(f"<td>{html_text(c)}</td>" for c in row[2:]) + "</tr>"
+        for row in [*shown[:ROWS], total]
+    ]
+    parts = [f'<table id="lost"><thead><tr>{head}</tr></thead><tbody>'
+             f'{"".join(body)}</tbody></table>']
+    if len(shown) > ROWS:
+        parts.append(f'<p class="note">The first {ROWS} of {len(shown)} stages with an '
+                     "attempt that did not finish are shown; all is their sum.</p>")
+    if finished:
+        parts.append(f'<p class="note">{finished:,} stages whose attempts all finished '
+                     "are in all only.</p>")
+    return parts
+
+
+def _timeline_section(reports: Sequence[ArtifactReport],
+                      attempts: Sequence[Attempt]) -> list[str]:
+    placed = [a for a in attempts if drawable(a)]
+    if not placed:
+        return ["<p>No run has a start time to draw.</p>"]
+    hosts = {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
+             if hw is not None and hw.host}
+    svg, sentence = timeline(placed, hosts)
+    return [f"<p>{html_text(sentence)} Each attempt a bar on its node and rank: "
+            "finished in blue, failed in red, killed in purple up to its last sign "
+            "of life (its faint end: the interval the evidence leaves; a dashed "
+            "end: nothing bounds when it ended), running or unknown in grey.</p>", svg]
 
 
 def render_html(
@@ -239,18 +276,7 @@ def render_html(
     body.append(stage_table(reports))
     body.append(_runs_charts(reports))
     body.append("<h2>Timeline</h2>")
-    placed = [a for a in attempts if drawable(a)]
-    if placed:
-        hosts = {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
-                 if hw is not None and hw.host}
-        svg, sentence = timeline(placed, hosts)
-        body.append(f"<p>{html_text(sentence)} Each attempt a bar on its node and rank: "
-                    "finished in blue, failed in red, killed in purple up to its last sign "
-                    "of life (its faint end: the interval the evidence leaves; a dashed "
-                    "end: nothing bounds when it ended), running or unknown in grey.</p>")
-        body.append(svg)
-    else:
-        body.append("<p>No run has a start time to draw.</p>")
+    body += _timeline_section(reports, attempts)
     if attempts:
         body.append(_lost_section(reports, attempts))
     body.append(resources_section(reports, pooled=len(reports) > PER_DIRECTORY))

@@ -70,27 +70,42 @@ def resources_section(reports: Sequence[ArtifactReport], *, pooled: bool) -> str
              "threads busy); the memory peak is the largest of a run, the red line that run's "
              "memory limit; GPU energy is summed over the runs that recorded it.</p>",
              _table(rows)]
-    cpu = [Bar(n, u.cpu_use, f"{n}: CPU use {significant(u.cpu_use)}")
-           for n, u in shown if u.cpu_use is not None]
-    if cpu:
-        parts.append("<h3>CPU use</h3>" + bars(
-            cpu, alt=f"CPU use of {len(cpu)} stages, CPU time over wall time", kind="cpu",
-            shown=significant))
-    memory = [
+    charts = (
+        _chart("CPU use", _cpu_bars(shown), "CPU use of {} stages, CPU time over wall time",
+               "cpu", significant),
+        _chart("Memory peak against the limit", _memory_bars(shown),
+               "Memory peak of {} stages, each against its memory limit where known", "peak",
+               format_bytes),
+        _chart("GPU energy", _energy_bars(shown), "GPU energy of {} stages", "energy",
+               format_energy),
+    )
+    parts.extend(chart for chart in charts if chart)
+    return "\n".join(parts) + "\n"
+
+
+def _chart(title: str, made: list[Bar], alt: str, kind: str,
+           shown: Callable[[float], str]) -> str:
+    """A titled chart of ``made``'s bars (``alt`` given their count); empty for none."""
+    if not made:
+        return ""
+    return f"<h3>{title}</h3>" + bars(made, alt=alt.format(len(made)), kind=kind, shown=shown)
+
+
+def _cpu_bars(shown: Sequence[tuple[str, StageUse]]) -> list[Bar]:
+    return [Bar(n, u.cpu_use, f"{n}: CPU use {significant(u.cpu_use)}")
+            for n, u in shown if u.cpu_use is not None]
+
+
+def _memory_bars(shown: Sequence[tuple[str, StageUse]]) -> list[Bar]:
+    return [
         Bar(n, float(u.peak_bytes), f"{n}: memory peak {format_bytes(u.peak_bytes)}",
             None if u.limit_bytes is None else float(u.limit_bytes),
             "" if u.limit_bytes is None else f"{n}: memory limit {format_bytes(u.limit_bytes)}")
         for n, u in shown if u.peak_bytes is not None
     ]
-    if memory:
-        parts.append("<h3>Memory peak against the limit</h3>" + bars(
-            memory, alt=f"Memory peak of {len(memory)} stages, each against its memory limit "
-            "where known", kind="peak", shown=format_bytes))
-    energy = [Bar(n, u.energy_joules, f"{n}: GPU energy {format_energy(u.energy_joules)} "
-                  f"({u.energy_runs} of {u.runs} runs)")
-              for n, u in shown if u.energy_joules is not None]
-    if energy:
-        parts.append("<h3>GPU energy</h3>" + bars(
-            energy, alt=f"GPU energy of {len(energy)} stages", kind="energy",
-            shown=format_energy))
-    return "\n".join(parts) + "\n"
+
+
+def _energy_bars(shown: Sequence[tuple[str, StageUse]]) -> list[Bar]:
+    return [Bar(n, u.energy_joules, f"{n}: GPU energy {format_energy(u.energy_joules)} "
+                f"({u.energy_runs} of {u.runs} runs)")
+            for n, u in shown if u.energy_joules is not None]

@@ -100,15 +100,21 @@ def log_or_linear(values: Sequence[float], *, wide: float = 20.0) -> Scale:
 def ticks(scale: Scale, count: int = 6) -> list[float]:
     """Round values along ``scale``: decades on a log axis (every k-th where there are
     many), 1-2-5 steps on a linear one."""
-    if scale.log:
-        low, high = math.log10(scale.low), math.log10(scale.high)
-        first, last = math.floor(low), math.ceil(high)
-        if high - low <= 2:  # a decade or two: 1, 2 and 5 of each
-            steps = [m * 10.0 ** k for k in range(first, last + 1) for m in (1, 2, 5)]
-            return [v for v in steps if scale.low <= v <= scale.high]
-        first, last = round(low), round(high)
-        step = max(1, math.ceil((last - first) / count))
-        return [10.0 ** k for k in range(first, last + 1, step)]
+    return _log_ticks(scale, count) if scale.log else _linear_ticks(scale, count)
+
+
+def _log_ticks(scale: Scale, count: int) -> list[float]:
+    low, high = math.log10(scale.low), math.log10(scale.high)
+    first, last = math.floor(low), math.ceil(high)
+    if high - low <= 2:  # a decade or two: 1, 2 and 5 of each
+        steps = [m * 10.0 ** k for k in range(first, last + 1) for m in (1, 2, 5)]
+        return [v for v in steps if scale.low <= v <= scale.high]
+    first, last = round(low), round(high)
+    step = max(1, math.ceil((last - first) / count))
+    return [10.0 ** k for k in range(first, last + 1, step)]
+
+
+def _linear_ticks(scale: Scale, count: int) -> list[float]:
     span = scale.high - scale.low
     if not span > 0 or not math.isfinite(span):
         return [scale.low]

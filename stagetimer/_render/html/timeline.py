@@ -19,7 +19,7 @@ import attrs
 from stagetimer._analysis.attempts.scan import Attempt
 from stagetimer._render.duration import format_duration
 from stagetimer._render.html.page import html_text, number
-from stagetimer._render.html.svg import WIDTH, Scale, label, svg, ticks
+from stagetimer._render.html.svg import WIDTH, Scale, axis, label, svg
 from stagetimer._render.lost_text import attempt_parts
 
 __all__ = ["BARS", "lane_name", "timeline"]
@@ -144,26 +144,42 @@ def _placed(
     aggregated = len(finished) > BARS
     drawn: list[_Drawn] = []
     if aggregated:
-        busy: dict[_Key, list[tuple[float, float]]] = {}
-        for a, start, end, _ in finished:
-            busy.setdefault(_lane_key(a, hosts), []).append((start, end))
-        for key, lane in sorted(busy.items()):
-            drawn.extend(
-                _Drawn(key, start, end, None, "ok", f"{count} finished attempts, busy from "
-                       f"+{format_duration(start - t0)} to +{format_duration(end - t0)}")
-                for start, end, count in _busy(lane)
-            )
+        drawn += _busy_bars(finished, hosts, t0)
         spans = [p for p in spans if p[0].state != "finished"]
-    for a, start, end, tail in spans[: 2 * BARS]:
-        if a.state in ("running", "unknown"):
-            end = max(end, t1)
-        if tail is not None:
-            tail = min(tail, t1) if min(tail, t1) > end else None
-        kind = "ok" if a.state == "finished" else a.state
-        unbounded = a.state == "killed" and (a.ended_between or (None, None))[1] is None
-        drawn.append(_Drawn(_lane_key(a, hosts), start, end, tail, kind, _tooltip(a),
-                            unbounded))
+    drawn += (_attempt_bar(a, start, end, tail, t1, hosts)
+              for a, start, end, tail in spans[: 2 * BARS])
     return drawn, t0, t1, aggregated
+
+
+def _busy_bars(
+    finished: Sequence[tuple[Attempt, float, float, float | None]], hosts: Mapping[str, str],
+    t0: float,
+) -> list[_Drawn]:
+    """Finished attempts as their lanes' busy spans, one bar a span."""
+    busy: dict[_Key, list[tuple[float, float]]] = {}
+    for a, start, end, _ in finished:
+        busy.setdefault(_lane_key(a, hosts), []).append((start, end))
+    return [
+        _Drawn(key, start, end, None, "ok", f"{count} finished attempts, busy from "
+               f"+{format_duration(start - t0)} to +{format_duration(end - t0)}")
+        for key, lane in sorted(busy.items())
+        for start, end, count in _busy(lane)
+    ]
+
+
+def _attempt_bar(
+    a: Attempt, start: float, end: float, tail: float | None, t1: float,
+    hosts: Mapping[str, str],
+) -> _Drawn:
+    """One attempt's bar: one still running (or unknown) up to the horizon ``t1``, a
+    killed one's tail cut at it."""
+    if a.state in ("running", "unknown"):
+        end = max(end, t1)
+    if tail is not None:
+        tail = min(tail, t1) if min(tail, t1) > end else None
+    kind = "ok" if a.state == "finished" else a.state
+    unbounded = a.state == "killed" and (a.ended_between or (None, None))[1] is None
+    return _Drawn(_lane_key(a, hosts), start, end, tail, kind, _tooltip(a), unbounded)
 
 
 def _tracks(drawn: list[_Drawn]) -> tuple[list[int], dict[_Key, int]]:
@@ -192,6 +208,24 @@ def timeline(attempts: Sequence[Attempt], hosts: Mapping[str, str]) -> tuple[str
     drawn, t0, t1, aggregated = _placed(attempts, hosts)
     track, tracks = _tracks(drawn)
     names = {_lane_key(a, hosts): lane_name(a, hosts) for a in attempts}
+    parts, top, bottom = _lanes(names, tracks)
+    scale = Scale(0.0, max(t1 - t0, 1e-9), False, _LEFT, WIDTH - 40)
+    parts.append(axis(scale, bottom, _TOP, _since_start))
+    for i, bar in enumerate(drawn):
+        parts += _bar_parts(bar, scale, top[bar.lane] + 3 + track[i] * _TRACK, t0)
+    sentence = _sentence(attempts, len(names), t0, t1, aggregated)
+    return svg("Timeline: " + sentence, bottom + _AXIS, "".join(parts)), sentence
+
+
+def _since_start(seconds: float) -> str:
+    return f"+{format_duration(seconds)}"
+
+
+def _lanes(
+    names: Mapping[_Key, str], tracks: Mapping[_Key, int]
+) -> tuple[list[str], dict[_Key, float], float]:
+    """The lanes' labels, each lane's top and the lanes' bottom: a lane as tall as its
+    tracks."""
     top: dict[_Key, float] = {}
     y = float(_TOP)
     parts = []
@@ -201,31 +235,30 @@ def timeline(attempts: Sequence[Attempt], hosts: Mapping[str, str]) -> tuple[str
         parts.append(f'<text x="{_LEFT - 6}" y="{number(y + height / 2 + 4)}" '
                      f'text-anchor="end"><title>{html_text(name)}</title>{label(name)}</text>')
         y += height
-    bottom = y
-    scale = Scale(0.0, max(t1 - t0, 1e-9), False, _LEFT, WIDTH - 40)
-    parts.append(f'<line class="ax" x1="{_LEFT}" x2="{WIDTH - 40}" y1="{number(bottom)}" '
-                 f'y2="{number(bottom)}"/>')
-    for tick in ticks(scale):
-        x = number(scale.x(tick))
-        parts.append(
-            f'<line class="grid" x1="{x}" x2="{x}" y1="{_TOP}" y2="{number(bottom)}"/>'
-            f'<text x="{x}" y="{number(bottom + 14)}" text-anchor="middle">'
-            f"+{html_text(format_duration(tick))}</text>"
-        )
-    for i, bar in enumerate(drawn):
-        at = top[bar.lane] + 3 + track[i] * _TRACK
-        parts.append(_bar(bar.kind, scale, bar.start - t0, bar.end - t0, at, bar.tooltip))
-        if bar.tail is not None:
-            parts.append(_bar(bar.kind, scale, bar.end - t0, bar.tail - t0, at, bar.tooltip,
-                              faint=True))
-        if bar.open_end:
-            parts.append(_open_end(scale, bar.start - t0, bar.end - t0, at, bar.tooltip))
+    return parts, top, y
+
+
+def _bar_parts(bar: _Drawn, scale: Scale, at: float, t0: float) -> list[str]:
+    """A bar at height ``at``, its faint tail and its open end where it has them."""
+    parts = [_bar(bar.kind, scale, bar.start - t0, bar.end - t0, at, bar.tooltip)]
+    if bar.tail is not None:
+        parts.append(_bar(bar.kind, scale, bar.end - t0, bar.tail - t0, at, bar.tooltip,
+                          faint=True))
+    if bar.open_end:
+        parts.append(_open_end(scale, bar.start - t0, bar.end - t0, at, bar.tooltip))
+    return parts
+
+
+def _sentence(
+    attempts: Sequence[Attempt], lanes: int, t0: float, t1: float, aggregated: bool
+) -> str:
+    """What the timeline shows, and what it aggregated or left out."""
     counts = {s: sum(1 for a in attempts if a.state == s)
               for s in ("finished", "failed", "killed", "running", "unknown")}
     said = ", ".join(f"{n:,} {s}" for s, n in counts.items() if n)
     sentence = (
-        f"{len(attempts):,} attempts ({said}) on {len(names)} node and rank "
-        f"lane{'' if len(names) == 1 else 's'}, from "
+        f"{len(attempts):,} attempts ({said}) on {lanes} node and rank "
+        f"lane{'' if lanes == 1 else 's'}, from "
         f"{_stamp(datetime.datetime.fromtimestamp(t0, datetime.timezone.utc))}, over "
         f"{format_duration(t1 - t0)}."
     )
@@ -236,7 +269,7 @@ def timeline(attempts: Sequence[Attempt], hosts: Mapping[str, str]) -> tuple[str
     unfinished = len(attempts) - counts["finished"] if aggregated else len(attempts)
     if unfinished > 2 * BARS:
         sentence += f" The first {2 * BARS:,} of {unfinished:,} attempts are drawn."
-    return svg("Timeline: " + sentence, bottom + _AXIS, "".join(parts)), sentence
+    return sentence
 
 
 def _open_end(scale: Scale, start: float, end: float, y: float, tooltip: str) -> str:
