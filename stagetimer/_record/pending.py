@@ -10,7 +10,6 @@ from typing import Any
 
 import attrs
 
-from stagetimer._format import RUN_FIELDS
 from stagetimer._record.placement import placed_cpus, rank_of
 
 __all__ = [
@@ -144,7 +143,8 @@ def build_run(
     placement: Placement | None = None,
 ) -> dict[str, Any]:
     """One run as ``timings.json`` stores it: its values by key, in the file's order
-    (``RUN_FIELDS``, the fields of ``RunTiming``), the null ones left out."""
+    (``RUN_FIELDS``, the fields of ``RunTiming``: ``tests/test_schema.py`` holds this to
+    them), the null ones left out."""
     where = placement or _NOWHERE
     rank, world_size = where.rank or (None, None)
     values = {
@@ -162,8 +162,7 @@ def build_run(
         "attempt_id": finished.attempt_id,
         "parent": finished.parent,
     }
-    # Every field named (a KeyError for a field the class gained and this forgot).
-    run = {key: values[key] for key in RUN_FIELDS if values[key] is not None}
+    run = {key: value for key, value in values.items() if value is not None}
     if finished.metadata:
         run.update(finished.metadata)
     return run
