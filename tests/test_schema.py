@@ -132,3 +132,11 @@ def test_a_recorders_markers_hold_the_classes_fields(
     monkeypatch.setattr(attempt.markers, "replace", lambda _d, _i, content: written.append(content))
     attempt.fail(started, ValueError, None, 1.0, 1.7e9 + 1)
     assert list(json.loads(written[0])) == list(MARKER_FIELDS)
+
+
+def test_the_api_docs_name_every_field_of_a_run() -> None:
+    text = (DOCS.parent / "api.md").read_text(encoding="utf-8")
+    item = re.search(r"^- `RunTiming`: (.*?)\n- ", text, re.S | re.M)
+    assert item is not None
+    named = re.findall(r"`([a-z_]+)` ?(?:\(|,|\.|$)", item.group(1).replace("\n", " "))
+    assert named == [f.name for f in attrs.fields(RunTiming)]
