@@ -64,22 +64,32 @@ JSON_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 }
 
 
-@attrs.frozen
 class Key:
     """What the format says of one stored key: the metadata of its field (``key_of``),
-    whose name is the key in the JSON."""
+    whose name is the key in the JSON. (A plain class: made at import, it costs nothing.)"""
 
-    #: its JSON type, a key of ``JSON_TYPES``
-    json: str
-    #: what it holds, in one line
-    meaning: str
-    #: the unit of a number (``"s"``), else None
-    unit: str | None = None
-    #: whether it may be null (or absent)
-    optional: bool = True
-    #: whether a reader refuses the record where it has another type (False: readers
-    #: take what they can of it)
-    strict: bool = True
+    __slots__ = ("json", "meaning", "optional", "strict", "unit")
+
+    def __init__(
+        self,
+        json: str,
+        meaning: str,
+        *,
+        unit: str | None = None,
+        optional: bool = True,
+        strict: bool = True,
+    ) -> None:
+        #: its JSON type, a key of ``JSON_TYPES``
+        self.json = json
+        #: what it holds, in one line
+        self.meaning = meaning
+        #: the unit of a number (``"s"``), else None
+        self.unit = unit
+        #: whether it may be null (or absent)
+        self.optional = optional
+        #: whether a reader refuses the record where it has another type (False: readers
+        #: take what they can of it)
+        self.strict = strict
 
     @property
     def kinds(self) -> frozenset[type]:
@@ -138,9 +148,13 @@ MARKER_FORMAT = 1
 #: Writers write every key of an entry (null where none; ``parent`` is absent before
 #: 0.5); a failed attempt's marker adds ``ended_at``, ``seconds``, ``outcome`` and
 #: ``exception``.
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True, init=False, repr=False, eq=False, slots=False)
 class MarkerContent:
-    """The keys of a started marker (``timings.attempts/<attempt_id>.json``)."""
+    """The keys of a started marker (``timings.attempts/<attempt_id>.json``).
+
+    A schema only: markers are written and read as mappings (``_store/markers.py``,
+    ``_store/marker_read.py``), so attrs makes no methods for it (it is made at import).
+    """
 
     format: int = attrs.field(metadata=_key(
         "integer", "the marker's format, MARKER_FORMAT", optional=False, strict=False))
