@@ -10,7 +10,7 @@ the shape checks and the writers' key order are derived from those classes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -64,32 +64,21 @@ JSON_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 }
 
 
-class Key:
+class Key(NamedTuple):
     """What the format says of one stored key: the metadata of its field (``key_of``),
-    whose name is the key in the JSON. (A plain class: made at import, it costs nothing.)"""
+    whose name is the key in the JSON."""
 
-    __slots__ = ("json", "meaning", "optional", "strict", "unit")
-
-    def __init__(
-        self,
-        json: str,
-        meaning: str,
-        *,
-        unit: str | None = None,
-        optional: bool = True,
-        strict: bool = True,
-    ) -> None:
-        #: its JSON type, a key of ``JSON_TYPES``
-        self.json = json
-        #: what it holds, in one line
-        self.meaning = meaning
-        #: the unit of a number (``"s"``), else None
-        self.unit = unit
-        #: whether it may be null (or absent)
-        self.optional = optional
-        #: whether a reader refuses the record where it has another type (False: readers
-        #: take what they can of it)
-        self.strict = strict
+    #: its JSON type, a key of ``JSON_TYPES``
+    json: str
+    #: what it holds, in one line
+    meaning: str
+    #: the unit of a number (``"s"``), else None
+    unit: str | None = None
+    #: whether it may be null (or absent)
+    optional: bool = True
+    #: whether a reader refuses the record where it has another type (False: readers
+    #: take what they can of it)
+    strict: bool = True
 
     @property
     def kinds(self) -> frozenset[type]:
