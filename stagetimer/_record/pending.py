@@ -5,12 +5,11 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
 
-from stagetimer._format import RUN_FIELDS
 from stagetimer._record.placement import placed_cpus, rank_of
 
 __all__ = [
@@ -55,26 +54,36 @@ class Placement:
 _live: dict[str, Any] = {}
 
 
+def _captured(what: str, capture: Callable[[], Live]) -> Live:
+    """This process's ``what`` ("hardware", "software"), captured once (per forked child too)."""
+    live: Live | None = _live.get(what)
+    if live is None:
+        live = _live[what] = capture()
+    return live
+
+
+def _capture_software() -> Live:
+    from stagetimer.software import capture_software, software_description, software_id
+
+    sw = capture_software()
+    return Live(software_id(sw), software_description(sw))
+
+
+def _capture_hardware() -> Live:
+    from stagetimer.hardware import capture_hardware, description, hardware_id
+
+    hw = capture_hardware()
+    return Live(hardware_id(hw), description(hw))
+
+
 def this_software() -> Live:
     """This process's software, captured once at its first save (per forked child too)."""
-    live: Live | None = _live.get("software")
-    if live is None:
-        from stagetimer.software import capture_software, software_description, software_id
-
-        sw = capture_software()
-        live = _live["software"] = Live(software_id(sw), software_description(sw))
-    return live
+    return _captured("software", _capture_software)
 
 
 def this_hardware() -> Live:
     """This process's hardware, captured once (per forked child too)."""
-    live: Live | None = _live.get("hardware")
-    if live is None:
-        from stagetimer.hardware import capture_hardware, description, hardware_id
-
-        hw = capture_hardware()
-        live = _live["hardware"] = Live(hardware_id(hw), description(hw))
-    return live
+    return _captured("hardware", _capture_hardware)
 
 
 def _job() -> dict[str, str] | None:
@@ -133,15 +142,27 @@ def build_run(
     job: dict[str, str] | None,
     placement: Placement | None = None,
 ) -> dict[str, Any]:
-    """One run as ``timings.json`` stores it, keys in the file's order (``RUN_FIELDS``)."""
+    """One run as ``timings.json`` stores it: its values by key, in the file's order
+    (``RUN_FIELDS``, the fields of ``RunTiming``: ``tests/test_schema.py`` holds this to
+    them), the null ones left out."""
     where = placement or _NOWHERE
     rank, world_size = where.rank or (None, None)
-    values = (
-        finished.seconds, hardware_id, finished.run_idx, finished.label, finished.started_at, job,
-        where.software_id, rank, world_size, where.cpus, finished.resources,
-        finished.attempt_id, finished.parent,
-    )
-    run = {key: value for key, value in zip(RUN_FIELDS, values, strict=True) if value is not None}
+    values = {
+        "seconds": finished.seconds,
+        "hardware_id": hardware_id,
+        "run_idx": finished.run_idx,
+        "label": finished.label,
+        "started_at": finished.started_at,
+        "job": job,
+        "software_id": where.software_id,
+        "rank": rank,
+        "world_size": world_size,
+        "cpus": where.cpus,
+        "resources": finished.resources,
+        "attempt_id": finished.attempt_id,
+        "parent": finished.parent,
+    }
+    run = {key: value for key, value in values.items() if value is not None}
     if finished.metadata:
         run.update(finished.metadata)
     return run

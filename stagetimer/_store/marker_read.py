@@ -31,7 +31,7 @@ import math
 import os
 import stat
 import time
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -42,6 +42,8 @@ from stagetimer._format import (
     HEARTBEAT_SECONDS,
     MARKER_MAX_BYTES,
     MARKER_SUFFIX,
+    MarkerContent,
+    stored_fields,
 )
 from stagetimer._store.markers import DIRECTORY_FLAGS, attempts_path, is_attempt_id
 from stagetimer._store.parse import parse_json
@@ -103,6 +105,35 @@ def _utc(timestamp: float) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(timestamp, tz=datetime.timezone.utc)
 
 
+def _open_markers(where: str) -> int | BadMarker | None:
+    """A descriptor of the markers' directory ``where``; None where there is none, or a
+    ``BadMarker`` saying why it cannot be read."""
+    try:
+        return os.open(where, DIRECTORY_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            why = "is not a directory (a link or a file): no marker is read through it"
+        else:
+            why = f"cannot be opened ({exc.strerror or exc})"
+        return BadMarker(where, why)
+
+
+def _entry(dfd: int, where: str, name: str) -> Marker | BadMarker | None:
+    """Directory entry ``name`` read as a marker, a ``BadMarker`` saying why it is none,
+    or None for a name that is not ours (a writer's temporary file)."""
+    if not name.endswith(MARKER_SUFFIX) or name.startswith("."):
+        return None
+    path = os.path.join(where, name)
+    if len(name) != _NAME_LENGTH or not is_attempt_id(name[:32]):
+        return BadMarker(path, "is not named <32 hex digits>.json: not a marker")
+    try:
+        return _read_one(dfd, name, path)
+    except _Refused as exc:
+        return BadMarker(path, str(exc))
+
+
 def read_markers(directory: str) -> tuple[list[Marker], list[BadMarker]]:
     """The markers of artifact directory ``directory`` (none where it has no markers'
     directory), in name order, and one ``BadMarker`` per entry that is not one.
@@ -110,16 +141,9 @@ def read_markers(directory: str) -> tuple[list[Marker], list[BadMarker]]:
     Never raises ``OSError`` and never blocks: what cannot be opened or read is named.
     """
     where = attempts_path(directory)
-    try:
-        dfd = os.open(where, DIRECTORY_FLAGS)
-    except FileNotFoundError:
-        return [], []
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            why = "is not a directory (a link or a file): no marker is read through it"
-        else:
-            why = f"cannot be opened ({exc.strerror or exc})"
-        return [], [BadMarker(where, why)]
+    dfd = _open_markers(where)
+    if not isinstance(dfd, int):
+        return [], [] if dfd is None else [dfd]
     found: list[Marker] = []
     bad: list[BadMarker] = []
     try:
@@ -128,16 +152,11 @@ def read_markers(directory: str) -> tuple[list[Marker], list[BadMarker]]:
         except OSError as exc:
             return [], [BadMarker(where, f"cannot be listed ({exc.strerror or exc})")]
         for name in names:
-            if not name.endswith(MARKER_SUFFIX) or name.startswith("."):
-                continue  # a writer's temporary file, or nothing of ours
-            path = os.path.join(where, name)
-            if len(name) != _NAME_LENGTH or not is_attempt_id(name[:32]):
-                bad.append(BadMarker(path, "is not named <32 hex digits>.json: not a marker"))
-                continue
-            try:
-                found.append(_read_one(dfd, name, path))
-            except _Refused as exc:
-                bad.append(BadMarker(path, str(exc)))
+            entry = _entry(dfd, where, name)
+            if isinstance(entry, Marker):
+                found.append(entry)
+            elif entry is not None:
+                bad.append(entry)
     finally:
         os.close(dfd)
     return found, bad
@@ -173,33 +192,47 @@ def _read_capped(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_one(dfd: int, name: str, path: str) -> Marker:
+#: Why a marker cannot be opened, by ``errno``.
+_OPEN_REFUSALS = {
+    errno.ELOOP: "is a symbolic link, not a marker (never read through)",
+    errno.ENXIO: "is a socket, not a marker",
+    errno.ENOENT: "was removed while it was read (its attempt just ended)",
+}
+
+
+def _open_marker(dfd: int, name: str) -> int:
     try:
-        fd = os.open(name, READ, dir_fd=dfd)
+        return os.open(name, READ, dir_fd=dfd)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _Refused("is a symbolic link, not a marker (never read through)") from None
-        if exc.errno == errno.ENXIO:
-            raise _Refused("is a socket, not a marker") from None
-        if exc.errno == errno.ENOENT:
-            raise _Refused("was removed while it was read (its attempt just ended)") from None
-        raise _Refused(f"cannot be opened ({exc.strerror or exc})") from None
+        why = _OPEN_REFUSALS.get(exc.errno or 0, f"cannot be opened ({exc.strerror or exc})")
+        raise _Refused(why) from None
+
+
+def _read_regular(fd: int) -> tuple[os.stat_result, bytes]:
+    """The status and the bytes of an open marker: a regular file of at most
+    ``MARKER_MAX_BYTES`` (``_Refused`` else)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise _Refused(f"is {_kind(st.st_mode)}, not a marker (a regular file)")
+    if st.st_size > MARKER_MAX_BYTES:
+        raise _Refused(
+            f"is {st.st_size} bytes, larger than the {MARKER_MAX_BYTES}-byte limit of a marker"
+        )
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _Refused(f"is {_kind(st.st_mode)}, not a marker (a regular file)")
-        if st.st_size > MARKER_MAX_BYTES:
-            raise _Refused(
-                f"is {st.st_size} bytes, larger than the {MARKER_MAX_BYTES}-byte limit of a marker"
-            )
-        try:
-            raw = _read_capped(fd)
-        except OSError as exc:
-            raise _Refused(f"cannot be read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
+        raw = _read_capped(fd)
+    except OSError as exc:
+        raise _Refused(f"cannot be read ({exc.strerror or exc})") from None
     if len(raw) > MARKER_MAX_BYTES:
         raise _Refused(f"grew past the {MARKER_MAX_BYTES}-byte limit of a marker")
+    return st, raw
+
+
+def _read_one(dfd: int, name: str, path: str) -> Marker:
+    fd = _open_marker(dfd, name)
+    try:
+        st, raw = _read_regular(fd)
+    finally:
+        os.close(fd)
     try:
         data = parse_json(path, raw, _MARKER_DEPTH)
     except SidecarCorruptError as exc:
@@ -218,11 +251,15 @@ _AHEAD = datetime.timedelta(days=1)
 _BEATS = HEARTBEAT_SECONDS
 
 
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def heartbeat_of(marker: Marker) -> float | None:
     """The seconds between the beats of ``marker``'s writer, where it beats at an interval
     a writer can keep (else None: its mtime says nothing then)."""
     value = marker.data.get("heartbeat")
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not _is_number(value):
         return None
     return float(value) if _BEATS[0] <= value <= _BEATS[1] else None
 
@@ -261,6 +298,36 @@ def _moment_odd(key: str, moment: datetime.datetime, latest: datetime.datetime) 
     return None
 
 
+def _ended_odd(
+    ended: datetime.datetime | None, started: datetime.datetime, latest: datetime.datetime
+) -> str | None:
+    if ended is None:
+        return None
+    line = _moment_odd("ended_at", ended, latest)
+    if line is None and ended < started:
+        return "ended_at is before started_at"
+    return line
+
+
+def _seconds_odd(seconds: object, span: float) -> str | None:
+    """A ``seconds`` that is negative, not finite or longer than ``span``."""
+    if not _is_number(seconds):
+        return None
+    try:
+        value = float(seconds)
+    except OverflowError:
+        value = math.inf
+    if math.isfinite(value) and 0 <= value <= max(span, 0.0):
+        return None
+    return f"seconds {_shown(seconds)} is no duration this block could have taken"
+
+
+def _beat_odd(beat: object) -> str | None:
+    if not _is_number(beat) or _BEATS[0] <= beat <= _BEATS[1]:
+        return None
+    return f"heartbeat {_shown(beat)} s is no interval a writer beats at"
+
+
 def odd_values(
     data: dict[str, Any], started: datetime.datetime, now: float
 ) -> tuple[str, ...]:
@@ -270,30 +337,13 @@ def odd_values(
     ``ended_at`` before 1970 or more than a day past ``now``, an end before the start; a
     ``heartbeat`` under a millisecond or over 1e9 s. Never raises."""
     latest = datetime.datetime.fromtimestamp(now, datetime.timezone.utc) + _AHEAD
-    odd = [line for line in [_moment_odd("started_at", started, latest)] if line]
     ended = parse_utc(data.get("ended_at"))
-    if ended is not None:
-        line = _moment_odd("ended_at", ended, latest)
-        if line is None and ended < started:
-            line = "ended_at is before started_at"
-        if line is not None:
-            odd.append(line)
-    seconds = data.get("seconds")
-    if isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
-        try:
-            value = float(seconds)
-        except OverflowError:
-            value = math.inf
-        span = (latest - started).total_seconds() if not odd else math.inf
-        if not (math.isfinite(value) and 0 <= value <= max(span, 0.0)):
-            odd.append(f"seconds {_shown(seconds)} is no duration this block could have "
-                       "taken")
-    beat = data.get("heartbeat")
-    if isinstance(beat, (int, float)) and not isinstance(beat, bool) and not (
-        _BEATS[0] <= beat <= _BEATS[1]
-    ):
-        odd.append(f"heartbeat {_shown(beat)} s is no interval a writer beats at")
-    return tuple(odd)
+    times = [line for line in (_moment_odd("started_at", started, latest),
+                               _ended_odd(ended, started, latest)) if line]
+    # A duration is measured against the start only where the times are believable.
+    span = (latest - started).total_seconds() if not times else math.inf
+    others = (_seconds_odd(data.get("seconds"), span), _beat_odd(data.get("heartbeat")))
+    return (*times, *(line for line in others if line))
 
 
 def distrust(mode: int, uid: int, data: dict[str, Any]) -> str | None:
@@ -338,11 +388,19 @@ def _check(name: str, data: Any) -> datetime.datetime:
         raise _Refused(
             f"holds outcome {_short(outcome)}, expected one of {', '.join(ATTEMPT_OUTCOMES)}"
         )
-    for key, kinds in (("run_idx", (int,)), ("rank", (int,)), ("world_size", (int,)),
-                       ("label", (str,)), ("heartbeat", (int, float)),
-                       ("seconds", (int, float)), ("exception", (str,)),
-                       ("writer", (dict,)), ("job", (dict,))):
+    _check_types(data)
+    return started
+
+
+#: ``(key, allowed types)`` of each key of a marker (``MarkerContent``) whose value, where
+#: not null, must have its type: a marker that holds another is refused.
+_MARKER_TYPES = tuple(
+    (key, spec.kinds) for key, spec in stored_fields(MarkerContent) if spec.strict
+)
+
+
+def _check_types(data: dict[str, Any]) -> None:
+    for key, kinds in _MARKER_TYPES:
         value = data.get(key)
         if value is not None and type(value) not in kinds:
             raise _Refused(f"holds {key} {_short(value)} of the wrong type")
-    return started

@@ -4,7 +4,7 @@ An attempt is one entry into a recorded stage. Its marker is written before the 
 runs and says who started what; the run a finished attempt saves holds its
 ``attempt_id`` and the marker is removed once that save has published; a failed
 attempt's marker is replaced by one that says how it ended. What a marker holds is
-``stagetimer._format.MARKER_FIELDS``.
+``stagetimer._format.MarkerContent``, its keys in order ``MARKER_FIELDS``.
 
 Every operation rests on what shared file systems make atomic across clients, as saves
 do (``claims.py``), and none needs a lock: each marker has one writer, the process whose

@@ -13,7 +13,7 @@ import typing
 from typing import Any
 
 from stagetimer._errors import SidecarCorruptError, short_repr
-from stagetimer._format import RESOURCE_FIELDS, RUN_FIELDS
+from stagetimer._format import RESOURCE_FIELDS, RunTiming, stored_fields
 
 __all__ = [
     "check_hardware_shape",
@@ -47,29 +47,9 @@ def _is_number(value: object) -> bool:
 
 
 _NONE = type(None)
-#: The JSON type each run field must have, and its name; every field but ``seconds`` may
-#: be null (absent).
-_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
-    "seconds": ((float, int), "a number"),
-    "hardware_id": ((str, _NONE), "a string"),
-    "run_idx": ((int, _NONE), "an integer"),
-    "label": ((str, _NONE), "a string"),
-    "started_at": ((str, _NONE), "a string"),
-    "job": ((dict, _NONE), "an object"),
-    "software_id": ((str, _NONE), "a string"),
-    "rank": ((int, _NONE), "an integer"),
-    "world_size": ((int, _NONE), "an integer"),
-    "cpus": ((str, _NONE), "a string"),
-    "resources": ((dict, _NONE), "an object"),
-    "attempt_id": ((str, _NONE), "a string"),
-    # Any value: a key an older writer's metadata may hold. Only an object whose
-    # "attempt_id" is a string names a parent (``_analysis/nesting.py``).
-    "parent": ((dict, list, str, int, float, bool, _NONE), "any JSON value"),
-}
-#: ``(field, allowed types, words)`` in the format's order of the run fields
-_RUN_TYPES = tuple(
-    (key, frozenset(_FIELD_TYPES[key][0]), _FIELD_TYPES[key][1]) for key in RUN_FIELDS
-)
+#: ``(field, allowed types, words)`` for each run field, in the format's order, from the
+#: class that defines a run: every field but ``seconds`` may be null (absent).
+_RUN_TYPES = tuple((key, spec.kinds, spec.words) for key, spec in stored_fields(RunTiming))
 _KINDS = {key: kinds for key, kinds, _ in _RUN_TYPES}
 
 
@@ -262,22 +242,32 @@ _SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
 }
 
 
+def _union_checker(hint: Any) -> _Check:
+    """A check of ``X | Y``: one member's check must pass; where one member is not
+    null, its check says what is wrong inside a value."""
+    members = typing.get_args(hint)
+    words = " or ".join(_words(m) for m in members)
+    checks = [_checker(m) for m in members]
+    others = [c for m, c in zip(members, checks, strict=True) if m is not _NONE]
+    return _union(checks, words, others[0] if len(others) == 1 else None)
+
+
+#: A container type hint: the index of its element's type among its arguments, and the
+#: JSON container it is stored as.
+_CONTAINERS: dict[Any, tuple[int, type]] = {tuple: (0, list), list: (0, list), dict: (1, dict)}
+
+
 def _checker(hint: Any) -> _Check:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        members = typing.get_args(hint)
-        words = " or ".join(_words(m) for m in members)
-        checks = [_checker(m) for m in members]
-        others = [c for m, c in zip(members, checks, strict=True) if m is not type(None)]
-        return _union(checks, words, others[0] if len(others) == 1 else None)
+        return _union_checker(hint)
     if hint is float:
         return _float_check
     if hint in _SCALARS:
         return _expect(*_SCALARS[hint])
-    if origin in (tuple, list):
-        return _each(_checker(typing.get_args(hint)[0]), list)
-    if origin is dict:
-        return _each(_checker(typing.get_args(hint)[1]), dict)
+    if origin in _CONTAINERS:
+        element, container = _CONTAINERS[origin]
+        return _each(_checker(typing.get_args(hint)[element]), container)
     if hint is Any:
         return lambda value: None
     return _fields(hint)  # an attrs class
