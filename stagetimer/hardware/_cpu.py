@@ -10,7 +10,7 @@ from stagetimer._system.files import (
     kernel_lines,
     parse_cpu_list,
     read_int,
-    read_int_or_reason,
+    read_ints_or_reason,
     read_or_reason,
     read_text,
 )
@@ -117,12 +117,10 @@ def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
             siblings = parse_cpu_list(text)
             if siblings:
                 return siblings, name
-    package, why = read_int_or_reason(root, f"{topology}/physical_package_id")
-    if package is None:
-        return why
-    core, why = read_int_or_reason(root, f"{topology}/core_id")
-    if core is None:
-        return why
+    found = read_ints_or_reason(root, f"{topology}/physical_package_id", f"{topology}/core_id")
+    if isinstance(found, str):
+        return found
+    package, core = found
     die = read_int(root, f"{topology}/die_id")
     # core_id alone repeats across packages (cputopology.rst): key on the triple.
     return (package, die if die is not None else 0, core), _TRIPLE
@@ -203,14 +201,7 @@ def model_name(
         blocks = cpuinfo_blocks(root)
     if isinstance(blocks, str):
         return None, False, blocks, blocks
-    affine = set(cpus)
-    chosen = [b for b in blocks if b.get("processor", "").isdigit()]
-    chosen = [b for b in chosen if int(b["processor"]) in affine] or blocks
-    names: list[str] = []
-    for block in chosen:
-        name = block.get("model name")
-        if name and name not in names:
-            names.append(name)
+    names = _model_names(blocks, cpus)
     guest = any("hypervisor" in block.get("flags", "").split() for block in blocks)
     guest_source = (
         "/proc/cpuinfo flags: hypervisor"
@@ -220,6 +211,15 @@ def model_name(
     if not names:
         return None, guest, "/proc/cpuinfo has no \"model name\" line", guest_source
     return " / ".join(names), guest, "/proc/cpuinfo model name", guest_source
+
+
+def _model_names(blocks: list[dict[str, str]], cpus: tuple[int, ...]) -> list[str]:
+    """The distinct model names of the affine CPUs' blocks (of every block when none is
+    affine), in the order of ``/proc/cpuinfo``."""
+    affine = set(cpus)
+    chosen = [b for b in blocks if b.get("processor", "").isdigit()]
+    chosen = [b for b in chosen if int(b["processor"]) in affine] or blocks
+    return [name for name in dict.fromkeys(b.get("model name") for b in chosen) if name]
 
 
 def _v2_quota(root: str, directory: str) -> tuple[float | None, str]:
