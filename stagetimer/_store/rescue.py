@@ -128,35 +128,46 @@ def _trusted(directory: str, owners: Iterable[str | int]) -> set[int]:
     return {0, uid, *(_uid_of(o) for o in owners)}
 
 
+#: Why a file is left alone while a process that may be its writer runs, by its liveness.
+_WRITER_MAY_RUN = {
+    "live": (
+        "its writer, process {pid} on this host, still runs: it saves or rescues these "
+        "records itself (run recover again once it has ended)"
+    ),
+    "hidden": (
+        "process {pid} on this host runs as another user whose processes /proc hides "
+        "from this one (hidepid): it may be its writer, still saving or rescuing these "
+        "records (run recover as that user, or again once it has ended)"
+    ),
+}
+
+
 def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
     """Why a rescue file must not be folded now, or None."""
     if content.uid not in trusted:  # replaced since it was first looked at
         return _not_trusted(content.uid)
     owner = content.owner
     state = liveness(owner) if owner is not None else _legacy_liveness(content.path)
-    if state == "live":
+    if state in _WRITER_MAY_RUN:
         pid = owner.get("pid") if owner is not None else "?"
-        return (
-            f"its writer, process {pid} on this host, still runs: it saves or rescues these "
-            "records itself (run recover again once it has ended)"
-        )
-    if state == "hidden":
-        pid = owner.get("pid") if owner is not None else "?"
-        return (
-            f"process {pid} on this host runs as another user whose processes /proc hides "
-            "from this one (hidepid): it may be its writer, still saving or rescuing these "
-            "records (run recover as that user, or again once it has ended)"
-        )
+        return _WRITER_MAY_RUN[state].format(pid=pid)
     if state == "elsewhere":
         assert owner is not None
-        age = written_ago(content.mtime)
-        if age < FOREIGN_AGE:
-            return (
-                f"written {age:.0f} s ago by process {owner.get('pid')} on host "
-                f"{owner.get('host')!s}, whose processes this host cannot see: taken as "
-                f"left over {FOREIGN_AGE:.0f} s after its last write (or run recover there)"
-            )
+        return _too_recent(content.mtime, owner)
     return None
+
+
+def _too_recent(mtime: float, owner: dict[str, Any]) -> str | None:
+    """Why a file written on another host is left alone: it was written too recently
+    to be taken as left over; None once it is."""
+    age = written_ago(mtime)
+    if age >= FOREIGN_AGE:
+        return None
+    return (
+        f"written {age:.0f} s ago by process {owner.get('pid')} on host "
+        f"{owner.get('host')!s}, whose processes this host cannot see: taken as "
+        f"left over {FOREIGN_AGE:.0f} s after its last write (or run recover there)"
+    )
 
 
 def _legacy_liveness(path: str) -> Liveness:

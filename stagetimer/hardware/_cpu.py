@@ -82,13 +82,9 @@ def numa_nodes(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
     """
     if not cpus:
         return None, "no affine CPUs known"
-    try:
-        names = os.listdir(host_path(root, _NODE_DIR))
-    except OSError:
-        return None, f"{_NODE_DIR} does not exist (a kernel without NUMA support)"
-    nodes = sorted(int(n[4:]) for n in names if n.startswith("node") and n[4:].isdigit())
-    if not nodes:
-        return None, f"{_NODE_DIR} lists no node"
+    nodes = _node_numbers(root)
+    if isinstance(nodes, str):
+        return None, nodes
     affine = set(cpus)
     spanned = 0
     for node in nodes:
@@ -97,6 +93,16 @@ def numa_nodes(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
             return None, f"{_NODE_DIR}/node{node}/cpulist does not parse"
         spanned += not affine.isdisjoint(listed)
     return spanned, f"{_NODE_DIR}/nodeN/cpulist over the affine CPUs"
+
+
+def _node_numbers(root: str) -> list[int] | str:
+    """The NUMA nodes of ``/sys/devices/system/node``, sorted, or why there are none."""
+    try:
+        names = os.listdir(host_path(root, _NODE_DIR))
+    except OSError:
+        return f"{_NODE_DIR} does not exist (a kernel without NUMA support)"
+    nodes = sorted(int(n[4:]) for n in names if n.startswith("node") and n[4:].isdigit())
+    return nodes or f"{_NODE_DIR} lists no node"
 
 
 def sysfs_cpus(root: str) -> tuple[int, ...]:
