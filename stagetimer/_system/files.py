@@ -190,17 +190,20 @@ def parse_cpu_list(text: str) -> tuple[int, ...] | None:
     if not text.isascii() or "+" in text or "_" in text:
         return None
     for part in text.split(","):
-        part = part.strip()
-        lo, sep, hi = part.partition("-")
-        try:
-            if sep:
-                first, last = int(lo), int(hi)
-                if last < first:
-                    return None
-                cpus.update(range(first, last + 1))
-            else:
-                cpus.add(int(lo))
-        except ValueError:
+        numbers = _cpu_range(part.strip())
+        if numbers is None:
             return None
+        cpus.update(numbers)
     return tuple(sorted(cpus))
+
+
+def _cpu_range(part: str) -> range | None:
+    """The CPUs of one part of a CPU list (``8`` or ``10-11``); None if malformed."""
+    lo, sep, hi = part.partition("-")
+    try:
+        first = int(lo)
+        last = int(hi) if sep else first
+    except ValueError:
+        return None
+    return range(first, last + 1) if first <= last else None
 

@@ -129,19 +129,10 @@ def kvm_cpuinfo_mhz(
         return None, "/proc/cpuinfo lists no processor"
     readings: list[float] = []
     for block in blocks:
-        cpu = block.get("processor", "?")
-        flags = block.get("flags", "").split()
-        if "hypervisor" not in flags:
-            return None, f"/proc/cpuinfo processor {cpu} lacks the hypervisor flag: not a guest"
-        if "tsc_known_freq" not in flags:
-            return None, (
-                f"/proc/cpuinfo processor {cpu} lacks tsc_known_freq: "
-                "its cpu MHz is a measurement, not a declared rate"
-            )
-        try:
-            readings.append(float(block["cpu MHz"]))
-        except (KeyError, ValueError):
-            return None, f"/proc/cpuinfo processor {cpu} has no cpu MHz reading"
+        reading = _declared_mhz(block)
+        if isinstance(reading, str):
+            return None, reading
+        readings.append(reading)
     spread = max(readings) - min(readings)
     if spread > _KVM_TOLERANCE_MHZ + 1e-9:
         return None, (
@@ -153,6 +144,24 @@ def kvm_cpuinfo_mhz(
         f"/proc/cpuinfo cpu MHz, identical within {_KVM_TOLERANCE_MHZ} MHz on all "
         f"{len(readings)} vCPUs, each with hypervisor and tsc_known_freq"
     )
+
+
+def _declared_mhz(block: dict[str, str]) -> float | str:
+    """A vCPU's ``cpu MHz`` where its flags say the hypervisor declared the TSC rate,
+    else why not."""
+    cpu = block.get("processor", "?")
+    flags = block.get("flags", "").split()
+    if "hypervisor" not in flags:
+        return f"/proc/cpuinfo processor {cpu} lacks the hypervisor flag: not a guest"
+    if "tsc_known_freq" not in flags:
+        return (
+            f"/proc/cpuinfo processor {cpu} lacks tsc_known_freq: "
+            "its cpu MHz is a measurement, not a declared rate"
+        )
+    try:
+        return float(block["cpu MHz"])
+    except (KeyError, ValueError):
+        return f"/proc/cpuinfo processor {cpu} has no cpu MHz reading"
 
 
 def probe_clock(
