@@ -128,35 +128,46 @@ def _trusted(directory: str, owners: Iterable[str | int]) -> set[int]:
     return {0, uid, *(_uid_of(o) for o in owners)}
 
 
+#: Why a file is left alone while a process that may be its writer runs, by its liveness.
+_WRITER_MAY_RUN = {
+    "live": (
+        "its writer, process {pid} on this host, still runs: it saves or rescues these "
+        "records itself (run recover again once it has ended)"
+    ),
+    "hidden": (
+        "process {pid} on this host runs as another user whose processes /proc hides "
+        "from this one (hidepid): it may be its writer, still saving or rescuing these "
+        "records (run recover as that user, or again once it has ended)"
+    ),
+}
+
+
 def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
     """Why a rescue file must not be folded now, or None."""
     if content.uid not in trusted:  # replaced since it was first looked at
         return _not_trusted(content.uid)
     owner = content.owner
     state = liveness(owner) if owner is not None else _legacy_liveness(content.path)
-    if state == "live":
+    if state in _WRITER_MAY_RUN:
         pid = owner.get("pid") if owner is not None else "?"
-        return (
-            f"its writer, process {pid} on this host, still runs: it saves or rescues these "
-            "records itself (run recover again once it has ended)"
-        )
-    if state == "hidden":
-        pid = owner.get("pid") if owner is not None else "?"
-        return (
-            f"process {pid} on this host runs as another user whose processes /proc hides "
-            "from this one (hidepid): it may be its writer, still saving or rescuing these "
-            "records (run recover as that user, or again once it has ended)"
-        )
+        return _WRITER_MAY_RUN[state].format(pid=pid)
     if state == "elsewhere":
         assert owner is not None
-        age = written_ago(content.mtime)
-        if age < FOREIGN_AGE:
-            return (
-                f"written {age:.0f} s ago by process {owner.get('pid')} on host "
-                f"{owner.get('host')!s}, whose processes this host cannot see: taken as "
-                f"left over {FOREIGN_AGE:.0f} s after its last write (or run recover there)"
-            )
+        return _too_recent(content.mtime, owner)
     return None
+
+
+def _too_recent(mtime: float, owner: dict[str, Any]) -> str | None:
+    """Why a file written on another host is left alone: it was written too recently
+    to be taken as left over; None once it is."""
+    age = written_ago(mtime)
+    if age >= FOREIGN_AGE:
+        return None
+    return (
+        f"written {age:.0f} s ago by process {owner.get('pid')} on host "
+        f"{owner.get('host')!s}, whose processes this host cannot see: taken as "
+        f"left over {FOREIGN_AGE:.0f} s after its last write (or run recover there)"
+    )
 
 
 def _legacy_liveness(path: str) -> Liveness:
@@ -184,6 +195,27 @@ class _Fold:
         return Recovered(self.content.path, self.stored, self.already, tuple(self.refused),
                          self.skipped, tuple(self.unordered))
 
+    def refuse_undescribed(self, known: set[str]) -> None:
+        """Refuse the records whose ``hardware_id`` is not in ``known`` (described nowhere)."""
+        unresolved = [r for r in self.records if r.run.get("hardware_id") not in (None, *known)]
+        for r in unresolved:
+            self.refused.append(
+                f"stage {r.stage!r}: its hardware_id {r.run['hardware_id']!r} is described "
+                f"neither in the rescue file nor in {HARDWARE_FILE}"
+            )
+        self.records = [r for r in self.records if r not in unresolved]
+
+    def count(self, data: dict[str, Any], record: RescueRecord, verdict: str,
+              prefer: Prefer) -> None:
+        """Count ``record`` by what its replay did (``verdict``, not ``"refused"``)."""
+        if verdict == "unordered" and prefer is None:
+            self.unordered.append(_unordered(record))
+        elif verdict == "stored":
+            self.stored += 1
+            _note_expected(data, record, self.content.expected_runs)
+        else:
+            self.already += 1
+
 
 def _fold(
     directory: str, contents: list[RescueContent], lock_timeout: float, prefer: Prefer
@@ -203,15 +235,7 @@ def _fold_hardware(directory: str, folds: list[_Fold], lock_timeout: float) -> N
     A record whose ``hardware_id`` is described nowhere (in no rescue file, not in the
     sidecar) is then refused and left out of its fold.
     """
-    needed: dict[str, Any] = {}
-    software: dict[str, Any] = {}
-    for fold in folds:
-        content = fold.content
-        for run in (r.run for r in fold.records):
-            if run.get("hardware_id") in content.hardware:
-                needed[run["hardware_id"]] = content.hardware[run["hardware_id"]]
-            if run.get("software_id") in content.software:
-                software[run["software_id"]] = content.software[run["software_id"]]
+    needed, software = _descriptions_needed(folds)
     known: set[str] = set()
 
     def change_hardware(data: dict[str, Any]) -> str | None:
@@ -221,13 +245,21 @@ def _fold_hardware(directory: str, folds: list[_Fold], lock_timeout: float) -> N
     hardware_path = os.path.join(directory, HARDWARE_FILE)
     update_file(hardware_path, parse_hardware, change_hardware, lock_timeout)
     for fold in folds:
-        unresolved = [r for r in fold.records if r.run.get("hardware_id") not in (None, *known)]
-        for r in unresolved:
-            fold.refused.append(
-                f"stage {r.stage!r}: its hardware_id {r.run['hardware_id']!r} is described "
-                f"neither in the rescue file nor in {HARDWARE_FILE}"
-            )
-        fold.records = [r for r in fold.records if r not in unresolved]
+        fold.refuse_undescribed(known)
+
+
+def _descriptions_needed(folds: list[_Fold]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The hardware and software descriptions the rescue files hold for their records."""
+    needed: dict[str, Any] = {}
+    software: dict[str, Any] = {}
+    for fold in folds:
+        content = fold.content
+        for run in (r.run for r in fold.records):
+            if run.get("hardware_id") in content.hardware:
+                needed[run["hardware_id"]] = content.hardware[run["hardware_id"]]
+            if run.get("software_id") in content.software:
+                software[run["software_id"]] = content.software[run["software_id"]]
+    return needed, software
 
 
 def _fold_timings(
@@ -288,24 +320,29 @@ def _put_back(data: dict[str, Any], folds: list[_Fold], prefer: Prefer) -> None:
         stage: Any = data.get(record.stage)
         runs: list[Any] = stage["runs"] if is_stage(stage) else []
         before = [r for r in runs if made_by.get(id(r)) is not fold]
-        try:
-            policy = record.policy or fold.content.policy
-            verdict = replay_run(data, record.stage, record.run, policy, before)
-            if verdict == "unordered" and prefer == "rescued":
-                replace_place(data, record.stage, record.run)
-                verdict = "stored"
-        except InvalidRecordError as exc:
-            fold.refused.append(str(exc))
-            continue
-        if verdict == "unordered" and prefer is None:
-            fold.unordered.append(_unordered(record))
+        verdict = _replay(data, fold, record, prefer, before)
+        if verdict == "refused":
             continue
         if verdict == "stored":
             made_by[id(record.run)] = fold
-            fold.stored += 1
-            _note_expected(data, record, fold.content.expected_runs)
-        else:
-            fold.already += 1
+        fold.count(data, record, verdict, prefer)
+
+
+def _replay(
+    data: dict[str, Any], fold: _Fold, record: RescueRecord, prefer: Prefer, before: list[Any]
+) -> str:
+    """``rules.replay_run``'s verdict on ``record``, ``"stored"`` where ``prefer`` puts an
+    unordered one in place, or ``"refused"`` (the reason added to ``fold.refused``)."""
+    try:
+        policy = record.policy or fold.content.policy
+        verdict = replay_run(data, record.stage, record.run, policy, before)
+        if verdict == "unordered" and prefer == "rescued":
+            replace_place(data, record.stage, record.run)
+            verdict = "stored"
+    except InvalidRecordError as exc:
+        fold.refused.append(str(exc))
+        return "refused"
+    return verdict
 
 
 def _unordered(record: RescueRecord) -> str:

@@ -196,30 +196,39 @@ def apply_run(
     when the record is refused.
     """
     existing = _existing_stage(data, name)
+    if policy == "sequential" and run.get("run_idx") not in (None, 0) and existing is not None:
+        _append(existing, name, run, trusted_total)
+        return
     old_runs: list[Any] = existing["runs"] if existing is not None else []
-    run_idx = run.get("run_idx")
     rank = run.get("rank")
-    append = policy == "sequential" and run_idx not in (None, 0) and existing is not None
-    if append:
-        # In place, and the total continued rather than recomputed: for a file of many
-        # runs the encoder then reuses the text of the earlier runs (see encode.py).
-        assert existing is not None
-        start = existing["total_seconds"] if trusted_total else add_seconds(0.0, old_runs)
-        total = add_seconds(start, [run])
-        runs = old_runs
-    elif policy == "sequential":
+    if policy == "sequential":
         # run_idx 0 or none: the stage's runs of this rank become [run]
         runs = [*_other_ranks(old_runs, rank), run] if old_runs else [run]
-        total = add_seconds(0.0, runs)
     else:
         runs = _upserted(old_runs, run)
-        total = add_seconds(0.0, runs)
-    _checked_total(name, total, run)
+    total = _checked_total(name, add_seconds(0.0, runs), run)
     # Refusals are over: from here on ``data`` changes.
-    if policy == "sequential" and run_idx == 0 and can_continue(name):
+    if policy == "sequential" and run.get("run_idx") == 0 and can_continue(name):
         _clear_continuation(data, name + AUTO_RESUME_SUFFIX, rank)
-    if append:
-        old_runs.append(run)
+    _put_stage(data, name, existing, runs, total)
+
+
+def _append(existing: dict[str, Any], name: str, run: dict[str, Any], trusted_total: bool) -> None:
+    """A sequential run after the first, appended in place, and the total continued rather
+    than recomputed: for a file of many runs the encoder then reuses the text of the
+    earlier runs (see encode.py)."""
+    runs = existing["runs"]
+    start = existing["total_seconds"] if trusted_total else add_seconds(0.0, runs)
+    total = _checked_total(name, add_seconds(start, [run]), run)
+    runs.append(run)
+    existing["total_seconds"] = total
+
+
+def _put_stage(
+    data: dict[str, Any], name: str, existing: dict[str, Any] | None, runs: list[Any],
+    total: float,
+) -> None:
+    """Stage ``name`` holds ``runs`` totalling ``total``: a new stage where there was none."""
     if existing is None:
         data[name] = {"total_seconds": total, "runs": runs}
     else:
@@ -244,11 +253,7 @@ def insert_run(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
                 break
     grown = [*runs[:position], run, *runs[position:]]
     total = _checked_total(name, add_seconds(0.0, grown), run)
-    if existing is None:
-        data[name] = {"total_seconds": total, "runs": grown}
-    else:
-        existing["runs"] = grown
-        existing["total_seconds"] = total
+    _put_stage(data, name, existing, grown, total)
 
 
 def _started(run: object) -> str | None:
@@ -299,29 +304,47 @@ def replay_run(
     if any(r == run or _same_attempt(r, run) for r in before):
         return "already"
     existing = _existing_stage(data, name)
+    verdict = _against_place(run, before)
+    if verdict is not None:
+        return verdict
+    started = _started(run)
+    if started is None:
+        insert_run(data, name, run)
+        return "stored"
     runs: list[Any] = existing["runs"] if existing is not None else []
+    _replay_newer(data, name, run, policy, started, runs)
+    return "stored"
+
+
+def _against_place(run: dict[str, Any], before: list[Any]) -> str | None:
+    """``"unordered"`` when ``before`` holds a run of ``run``'s place and one of the two has
+    no ``started_at`` (nothing tells which is newer: the caller decides), ``"older"`` when
+    one of them started at the same time or later, else None."""
     started = _started(run)
     key = run_key(run)
     times = [_started(r) for r in before if run_key(r) == key]
     if times and (started is None or None in times):
-        return "unordered"  # nothing tells which is newer: the caller decides
-    if started is None:
-        insert_run(data, name, run)
-        return "stored"
-    if any(t is not None and t >= started for t in times):
+        return "unordered"
+    if started is not None and any(t is not None and t >= started for t in times):
         return "older"
-    rank = run.get("rank")
-    mine = [r for r in runs if r not in _other_ranks(runs, rank)]
+    return None
+
+
+def _replay_newer(
+    data: dict[str, Any], name: str, run: dict[str, Any], policy: str, started: str,
+    runs: list[Any],
+) -> None:
+    """Put ``run``, which no run of its place started after, into stage ``name`` (whose
+    runs are ``runs``) by ``policy``'s rules as they stood when it started."""
+    others = _other_ranks(runs, run.get("rank"))
+    mine = [r for r in runs if r not in others]
     later = [r for r in mine if (_started(r) or "") > started]
-    if not later:
-        apply_run(data, name, run, policy)
-    elif policy == "upsert":
-        apply_run(data, name, run, policy)  # its place holds only older runs
+    if not later or policy == "upsert":
+        apply_run(data, name, run, policy)  # under upsert its place holds only older runs
     elif run.get("run_idx") in (None, 0):
         _reset_before(data, name, run, started)
     else:
         insert_run(data, name, run)
-    return "stored"
 
 
 def _reset_before(data: dict[str, Any], name: str, run: dict[str, Any], started: str) -> None:

@@ -118,16 +118,7 @@ def _deeper_than(value: object, limit: int) -> bool:
 def _copy_value(key: str, value: Any) -> Any:
     """A JSON-ready deep copy of one metadata value, or ``InvalidRecordError``."""
     if type(value) in _SCALARS:
-        if type(value) is str and not is_utf8(value):
-            raise InvalidRecordError(
-                f"metadata {key}={short_repr(value)} has a lone surrogate (no UTF-8 form)", value
-            )
-        if type(value) is float and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
-            raise InvalidRecordError(
-                f"metadata {key}={short_repr(value)} is not JSON-serialisable (NaN and "
-                "infinities are not JSON)",
-                value,
-            )
+        _check_scalar(key, value)
         if type(value) is not int or -_BIG_INT < value < _BIG_INT:
             return value  # immutable; a huge int goes through json's digit limit below
     if _deeper_than(value, MAX_DEPTH):
@@ -136,6 +127,25 @@ def _copy_value(key: str, value: Any) -> Any:
             "(or holds itself)",
             value,
         )
+    return _json_copy(key, value)
+
+
+def _check_scalar(key: str, value: Any) -> None:
+    """Refuse a string with a lone surrogate and a float JSON has no form for."""
+    if type(value) is str and not is_utf8(value):
+        raise InvalidRecordError(
+            f"metadata {key}={short_repr(value)} has a lone surrogate (no UTF-8 form)", value
+        )
+    if type(value) is float and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+        raise InvalidRecordError(
+            f"metadata {key}={short_repr(value)} is not JSON-serialisable (NaN and "
+            "infinities are not JSON)",
+            value,
+        )
+
+
+def _json_copy(key: str, value: Any) -> Any:
+    """``value`` through JSON and back: the copy as the file will hold it."""
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False)
         text.encode("utf-8")

@@ -24,6 +24,7 @@ __all__ = [
     "parse_cpu_list",
     "read_int",
     "read_int_or_reason",
+    "read_ints_or_reason",
     "read_or_reason",
     "read_regular",
     "read_text",
@@ -61,21 +62,29 @@ def read_regular(
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             return None, f"is unreadable ({_kind(mode)}, not a regular file)"
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, _CHUNK)
-            if not chunk:
-                return b"".join(chunks), ""
-            chunks.append(chunk)
-            size += len(chunk)
-            if stop is not None and stop in chunk:
-                return b"".join(chunks), ""
-        return None, f"is unreadable (larger than {limit} bytes)"
+        data = _read_up_to(fd, limit, stop)
+        if data is None:
+            return None, f"is unreadable (larger than {limit} bytes)"
+        return data, ""
     except OSError as err:
         return None, f"is unreadable ({err.strerror or type(err).__name__})"
     finally:
         os.close(fd)
+
+
+def _read_up_to(fd: int, limit: int, stop: bytes | None) -> bytes | None:
+    """The rest of ``fd``, or up to the first chunk holding ``stop``; None past ``limit``."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, _CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if stop is not None and stop in chunk:
+            return b"".join(chunks)
+    return None
 
 
 def _kind(mode: int) -> str:
@@ -118,6 +127,18 @@ def read_int_or_reason(root: str, path: str) -> tuple[int | None, str]:
         return int(text.strip()), ""
     except ValueError:
         return None, f"{path} does not hold the expected value"
+
+
+def read_ints_or_reason(root: str, *paths: str) -> tuple[int, ...] | str:
+    """The integers held by ``paths``, in their order, or why the first that fails does
+    not hold one (the files after it are not read)."""
+    values: list[int] = []
+    for path in paths:
+        value, reason = read_int_or_reason(root, path)
+        if value is None:
+            return reason
+        values.append(value)
+    return tuple(values)
 
 
 def read_int(root: str, path: str) -> int | None:
@@ -169,17 +190,20 @@ def parse_cpu_list(text: str) -> tuple[int, ...] | None:
     if not text.isascii() or "+" in text or "_" in text:
         return None
     for part in text.split(","):
-        part = part.strip()
-        lo, sep, hi = part.partition("-")
-        try:
-            if sep:
-                first, last = int(lo), int(hi)
-                if last < first:
-                    return None
-                cpus.update(range(first, last + 1))
-            else:
-                cpus.add(int(lo))
-        except ValueError:
+        numbers = _cpu_range(part.strip())
+        if numbers is None:
             return None
+        cpus.update(numbers)
     return tuple(sorted(cpus))
+
+
+def _cpu_range(part: str) -> range | None:
+    """The CPUs of one part of a CPU list (``8`` or ``10-11``); None if malformed."""
+    lo, sep, hi = part.partition("-")
+    try:
+        first = int(lo)
+        last = int(hi) if sep else first
+    except ValueError:
+        return None
+    return range(first, last + 1) if first <= last else None
 

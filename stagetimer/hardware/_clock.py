@@ -7,7 +7,10 @@ would split one machine's description), except in the KVM case, where the
 
 from __future__ import annotations
 
-from stagetimer._system.files import read_int, read_int_or_reason
+from collections.abc import Callable
+from typing import TypeVar
+
+from stagetimer._system.files import read_int, read_ints_or_reason
 from stagetimer.hardware._cpu import _CPU_DIR, any_cpu, cpuinfo_blocks
 
 __all__ = ["cppc_max_mhz", "cpufreq_range", "first_problem", "kvm_cpuinfo_mhz", "probe_clock"]
@@ -17,6 +20,7 @@ __all__ = ["cppc_max_mhz", "cpufreq_range", "first_problem", "kvm_cpuinfo_mhz", 
 # highest_perf, for which drivers/cpufreq/amd-pstate.c substitutes 166 or 196).
 _MEANINGLESS_PERF = 255
 _KVM_TOLERANCE_MHZ = 0.1
+_T = TypeVar("_T")
 
 
 def first_problem(problems: list[str]) -> str:
@@ -25,19 +29,28 @@ def first_problem(problems: list[str]) -> str:
     return min(problems) if problems else "no affine CPUs known"
 
 
-def _cpufreq_one(root: str, cpu: int) -> tuple[int, int] | str:
-    found = _cpufreq_read(root, cpu)
-    return any_cpu(found, cpu) if isinstance(found, str) else found
+def _over_cpus(
+    read: Callable[[str, int], _T | str], root: str, cpus: tuple[int, ...]
+) -> tuple[list[_T], list[str]]:
+    """What ``read`` finds for each of ``cpus``, and the reasons where it finds nothing
+    (each written with ``any_cpu``)."""
+    values: list[_T] = []
+    problems: list[str] = []
+    for cpu in cpus:
+        found = read(root, cpu)
+        if isinstance(found, str):
+            problems.append(any_cpu(found, cpu))
+        else:
+            values.append(found)
+    return values, problems
 
 
 def _cpufreq_read(root: str, cpu: int) -> tuple[int, int] | str:
     base = f"{_CPU_DIR}/cpu{cpu}/cpufreq"
-    high, why = read_int_or_reason(root, f"{base}/cpuinfo_max_freq")
-    if high is None:
-        return why
-    low, why = read_int_or_reason(root, f"{base}/cpuinfo_min_freq")
-    if low is None:
-        return why
+    found = read_ints_or_reason(root, f"{base}/cpuinfo_max_freq", f"{base}/cpuinfo_min_freq")
+    if isinstance(found, str):
+        return found
+    high, low = found
     if not 0 < low <= high:
         return f"{base}/cpuinfo_min_freq {low} and cpuinfo_max_freq {high} are not a range"
     return low, high
@@ -49,27 +62,15 @@ def cpufreq_range(root: str, cpus: tuple[int, ...]) -> tuple[float | None, float
     These are the hardware limits (``Documentation/admin-guide/pm/cpufreq.rst``);
     ``scaling_*`` is only the current policy.
     """
-    lows: list[int] = []
-    highs: list[int] = []
-    problems: list[str] = []
-    for cpu in cpus:
-        found = _cpufreq_one(root, cpu)
-        if isinstance(found, str):
-            problems.append(found)
-        else:
-            lows.append(found[0])
-            highs.append(found[1])
-    if not highs:
+    ranges, problems = _over_cpus(_cpufreq_read, root, cpus)
+    if not ranges:
         return None, None, f"no cpufreq: {first_problem(problems)}"
+    lows = [low for low, _ in ranges]
+    highs = [high for _, high in ranges]
     where = f"{_CPU_DIR}/cpuN/cpufreq/cpuinfo_{{min,max}}_freq over {len(highs)} affine CPUs"
     if len(highs) < len(cpus):
         where += f" (of {len(cpus)}; the others have no cpufreq)"
     return round(min(lows) / 1000, 3), round(max(highs) / 1000, 3), where
-
-
-def _cppc_one(root: str, cpu: int) -> float | str:
-    found = _cppc_read(root, cpu)
-    return any_cpu(found, cpu) if isinstance(found, str) else found
 
 
 def _cppc_read(root: str, cpu: int) -> float | str:
@@ -98,14 +99,7 @@ def cppc_max_mhz(root: str, cpus: tuple[int, ...]) -> tuple[float | None, str]:
     = 4464 MHz. On AMD preferred-core parts ``highest_perf`` ranks cores, so the
     maximum over the affine CPUs is the best core's. Rounded to whole MHz: an estimate.
     """
-    values: list[float] = []
-    problems: list[str] = []
-    for cpu in cpus:
-        value = _cppc_one(root, cpu)
-        if isinstance(value, str):
-            problems.append(value)
-        else:
-            values.append(value)
+    values, problems = _over_cpus(_cppc_read, root, cpus)
     if not values:
         return None, first_problem(problems)
     best = max(values)
@@ -135,19 +129,10 @@ def kvm_cpuinfo_mhz(
         return None, "/proc/cpuinfo lists no processor"
     readings: list[float] = []
     for block in blocks:
-        cpu = block.get("processor", "?")
-        flags = block.get("flags", "").split()
-        if "hypervisor" not in flags:
-            return None, f"/proc/cpuinfo processor {cpu} lacks the hypervisor flag: not a guest"
-        if "tsc_known_freq" not in flags:
-            return None, (
-                f"/proc/cpuinfo processor {cpu} lacks tsc_known_freq: "
-                "its cpu MHz is a measurement, not a declared rate"
-            )
-        try:
-            readings.append(float(block["cpu MHz"]))
-        except (KeyError, ValueError):
-            return None, f"/proc/cpuinfo processor {cpu} has no cpu MHz reading"
+        reading = _declared_mhz(block)
+        if isinstance(reading, str):
+            return None, reading
+        readings.append(reading)
     spread = max(readings) - min(readings)
     if spread > _KVM_TOLERANCE_MHZ + 1e-9:
         return None, (
@@ -159,6 +144,24 @@ def kvm_cpuinfo_mhz(
         f"/proc/cpuinfo cpu MHz, identical within {_KVM_TOLERANCE_MHZ} MHz on all "
         f"{len(readings)} vCPUs, each with hypervisor and tsc_known_freq"
     )
+
+
+def _declared_mhz(block: dict[str, str]) -> float | str:
+    """A vCPU's ``cpu MHz`` where its flags say the hypervisor declared the TSC rate,
+    else why not."""
+    cpu = block.get("processor", "?")
+    flags = block.get("flags", "").split()
+    if "hypervisor" not in flags:
+        return f"/proc/cpuinfo processor {cpu} lacks the hypervisor flag: not a guest"
+    if "tsc_known_freq" not in flags:
+        return (
+            f"/proc/cpuinfo processor {cpu} lacks tsc_known_freq: "
+            "its cpu MHz is a measurement, not a declared rate"
+        )
+    try:
+        return float(block["cpu MHz"])
+    except (KeyError, ValueError):
+        return f"/proc/cpuinfo processor {cpu} has no cpu MHz reading"
 
 
 def probe_clock(

@@ -10,7 +10,7 @@ from stagetimer._system.files import (
     kernel_lines,
     parse_cpu_list,
     read_int,
-    read_int_or_reason,
+    read_ints_or_reason,
     read_or_reason,
     read_text,
 )
@@ -82,13 +82,9 @@ def numa_nodes(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
     """
     if not cpus:
         return None, "no affine CPUs known"
-    try:
-        names = os.listdir(host_path(root, _NODE_DIR))
-    except OSError:
-        return None, f"{_NODE_DIR} does not exist (a kernel without NUMA support)"
-    nodes = sorted(int(n[4:]) for n in names if n.startswith("node") and n[4:].isdigit())
-    if not nodes:
-        return None, f"{_NODE_DIR} lists no node"
+    nodes = _node_numbers(root)
+    if isinstance(nodes, str):
+        return None, nodes
     affine = set(cpus)
     spanned = 0
     for node in nodes:
@@ -97,6 +93,16 @@ def numa_nodes(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
             return None, f"{_NODE_DIR}/node{node}/cpulist does not parse"
         spanned += not affine.isdisjoint(listed)
     return spanned, f"{_NODE_DIR}/nodeN/cpulist over the affine CPUs"
+
+
+def _node_numbers(root: str) -> list[int] | str:
+    """The NUMA nodes of ``/sys/devices/system/node``, sorted, or why there are none."""
+    try:
+        names = os.listdir(host_path(root, _NODE_DIR))
+    except OSError:
+        return f"{_NODE_DIR} does not exist (a kernel without NUMA support)"
+    nodes = sorted(int(n[4:]) for n in names if n.startswith("node") and n[4:].isdigit())
+    return nodes or f"{_NODE_DIR} lists no node"
 
 
 def sysfs_cpus(root: str) -> tuple[int, ...]:
@@ -117,12 +123,10 @@ def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
             siblings = parse_cpu_list(text)
             if siblings:
                 return siblings, name
-    package, why = read_int_or_reason(root, f"{topology}/physical_package_id")
-    if package is None:
-        return why
-    core, why = read_int_or_reason(root, f"{topology}/core_id")
-    if core is None:
-        return why
+    found = read_ints_or_reason(root, f"{topology}/physical_package_id", f"{topology}/core_id")
+    if isinstance(found, str):
+        return found
+    package, core = found
     die = read_int(root, f"{topology}/die_id")
     # core_id alone repeats across packages (cputopology.rst): key on the triple.
     return (package, die if die is not None else 0, core), _TRIPLE
@@ -203,14 +207,7 @@ def model_name(
         blocks = cpuinfo_blocks(root)
     if isinstance(blocks, str):
         return None, False, blocks, blocks
-    affine = set(cpus)
-    chosen = [b for b in blocks if b.get("processor", "").isdigit()]
-    chosen = [b for b in chosen if int(b["processor"]) in affine] or blocks
-    names: list[str] = []
-    for block in chosen:
-        name = block.get("model name")
-        if name and name not in names:
-            names.append(name)
+    names = _model_names(blocks, cpus)
     guest = any("hypervisor" in block.get("flags", "").split() for block in blocks)
     guest_source = (
         "/proc/cpuinfo flags: hypervisor"
@@ -220,6 +217,15 @@ def model_name(
     if not names:
         return None, guest, "/proc/cpuinfo has no \"model name\" line", guest_source
     return " / ".join(names), guest, "/proc/cpuinfo model name", guest_source
+
+
+def _model_names(blocks: list[dict[str, str]], cpus: tuple[int, ...]) -> list[str]:
+    """The distinct model names of the affine CPUs' blocks (of every block when none is
+    affine), in the order of ``/proc/cpuinfo``."""
+    affine = set(cpus)
+    chosen = [b for b in blocks if b.get("processor", "").isdigit()]
+    chosen = [b for b in chosen if int(b["processor"]) in affine] or blocks
+    return [name for name in dict.fromkeys(b.get("model name") for b in chosen) if name]
 
 
 def _v2_quota(root: str, directory: str) -> tuple[float | None, str]:

@@ -172,26 +172,34 @@ def hardware_differences(
     found: list[Difference] = []
     for field, path, _ in _SCALARS:
         old_value, new_value = _get(left, *path), _get(right, *path)
-        if field == "cpu.clock_max_mhz":
-            differs = _clock_differs(old_value, new_value)
-        elif field in _KNOWN_ONLY:
-            differs = None not in (old_value, new_value) and not _same(old_value, new_value)
-        else:
-            differs = not _same(old_value, new_value)
-        if differs:
+        if _scalar_differs(field, old_value, new_value):
             found.append(Difference(field, old_value, new_value))
-    left_gpus, right_gpus = _gpus(left), _gpus(right)
-    if len(left_gpus) != len(right_gpus):
-        found.append(Difference("gpus", len(left_gpus), len(right_gpus)))
-    for index, (old_gpu, new_gpu) in enumerate(zip(left_gpus, right_gpus, strict=False)):
-        for name in _GPU_FIELDS:
-            old_value, new_value = _get(old_gpu, name), _get(new_gpu, name)
-            if not _same(old_value, new_value):
-                found.append(Difference(f"gpus[{index}].{name}", old_value, new_value))
+    found += _gpu_differences(_gpus(left), _gpus(right))
     for field, normalise in _PLATFORM:
         old_value, new_value = normalise(left.get(field)), normalise(right.get(field))
         if old_value != new_value:
             found.append(Difference(field, old_value, new_value))
+    return found
+
+
+def _scalar_differs(field: str, base: Any, new: Any) -> bool:
+    if field == "cpu.clock_max_mhz":
+        return _clock_differs(base, new)
+    if field in _KNOWN_ONLY and None in (base, new):
+        return False
+    return not _same(base, new)
+
+
+def _gpu_differences(base: Sequence[Any], new: Sequence[Any]) -> list[Difference]:
+    """The number of GPUs where it differs, then each field of each GPU both sides list."""
+    found: list[Difference] = []
+    if len(base) != len(new):
+        found.append(Difference("gpus", len(base), len(new)))
+    for index, (old_gpu, new_gpu) in enumerate(zip(base, new, strict=False)):
+        for name in _GPU_FIELDS:
+            old_value, new_value = _get(old_gpu, name), _get(new_gpu, name)
+            if not _same(old_value, new_value):
+                found.append(Difference(f"gpus[{index}].{name}", old_value, new_value))
     return found
 
 

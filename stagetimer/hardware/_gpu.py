@@ -150,20 +150,15 @@ def _describe(
     }
     name, sources[f"{key}.name"] = reader.call("nvmlDeviceGetName", handle)
     sources[f"{key}.uuid"] = "nvmlDeviceGetUUID" if uuid else "nvmlDeviceGetUUID failed"
-    memory, where = reader.call("nvmlDeviceGetMemoryInfo", handle)
-    total = getattr(memory, "total", None) or None
-    sources[f"{key}.memory_usable_bytes"] = (
-        "nvmlDeviceGetMemoryInfo total" if total else f"{where} (no total reported)"
-    )
-    bus, where = reader.call("nvmlDeviceGetMemoryBusWidth", handle)
+    total, sources[f"{key}.memory_usable_bytes"] = _memory_total(reader, handle)
     # Unified-memory parts report a bus width of 0: missing, not zero.
-    bus = int(bus) if bus else None
-    sources[f"{key}.memory_bus_width_bits"] = where if bus else f"{where} (reported 0 or failed)"
+    bus, sources[f"{key}.memory_bus_width_bits"] = _reported(
+        reader, "nvmlDeviceGetMemoryBusWidth", "nvmlDeviceGetMemoryBusWidth", handle
+    )
     clock_id = getattr(reader.nvml, "NVML_CLOCK_MEM", _NVML_CLOCK_MEM)
-    clock, where = reader.call("nvmlDeviceGetMaxClockInfo", handle, clock_id)
-    clock = int(clock) if clock else None
-    sources[f"{key}.max_memory_clock_mhz"] = (
-        "nvmlDeviceGetMaxClockInfo(NVML_CLOCK_MEM)" if clock else f"{where} (reported 0 or failed)"
+    clock, sources[f"{key}.max_memory_clock_mhz"] = _reported(
+        reader, "nvmlDeviceGetMaxClockInfo(NVML_CLOCK_MEM)", "nvmlDeviceGetMaxClockInfo",
+        handle, clock_id,
     )
     bandwidth = peak_bandwidth(clock, bus)
     sources[f"{key}.peak_memory_bandwidth_bytes_per_s"] = (
@@ -175,12 +170,30 @@ def _describe(
         index=index,
         name=_text(name) if name is not None else None,
         uuid=uuid,
-        memory_usable_bytes=int(total) if total else None,
+        memory_usable_bytes=total,
         memory_bus_width_bits=bus,
         max_memory_clock_mhz=clock,
         peak_memory_bandwidth_bytes_per_s=bandwidth,
     )
     return info, sources
+
+
+def _memory_total(reader: Reader, handle: Any) -> tuple[int | None, str]:
+    """The device's memory in bytes (None where NVML reports none) and its source."""
+    memory, where = reader.call("nvmlDeviceGetMemoryInfo", handle)
+    total = getattr(memory, "total", None)
+    if not total:
+        return None, f"{where} (no total reported)"
+    return int(total), "nvmlDeviceGetMemoryInfo total"
+
+
+def _reported(reader: Reader, source: str, name: str, *args: Any) -> tuple[int | None, str]:
+    """What NVML function ``name`` reports, None where it fails or reports 0, and its
+    source: ``source``, or why it is missing."""
+    value, where = reader.call(name, *args)
+    if not value:
+        return None, f"{where} (reported 0 or failed)"
+    return int(value), source
 
 
 class Visible(NamedTuple):
@@ -233,31 +246,40 @@ def _enumerate(
     found = visible(reader, environ)
     if isinstance(found, str):
         return (), found, {}, []
-    count, handles, uuids, chosen, note = found
     gpus: list[GpuInfo] = []
     sources: dict[str, str] = {}
     lost: list[str] = []
-    for index, entry in chosen:
-        if handles[index] is None:
+    for index, entry in found.chosen:
+        handle = found.handles[index]
+        if handle is None:
             lost.append(f"GPU {index}: nvmlDeviceGetHandleByIndex failed")
             continue
-        info, more = _describe(reader, index, handles[index], uuids[index], entry, len(gpus))
+        info, more = _describe(reader, index, handle, found.uuids[index], entry, len(gpus))
         gpus.append(info)
         sources.update(more)
-    summary = f"NVML: {len(gpus)} of {count} GPUs; {note}"
+    if not gpus:
+        why = "NVML reports no GPU" if not found.listed else f"no GPU selected: {found.note}"
+        return (), why, {}, []
+    sources["gpus"] = _summary(found, gpus, lost, environ)
+    return tuple(gpus), None, sources, found.chosen_handles()
+
+
+def _summary(
+    found: Visible, gpus: list[GpuInfo], lost: list[str], environ: Mapping[str, str]
+) -> str:
+    """The ``gpus`` source: how many of the listed GPUs are described, by which selection,
+    which were lost, and whether CUDA may number them otherwise."""
+    summary = f"NVML: {len(gpus)} of {found.listed} GPUs; {found.note}"
     if lost:
         summary += "; " + "; ".join(lost)
-    ordinals = [entry for _, entry in chosen if entry and entry[:4].upper() != "GPU-"]
+    ordinals = [entry for _, entry in found.chosen if entry and entry[:4].upper() != "GPU-"]
     names = {gpu.name for gpu in gpus}
     if ordinals and environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(names) > 1:
         # CUDA numbers FASTEST_FIRST by default; NVML numbers by PCI bus (CUDA docs).
         summary += (
             "; ordinals taken as NVML indices, which CUDA's FASTEST_FIRST order may not match"
         )
-    if not gpus:
-        return (), ("NVML reports no GPU" if not count else f"no GPU selected: {note}"), {}, []
-    sources["gpus"] = summary
-    return tuple(gpus), None, sources, found.chosen_handles()
+    return summary
 
 
 def probe_gpus(

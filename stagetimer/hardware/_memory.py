@@ -152,16 +152,21 @@ def node_total_bytes(root: str) -> tuple[int | None, str]:
             return int(fields[0]) * unit, "/proc/meminfo MemTotal"
         return None, "/proc/meminfo has no MemTotal line"
     if root == "/":
-        try:
-            # Only off Linux: /proc/meminfo is cheaper and always there on Linux.
-            psutil = importlib.import_module("psutil")
-        except ImportError:
-            return None, f"{reason}; psutil is not installed"
-        try:
-            return int(psutil.virtual_memory().total), "psutil.virtual_memory().total"
-        except Exception as err:  # psutil raises its own errors on exotic systems
-            return None, f"{reason}; psutil failed: {type(err).__name__}"
+        return _psutil_total(reason)
     return None, reason
+
+
+def _psutil_total(reason: str) -> tuple[int | None, str]:
+    """The node's RAM from psutil, where ``/proc/meminfo`` cannot be read (``reason``)."""
+    try:
+        # Only off Linux: /proc/meminfo is cheaper and always there on Linux.
+        psutil = importlib.import_module("psutil")
+    except ImportError:
+        return None, f"{reason}; psutil is not installed"
+    try:
+        return int(psutil.virtual_memory().total), "psutil.virtual_memory().total"
+    except Exception as err:  # psutil raises its own errors on exotic systems
+        return None, f"{reason}; psutil failed: {type(err).__name__}"
 
 
 def probe_memory(

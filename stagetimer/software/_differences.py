@@ -99,6 +99,22 @@ def format_software_differences(
     'commit 1a2b3c4 → 5d6e7f8 (uncommitted changes); torch 2.4.1 → 2.5.0'
     """
     by_field = {d.field: d for d in differences}
+    base_code, new_code = _code_sides(by_field, base, new)
+    words: list[str] = []
+    code = _code_words(by_field, base_code, new_code)
+    if code is not None:
+        words.append(code)
+    words += [_words(d) for d in differences if not d.field.startswith("code.")]
+    return "; ".join(words)
+
+
+def _code_sides(
+    by_field: dict[str, Difference],
+    base: Software | Mapping[str, Any] | None,
+    new: Software | Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The code of each side: as its description has it, with what the differences say
+    of it, and ``dirty`` where only a diff's hash says so."""
     base_code = dict(_mapping(_as_dict(base), "code")) if base is not None else {}
     new_code = dict(_mapping(_as_dict(new), "code")) if new is not None else {}
     for name in _CODE_FIELDS:  # what differs, from the differences themselves
@@ -108,15 +124,13 @@ def format_software_differences(
     for side in (base_code, new_code):
         if "dirty" not in side and side.get("diff_sha256") is not None:
             side["dirty"] = True  # a diff is only recorded for a dirty work tree
-    words: list[str] = []
-    code = _code_words(by_field, base_code, new_code)
-    if code is not None:
-        words.append(code)
-    for d in differences:
-        if d.field.startswith("code."):
-            continue
-        name = d.field.partition(".")[2] if "." in d.field else "Python"
-        old = "not loaded" if d.base is None else str(d.base)
-        now = "not loaded" if d.new is None else str(d.new)
-        words.append(f"{name} {old} → {now}")
-    return "; ".join(words)
+    return base_code, new_code
+
+
+def _words(difference: Difference) -> str:
+    """A difference of Python, a package or an accelerator library in words."""
+    field = difference.field
+    name = field.partition(".")[2] if "." in field else "Python"
+    old = "not loaded" if difference.base is None else str(difference.base)
+    now = "not loaded" if difference.new is None else str(difference.new)
+    return f"{name} {old} → {now}"

@@ -109,19 +109,7 @@ class GitProbe:
             return None, f"git did not answer within {self._timeout:g} s"
         finally:
             self._stop_all()
-        if code != 0:
-            return None, f"git diff-index HEAD failed (exit {code}): {first_line(err)}"
-        commit = out.decode("ascii", "replace").strip()
-        if not _COMMIT.fullmatch(commit):  # a git that answers nonsense
-            return None, f"git rev-parse HEAD gave no commit: {commit[:60]!r}"
-        dirty = bool(patch)
-        if dirty:
-            import hashlib  # here: the git commands are running meanwhile
-
-            digest: str | None = hashlib.sha256(patch).hexdigest()
-        else:
-            digest = None
-        return CodeInfo(commit, dirty, digest), "git rev-parse HEAD; git diff-index -p HEAD"
+        return _code_info(out, code, patch, err)
 
     def _head_failed(self, code: int, err: bytes) -> str:
         message = first_line(err)
@@ -135,3 +123,23 @@ class GitProbe:
 def start_git(directory: str, timeout: float = GIT_TIMEOUT) -> GitProbe:
     """Start describing the work tree holding ``directory`` (see ``GitProbe.result``)."""
     return GitProbe(directory, timeout)
+
+
+def _code_info(
+    head_out: bytes, diff_exit: int, patch: bytes, diff_err: bytes
+) -> tuple[CodeInfo | None, str]:
+    """The code the answers of ``git rev-parse HEAD`` and ``git diff-index -p HEAD`` describe,
+    and where it came from, or None and why not."""
+    if diff_exit != 0:
+        return None, f"git diff-index HEAD failed (exit {diff_exit}): {first_line(diff_err)}"
+    commit = head_out.decode("ascii", "replace").strip()
+    if not _COMMIT.fullmatch(commit):  # a git that answers nonsense
+        return None, f"git rev-parse HEAD gave no commit: {commit[:60]!r}"
+    dirty = bool(patch)
+    if dirty:
+        import hashlib  # here, not at import: only a dirty work tree needs it
+
+        digest: str | None = hashlib.sha256(patch).hexdigest()
+    else:
+        digest = None
+    return CodeInfo(commit, dirty, digest), "git rev-parse HEAD; git diff-index -p HEAD"

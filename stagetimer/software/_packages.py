@@ -73,21 +73,24 @@ def record_top_level(record: str) -> set[str]:
     and data directories are no module. One split per line: RECORD of a large wheel
     has thousands of lines, nearly all below a few directories.
     """
-    names: set[str] = set()
-    for first in {line.partition("/")[0] for line in record.splitlines()}:
-        if first.startswith('"'):  # quoted: the path holds a comma
-            first, separator = first[1:], '",'
-        else:
-            separator = ","
-        if separator in first:  # no "/": a file at the top, "six.py,sha256=...,123"
-            path = first.partition(separator)[0]
-            if path.endswith(".py"):  # "a.b.py" is no module "a": its name "a.b" matches none
-                names.add(path[:-3])
-            elif path.endswith((".so", ".pyd")):  # name.<ABI tag>.so
-                names.add(path.partition(".")[0])
-        elif first and not first.startswith(".") and first != "__pycache__":
-            names.add(first)
-    return names - {""}
+    firsts = {line.partition("/")[0] for line in record.splitlines()}
+    return {name for name in map(_top_name, firsts) if name}
+
+
+def _top_name(first: str) -> str:
+    """The top-level name a ``RECORD`` line's first path part installs, ``""`` for none."""
+    if first.startswith('"'):  # quoted: the path holds a comma
+        first, separator = first[1:], '",'
+    else:
+        separator = ","
+    if separator not in first:  # a directory: "/" follows
+        return "" if first.startswith(".") or first == "__pycache__" else first
+    path = first.partition(separator)[0]  # a file at the top, "six.py,sha256=...,123"
+    if path.endswith(".py"):  # "a.b.py" is no module "a": its name "a.b" matches none
+        return path[:-3]
+    if path.endswith((".so", ".pyd")):  # name.<ABI tag>.so
+        return path.partition(".")[0]
+    return ""
 
 
 def provides(top_level: str | None, record: str | None, names: set[str]) -> bool:
@@ -107,22 +110,28 @@ def _name_and_version(directory: str) -> tuple[str, str] | None:
     for filename in ("METADATA", "PKG-INFO"):
         # A regular file only, opened without blocking, read up to the headers' end.
         data = read_regular(os.path.join(directory, filename), stop=b"\n\n")[0]
-        if data is None:
-            continue
-        found: dict[str, str] = {}
-        # Universal newlines, as a file opened as text splits them.
-        text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-        for line in text.split("\n"):
-            if not line.strip():
-                break  # the headers end; the description follows
-            # Field names are case-insensitive, as in email headers
-            # (importlib.metadata reads "name: x" as the Name).
-            key, sep, value = line.partition(":")
-            key = key.lower()
-            if sep and key in ("name", "version") and key not in found:
-                found[key] = value.strip()
-                if len(found) == 2:
-                    return found["name"], found["version"]
+        found = _headers_name_and_version(data) if data is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+def _headers_name_and_version(data: bytes) -> tuple[str, str] | None:
+    """The first ``Name`` and ``Version`` of core metadata headers, None without both."""
+    found: dict[str, str] = {}
+    # Universal newlines, as a file opened as text splits them.
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    for line in text.split("\n"):
+        if not line.strip():
+            break  # the headers end; the description follows
+        # Field names are case-insensitive, as in email headers
+        # (importlib.metadata reads "name: x" as the Name).
+        key, sep, value = line.partition(":")
+        key = key.lower()
+        if sep and key in ("name", "version") and key not in found:
+            found[key] = value.strip()
+            if len(found) == 2:
+                return found["name"], found["version"]
     return None
 
 
@@ -160,16 +169,21 @@ def imported_packages() -> tuple[dict[str, str], str]:
     packages: dict[str, str] = {}
     seen: set[str] = set()  # the names found so far, normalized
     for directory in _metadata_directories():
-        top_level = read_text("/", os.path.join(directory, "top_level.txt"))
-        if top_level is None or not top_level.strip():
-            record = read_text("/", os.path.join(directory, "RECORD"))
-            if record is None:  # an .egg-info lists its files in SOURCES.txt
-                record = read_text("/", os.path.join(directory, "SOURCES.txt"))
-        else:
-            record = None
-        if provides(top_level, record, imported):
+        if provides(*_file_lists(directory), imported):
             found = _name_and_version(directory)
             if found is not None and (name := normalized_name(found[0])) not in seen:
                 seen.add(name)
                 packages[found[0]] = found[1]
     return dict(sorted(packages.items())), _SOURCE
+
+
+def _file_lists(directory: str) -> tuple[str | None, str | None]:
+    """A distribution's ``top_level.txt``, and only where that names nothing, its
+    ``RECORD`` (an ``.egg-info``'s ``SOURCES.txt``): what ``provides`` reads."""
+    top_level = read_text("/", os.path.join(directory, "top_level.txt"))
+    if top_level is not None and top_level.strip():
+        return top_level, None
+    record = read_text("/", os.path.join(directory, "RECORD"))
+    if record is None:  # an .egg-info lists its files in SOURCES.txt
+        record = read_text("/", os.path.join(directory, "SOURCES.txt"))
+    return top_level, record
