@@ -333,11 +333,7 @@ def scan_attempts(
     holding markers (all a caller that wants failed and killed attempts needs)."""
     moment = _now(now)
     lookup = slurm if slurm is not None else SlurmLookup()
-    attempted: list[str] = []
-    found, problems = find_artifact_dirs(paths, attempted=attempted)
-    directories = [] if with_markers_only else [f.path for f in found]
-    known = {os.path.realpath(d) for d in directories}
-    directories += [d for d in attempted if os.path.realpath(d) not in known]
+    directories, problems = _directories(paths, with_markers_only)
     read = [r for d in directories if (r := _read_directory(d, problems)) is not None]
     # What each writer was last seen doing, over every directory read: a killed
     # attempt's lower end is the last moment its writer is known to have been alive.
@@ -348,6 +344,17 @@ def scan_attempts(
     for one in read:
         result.extend(sorted(_directory_attempts(one, moment, lookup, signs), key=_order))
     return result, problems
+
+
+def _directories(paths: Iterable[str | os.PathLike[str]], with_markers_only: bool,
+                 ) -> tuple[list[str], list[Problem]]:
+    """The artifact directories under ``paths`` (or only those holding markers), then the
+    directories holding markers and no ``timings.json`` yet; and the walk's problems."""
+    attempted: list[str] = []
+    found, problems = find_artifact_dirs(paths, attempted=attempted)
+    directories = [] if with_markers_only else [f.path for f in found]
+    known = {os.path.realpath(d) for d in directories}
+    return directories + [d for d in attempted if os.path.realpath(d) not in known], problems
 
 
 def _now(now: datetime.datetime | None) -> datetime.datetime:
