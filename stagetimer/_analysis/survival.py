@@ -64,6 +64,12 @@ class Survival:
         return None
 
 
+def _last_level(levels: list[float], n: int) -> float:
+    """The last level of a predictive estimate of ``n`` observations: ``1 / (n + 1)``,
+    never above the level before it."""
+    return min(levels[-2] if len(levels) > 1 else 1.0, 1.0 / (n + 1))
+
+
 def _mean_excess(ended_times: list[float]) -> float:
     """The mean excess of the ``k`` longest ended durations (at most 10) over the one
     below them."""
@@ -115,6 +121,6 @@ def kaplan_meier(
     times, levels = _steps(data)
     tail_mean = max(sum(s for s, _ in data) / len(ended_times), 1e-9)
     if predictive and levels and levels[-1] == 0.0 and len(ended_times) > 1:
-        levels[-1] = min(levels[-2] if len(levels) > 1 else 1.0, 1.0 / (len(data) + 1))
+        levels[-1] = _last_level(levels, len(data))
         tail_mean = _mean_excess(ended_times)
     return Survival(tuple(times), tuple(levels), tail_mean, data[-1][0])
