@@ -409,22 +409,34 @@ def add_lost(
         if attempt.odd:
             statement.odd_attempts += 1
             continue
-        if attempt.state == "failed":
-            lost = attempt.seconds if is_valid_seconds(attempt.seconds) else 0.0
-        else:
-            lost = lost_bounds(attempt)[0]
-        hardware_id = hardware[id(attempt)]
-        entry = by_id.get(hardware_id or "")
-        hw = known.get(hardware_id) if hardware_id is not None else None
-        if entry is None and hardware_id is not None and hw is not None:
-            entry = by_id[hardware_id] = _describe(hardware_id, hw, statement.flags)
-            statement.hardware.append(entry)
+        lost = _lost(attempt)
+        entry = _entry(statement, by_id, known, hardware[id(attempt)])
         if entry is None:
             statement.unattributed_lost_attempts += 1
             statement.unattributed_lost_seconds += lost
             continue
         entry.lost_seconds += lost
         entry.lost_attempts += 1
+
+
+def _lost(attempt: Attempt) -> float:
+    """The seconds a failed or killed attempt lost (a killed one: the lower end)."""
+    if attempt.state == "failed":
+        return attempt.seconds if is_valid_seconds(attempt.seconds) else 0.0
+    return lost_bounds(attempt)[0]
+
+
+def _entry(statement: ComputeStatement, by_id: dict[str, HardwareCompute],
+           known: Mapping[str, Hardware | None], hardware_id: str | None,
+           ) -> HardwareCompute | None:
+    """The statement's entry of ``hardware_id``, added where only its description is
+    known (no run of it finished); None where it has none."""
+    entry = by_id.get(hardware_id or "")
+    hw = known.get(hardware_id) if hardware_id is not None else None
+    if entry is None and hardware_id is not None and hw is not None:
+        entry = by_id[hardware_id] = _describe(hardware_id, hw, statement.flags)
+        statement.hardware.append(entry)
+    return entry
 
 
 def compute_statement(*paths: str | os.PathLike[str]) -> ComputeStatement:

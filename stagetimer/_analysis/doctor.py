@@ -289,6 +289,21 @@ def doctor(directory: str | os.PathLike[str]) -> DirectoryReport:
                    read_text("/", claim_policy.ETAB) or "")
 
 
+def _not_there(path: str, where: str, findings: list[Finding]) -> str:
+    """Say why no directory is at ``path`` (a file, or nothing yet under ``where``, its
+    nearest existing parent); return the directory to examine instead."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        _add(findings, "missing", "note",
+             f"does not exist yet: the first save creates it under {where}")
+        return where
+    _add(findings, "not_a_directory", "stop",
+         f"is {file_kind(st.st_mode)}, not a directory: no save can go here "
+         "(a Recorder needs the artifact directory)")
+    return os.path.dirname(path)
+
+
 def examine(
     directory: str | os.PathLike[str], mountinfo: str, etab: str = ""
 ) -> DirectoryReport:
@@ -302,18 +317,8 @@ def examine(
     mount = find_mount(resolved, mounts)
     verdict, reason = lock_verdict(mount)
     findings: list[Finding] = []
-    try:
-        st: os.stat_result | None = os.stat(path)
-    except OSError:
-        st = None
-    if st is not None and not exists:
-        _add(findings, "not_a_directory", "stop",
-             f"is {file_kind(st.st_mode)}, not a directory: no save can go here "
-             "(a Recorder needs the artifact directory)")
-        where = os.path.dirname(path)
-    elif not exists:
-        _add(findings, "missing", "note",
-             f"does not exist yet: the first save creates it under {where}")
+    if not exists:
+        where = _not_there(path, where, findings)
     protocol, protocol_reason = _protocol(resolved, mounts, etab, findings)
     _permissions(where, mount, findings)
     free = _space(where, findings)

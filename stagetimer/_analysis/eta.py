@@ -216,9 +216,48 @@ def stage_progress(
     ``expected``: the runs the stage should end with (default: the runs seen);
     ``slots``: how many may run at once (default: the concurrency observed, at least 1).
     """
-    left_out = []
-    sound = []
-    odd = []
+    sound, odd, left_out = _sort_out(attempts, now)
+    runs = _runs(attempts)
+    done, running, unknown, running_ages = _count_runs(runs, now)
+    total = len(runs) if expected is None else max(expected, 0)
+    pending = max(total - done - running - unknown, 0)
+    failed, killed = (sum(a.state == state for a in attempts) for state in ("failed", "killed"))
+    if slots is None or slots < 1:
+        slots = max(observed_concurrency(sound, now), running, 1)
+    complete = running == 0 and unknown == 0 and pending == 0
+    eta = Eta(0.0, 0.0) if complete else _simulated(
+        attempts, sound, odd, now, running_ages, pending, slots, simulations)
+    first = _first_start(sound)
+    return StageProgress(
+        name, done, running, failed, killed, unknown, pending,
+        _elapsed(sound, first, now, complete), eta, slots, first, tuple(left_out),
+    )
+
+
+def _simulated(attempts: Sequence[Attempt], sound: Sequence[Attempt],
+               odd: Sequence[Attempt], now: datetime.datetime, running_ages: list[float],
+               pending: int, slots: int, simulations: int) -> Eta | None:
+    """The time to go of a stage not complete (``time_to_go`` on its attempts)."""
+    # a running attempt whose start is impossible counts as just started
+    ended = [o for a in sound if (o := _observation(a, now)) is not None]
+    ended += [(0.0, False) for a in odd if a.state == "running"]
+    failures = sum(a.state in ("failed", "killed") for a in attempts)
+    # Failures are seen only where attempts are tracked (a run saved with its
+    # ``attempt_id``): runs from record_timing or older files say nothing of them.
+    ends = failures + sum(a.state == "finished" and a.attempt_id is not None for a in attempts)
+    # fewer simulations where each is long (thousands of runs): a refresh stays short
+    work = len(ended) + len(running_ages) + pending
+    draws = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
+    return time_to_go(ended, running_ages, pending, slots, (failures, ends),
+                      simulations=draws)
+
+
+def _sort_out(attempts: Sequence[Attempt], now: datetime.datetime,
+              ) -> tuple[list[Attempt], list[Attempt], list[str]]:
+    """The attempts whose values are possible, the others, and why each other is left out."""
+    sound: list[Attempt] = []
+    odd: list[Attempt] = []
+    left_out: list[str] = []
     for attempt in attempts:
         why = odd_value(attempt, now)
         if why is None:
@@ -226,7 +265,13 @@ def stage_progress(
         else:
             odd.append(attempt)
             left_out.append(_left_out(attempt, why))
-    runs = _runs(attempts)
+    return sound, odd, left_out
+
+
+def _count_runs(runs: dict[tuple[object, object], list[Attempt]], now: datetime.datetime,
+                ) -> tuple[int, int, int, list[float]]:
+    """The runs done, running and unknown, and the age of each running one (its first
+    running attempt's; 0 where that attempt's start is impossible)."""
     done = running = unknown = 0
     running_ages: list[float] = []
     for tries in runs.values():
@@ -235,51 +280,25 @@ def stage_progress(
             done += 1
         elif "running" in states:
             running += 1
-            running_ages += [_age(a, now) if odd_value(a, now) is None else 0.0
-                             for a in tries if a.state == "running"][:1]
+            first = next(a for a in tries if a.state == "running")
+            running_ages.append(_age(first, now) if odd_value(first, now) is None else 0.0)
         elif max(tries, key=_start).state == "unknown":
             unknown += 1
-    total = len(runs) if expected is None else max(expected, 0)
-    pending = max(total - done - running - unknown, 0)
-    failed = sum(a.state == "failed" for a in attempts)
-    killed = sum(a.state == "killed" for a in attempts)
-    if slots is None or slots < 1:
-        slots = max(observed_concurrency(sound, now), running, 1)
-    complete = running == 0 and unknown == 0 and pending == 0
-    eta: Eta | None
-    if complete:
-        eta = Eta(0.0, 0.0)
-    else:
-        # a running attempt whose start is impossible counts as just started
-        ended = [o for a in sound if (o := _observation(a, now)) is not None]
-        ended += [(0.0, False) for a in odd if a.state == "running"]
-        # Failures are seen only where attempts are tracked (a run saved with its
-        # ``attempt_id``): runs from record_timing or older files say nothing of them.
-        ends = failed + killed + sum(
-            a.state == "finished" and a.attempt_id is not None for a in attempts
-        )
-        # fewer simulations where each is long (thousands of runs): a refresh stays short
-        work = len(ended) + len(running_ages) + pending
-        draws = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
-        eta = time_to_go(ended, running_ages, pending, slots, (failed + killed, ends),
-                         simulations=draws)
-    return StageProgress(
-        name, done, running, failed, killed, unknown, pending,
-        _elapsed(sound, now, complete), eta, slots,
-        min((a.started_at for a in sound if a.started_at is not None), default=None),
-        tuple(left_out),
-    )
+    return done, running, unknown, running_ages
 
 
 def _start(attempt: Attempt) -> datetime.datetime:
     return attempt.started_at or _NEVER
 
 
-def _elapsed(attempts: Sequence[Attempt], now: datetime.datetime, complete: bool) -> float:
-    starts = [a.started_at for a in attempts if a.started_at is not None]
-    if not starts:
+def _first_start(attempts: Sequence[Attempt]) -> datetime.datetime | None:
+    return min((a.started_at for a in attempts if a.started_at is not None), default=None)
+
+
+def _elapsed(attempts: Sequence[Attempt], first: datetime.datetime | None,
+             now: datetime.datetime, complete: bool) -> float:
+    if first is None:
         return 0.0
-    first = min(starts)
     last = now
     if complete:
         ends = [end for a in attempts if (end := _end(a)) is not None]

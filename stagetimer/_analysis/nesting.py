@@ -75,6 +75,16 @@ def _inside(child: Span, parent: Span) -> bool:
     return bool(parent_start - slack <= child_start <= parent_start + parent[3] + slack)
 
 
+def _parents(spans: list[Span]) -> dict[str, Span]:
+    """The spans a child may name, by attempt id: those with a valid duration (the first
+    of an id)."""
+    by_id: dict[str, Span] = {}
+    for span in spans:
+        if type(span[0]) is str and is_valid_seconds(span[3]):
+            by_id.setdefault(span[0], span)
+    return by_id
+
+
 def nested_flags(spans: list[Span]) -> list[bool]:
     """For each run of one directory, whether it counts inside its parent's run: its
     ``parent`` names the attempt of another run among ``spans`` with a valid duration,
@@ -84,10 +94,7 @@ def nested_flags(spans: list[Span]) -> list[bool]:
     candidates = [i for i, span in enumerate(spans) if span[1] is not None]
     if not candidates:
         return flags
-    by_id: dict[str, Span] = {}
-    for span in spans:
-        if type(span[0]) is str and is_valid_seconds(span[3]):
-            by_id.setdefault(span[0], span)
+    by_id = _parents(spans)
     for i in candidates:
         child = spans[i]
         parent = by_id.get(child[1])

@@ -155,15 +155,12 @@ def _censored(attempt: Attempt) -> float | None:
     return max(0.0, (low - attempt.started_at).total_seconds())
 
 
-def plan_from(
-    artifacts: Iterable[Artifact], attempts: Iterable[Attempt] = (), quantile: float = 0.95
-) -> list[Suggestion]:
-    """One suggestion per (hardware_id, stage) of the runs in ``artifacts``, with the
-    ``attempts`` killed by the time limit counted as at least the time they ran."""
+def _runs_by_key(artifacts: list[Artifact],
+                 ) -> tuple[dict[_Key, list[tuple[float, bool]]], dict[_Key, list[int]]]:
+    """The durations (each ended) and the memory peaks of the runs, by (hardware, stage)."""
     durations: dict[_Key, list[tuple[float, bool]]] = {}
     memory: dict[_Key, list[int]] = {}
-    artifacts_read = list(artifacts)
-    for artifact in artifacts_read:
+    for artifact in artifacts:
         for name, stage in raw_stages(artifact.data):
             for run in stage["runs"]:
                 key = (run.get("hardware_id"), name)
@@ -171,15 +168,30 @@ def plan_from(
                 peak = (run.get("resources") or {}).get("memory_peak_bytes")
                 if type(peak) is int and peak > 0:
                     memory.setdefault(key, []).append(peak)
-    # a marker written before the hardware was known: the hardware of the stage's runs
-    # in the same directory, where they all ran on one
+    return durations, memory
+
+
+def _machines(artifacts: list[Artifact]) -> dict[tuple[str, str], set[str | None]]:
+    """The hardware each stage's runs ran on, by (real directory, stage): a marker written
+    before the hardware was known ran on it, where its runs all ran on one."""
     machines: dict[tuple[str, str], set[str | None]] = {}
-    for artifact in artifacts_read:
+    for artifact in artifacts:
         real = os.path.realpath(artifact.path)
         for name, stage in raw_stages(artifact.data):
             machines.setdefault((real, name), set()).update(
                 run.get("hardware_id") for run in stage["runs"]
             )
+    return machines
+
+
+def plan_from(
+    artifacts: Iterable[Artifact], attempts: Iterable[Attempt] = (), quantile: float = 0.95
+) -> list[Suggestion]:
+    """One suggestion per (hardware_id, stage) of the runs in ``artifacts``, with the
+    ``attempts`` killed by the time limit counted as at least the time they ran."""
+    artifacts_read = list(artifacts)
+    durations, memory = _runs_by_key(artifacts_read)
+    machines = _machines(artifacts_read)
     for attempt in attempts:
         seconds = _censored(attempt)
         if seconds is None:

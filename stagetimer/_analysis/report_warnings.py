@@ -44,30 +44,40 @@ def value_flags(
     kept_total = sum(kept, 0.0)
     flags: list[str] = []
     if len(kept) != len(seconds):
-        for position, value in enumerate(seconds):
-            if not is_valid_seconds(value):
-                why = "negative" if value < 0 else "not a finite number"
-                flags.append(
-                    f"{_where(name, indices[position], position)}: seconds {value:.17g} is "
-                    f"{why}; no writer stores that, so it is left out of the statistics"
-                )
+        flags += _invalid_seconds(name, seconds, indices)
     numbered = indices if None not in indices else [i for i in indices if i is not None]
     if numbered and min(numbered) < 0:
-        flags.extend(
-            f"stage {name} run #{position + 1} in the file: run_idx {run_idx} is negative; "
-            "no writer stores that"
-            for position, run_idx in enumerate(indices) if run_idx is not None and run_idx < 0
-        )
+        flags += _negative_indices(name, indices)
     stored = stage.get("total_seconds")
     if not flags and stored is not None:
-        summed = kept_total
-        if not math.isclose(as_float(stored), summed, rel_tol=1e-9, abs_tol=1e-9):
-            shown = f"{stored:.17g}" if type(stored) is float else short_repr(stored)
-            flags.append(
-                f"stage {name}: total_seconds {shown} is not the sum of its runs "
-                f"({summed:.17g}); the report uses the runs"
-            )
+        flags += _total_flag(name, stored, kept_total)
     return flags, kept, kept_total
+
+
+def _invalid_seconds(name: str, seconds: list[float], indices: list[Any]) -> list[str]:
+    return [
+        f"{_where(name, indices[position], position)}: seconds {value:.17g} is "
+        f"{'negative' if value < 0 else 'not a finite number'}; no writer stores that, so "
+        "it is left out of the statistics"
+        for position, value in enumerate(seconds) if not is_valid_seconds(value)
+    ]
+
+
+def _negative_indices(name: str, indices: list[Any]) -> list[str]:
+    return [
+        f"stage {name} run #{position + 1} in the file: run_idx {run_idx} is negative; "
+        "no writer stores that"
+        for position, run_idx in enumerate(indices) if run_idx is not None and run_idx < 0
+    ]
+
+
+def _total_flag(name: str, stored: Any, summed: float) -> list[str]:
+    """A stored ``total_seconds`` that is not the sum of the runs kept."""
+    if math.isclose(as_float(stored), summed, rel_tol=1e-9, abs_tol=1e-9):
+        return []
+    shown = f"{stored:.17g}" if type(stored) is float else short_repr(stored)
+    return [f"stage {name}: total_seconds {shown} is not the sum of its runs "
+            f"({summed:.17g}); the report uses the runs"]
 
 #: a value whose equal values (``==``, one type) have one JSON text: -0.0 == 0.0 and
 #: {"a": 1} == {"a": 1.0} have two
@@ -85,20 +95,7 @@ def metadata_warning(
     """
     if len(runs) < 2:
         return None
-    mixed = []
-    for key in present - NOT_METADATA:
-        values = [r.get(key, _MISSING) for r in runs]
-        first = values[0]
-        if (type(first) in _PLAIN and values.count(first) == len(values)
-                and len(set(map(type, values))) == 1):
-            continue  # the common case, at C speed (bool is not int here: True == 1)
-        counts = metadata_values(runs, key)
-        if counts is None or len(counts) < 2:
-            continue
-        ordered = sorted(counts.items(), key=lambda kv: -kv[1][1])
-        described = ", ".join(f"{_value_text(key, text)} in {n}" for text, (_, n) in ordered[:4])
-        more = f" and {len(ordered) - 4} more values" if len(ordered) > 4 else ""
-        mixed.append(f"{described}{more}")
+    mixed = [line for key in present - NOT_METADATA if (line := _mixed(runs, key)) is not None]
     if not mixed:
         return None
     mixed.sort()
@@ -106,6 +103,22 @@ def metadata_warning(
         f"stage {name}: its runs differ in metadata ({'; '.join(mixed)} runs); its mean "
         "mixes unlike runs"
     )
+
+
+def _mixed(runs: Sequence[dict[str, Any]], key: str) -> str | None:
+    """The values of ``key`` in ``runs`` and how many runs hold each, where they differ."""
+    values = [r.get(key, _MISSING) for r in runs]
+    first = values[0]
+    if (type(first) in _PLAIN and values.count(first) == len(values)
+            and len(set(map(type, values))) == 1):
+        return None  # the common case, at C speed (bool is not int here: True == 1)
+    counts = metadata_values(runs, key)
+    if counts is None or len(counts) < 2:
+        return None
+    ordered = sorted(counts.items(), key=lambda kv: -kv[1][1])
+    described = ", ".join(f"{_value_text(key, text)} in {n}" for text, (_, n) in ordered[:4])
+    more = f" and {len(ordered) - 4} more values" if len(ordered) > 4 else ""
+    return f"{described}{more}"
 
 
 def _value_text(key: str, text: str) -> str:

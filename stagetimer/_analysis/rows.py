@@ -93,35 +93,41 @@ def _code_columns(sw: Software | None) -> tuple[Any, Any]:
     return (None, None) if code is None else (code.commit, code.dirty)
 
 
+def _add_rows(rows: list[dict[str, Any]], artifact: Artifact, meta_keys: dict[str, None],
+              ) -> None:
+    """Add the rows of one artifact directory, and the metadata keys they hold."""
+    described = artifact.hardware.hardware
+    software = artifact.hardware.software
+    summaries: dict[str | None, tuple[Any, ...]] = {}
+    for name, stage in artifact.timings.stages.items():
+        continued = continued_stage(name)  # evaluate_auto_resume continues nothing
+        resumed = continued is not None
+        base = name if continued is None else continued
+        for run in stage.runs:
+            hw = summaries.get(run.hardware_id)
+            if hw is None:
+                found = described.get(run.hardware_id) if run.hardware_id else None
+                hw = summaries[run.hardware_id] = _hardware_columns(found)
+            sw = software.get(run.software_id) if run.software_id else None
+            row = dict(zip(RECORD_COLUMNS, (
+                artifact.path, name, base, resumed, run.run_idx, run.label, run.seconds,
+                run.started_at, run.hardware_id, run.software_id, *_code_columns(sw),
+                run.rank, run.world_size, run.cpus, job_id(run), *hw,
+                *(_NO_RESOURCES if run.resources is None else map(run.resources.get, _USED)),
+            ), strict=True))
+            for key, value in run.metadata.items():
+                if key not in _RESERVED_META:
+                    meta_keys.setdefault(key)
+                    row[f"meta.{key}"] = value
+            rows.append(row)
+
+
 def records_from(artifacts: Iterable[Artifact]) -> list[dict[str, Any]]:
     """The rows of artifacts already read (``load_tree`` / ``scan_tree``)."""
     rows: list[dict[str, Any]] = []
     meta_keys: dict[str, None] = {}
     for artifact in artifacts:
-        described = artifact.hardware.hardware
-        software = artifact.hardware.software
-        summaries: dict[str | None, tuple[Any, ...]] = {}
-        for name, stage in artifact.timings.stages.items():
-            continued = continued_stage(name)  # evaluate_auto_resume continues nothing
-            resumed = continued is not None
-            base = name if continued is None else continued
-            for run in stage.runs:
-                hw = summaries.get(run.hardware_id)
-                if hw is None:
-                    found = described.get(run.hardware_id) if run.hardware_id else None
-                    hw = summaries[run.hardware_id] = _hardware_columns(found)
-                sw = software.get(run.software_id) if run.software_id else None
-                row = dict(zip(RECORD_COLUMNS, (
-                    artifact.path, name, base, resumed, run.run_idx, run.label, run.seconds,
-                    run.started_at, run.hardware_id, run.software_id, *_code_columns(sw),
-                    run.rank, run.world_size, run.cpus, job_id(run), *hw,
-                    *(_NO_RESOURCES if run.resources is None else map(run.resources.get, _USED)),
-                ), strict=True))
-                for key, value in run.metadata.items():
-                    if key not in _RESERVED_META:
-                        meta_keys.setdefault(key)
-                        row[f"meta.{key}"] = value
-                rows.append(row)
+        _add_rows(rows, artifact, meta_keys)
     columns = [f"meta.{k}" for k in meta_keys]
     for row in rows:
         for column in columns:

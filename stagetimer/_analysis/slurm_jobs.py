@@ -130,18 +130,24 @@ def parse_scontrol(job_id: str, text: str) -> JobView | None:
     )
 
 
+def _sacct_record(job: str, line: str,
+                  ) -> tuple[str, datetime.datetime | None, datetime.datetime | None,
+                             int | None] | None:
+    """``(state, start, end, uid)`` of one line of ``sacct`` about ``job``, or None."""
+    parts = line.split("|")
+    if len(parts) != 5 or parts[0] != job:
+        return None
+    state = parts[1].split(" ")[0]
+    if not re.fullmatch(r"[A-Z_]{2,30}", state):
+        return None
+    return state, _time(parts[2]), _time(parts[3]), _uid(parts[4])
+
+
 def parse_sacct(job_id: str, text: str) -> JobView | None:
     """``sacct -j JOB -X -D -n -P -o JobIDRaw,State,Start,End,UID``: the last record is
     the job's view; an earlier one (a requeued run) gives ``requeue_cause``."""
-    records = []
-    for line in text.splitlines():
-        parts = line.split("|")
-        if len(parts) != 5 or parts[0] != job_id.split("_")[0]:
-            continue
-        state = parts[1].split(" ")[0]
-        if not re.fullmatch(r"[A-Z_]{2,30}", state):
-            continue
-        records.append((state, _time(parts[2]), _time(parts[3]), _uid(parts[4])))
+    job = job_id.split("_")[0]
+    records = [r for line in text.splitlines() if (r := _sacct_record(job, line)) is not None]
     if not records:
         return None
     state, start, end, uid = records[-1]
@@ -150,6 +156,19 @@ def parse_sacct(job_id: str, text: str) -> JobView | None:
     restarts = len(records) - 1
     return JobView(job_id, state, start, end, restarts, uid,
                    requeue_cause=requeue or ("killed" if earlier else None), source="sacct")
+
+
+def _accounted(job_id: str, view: JobView | None) -> JobView | None:
+    """``view`` (``scontrol``'s, None where it has none) with what ``sacct`` adds: the
+    cause of a requeue, or the whole view of a job ``scontrol`` no longer holds."""
+    fields = "JobIDRaw,State,Start,End,UID"
+    text = _run(["sacct", "-j", job_id, "-X", "-D", "-n", "-P", "-o", fields])
+    accounted = None if text is None else parse_sacct(job_id, text)
+    if accounted is None:
+        return view
+    if view is None:
+        return accounted
+    return attrs.evolve(view, requeue_cause=accounted.requeue_cause)
 
 
 def _run(command: list[str]) -> str | None:
@@ -180,13 +199,7 @@ class SlurmLookup:
         text = _run(["scontrol", "-o", "show", "job", job_id])
         view = None if text is None else parse_scontrol(job_id, text)
         if view is None or view.restarts:
-            fields = "JobIDRaw,State,Start,End,UID"
-            text = _run(["sacct", "-j", job_id, "-X", "-D", "-n", "-P", "-o", fields])
-            accounted = None if text is None else parse_sacct(job_id, text)
-            if accounted is not None and view is not None:
-                view = attrs.evolve(view, requeue_cause=accounted.requeue_cause)
-            elif accounted is not None:
-                view = accounted
+            view = _accounted(job_id, view)
         if view is not None and view.state in _SIGNALLED:
             view = attrs.evolve(view, kill_wait=self.kill_wait())
         return view

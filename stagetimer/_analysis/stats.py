@@ -157,7 +157,12 @@ def t_ppf(p: float, df: float) -> float:
     if not df > 0 or math.isnan(df):
         raise ValueError(f"degrees of freedom must be > 0, not {df!r}")
     if p < 0.5:
-        return -t_ppf(1.0 - p, df)
+        return -_upper_t_ppf(1.0 - p, df)
+    return _upper_t_ppf(p, df)
+
+
+def _upper_t_ppf(p: float, df: float) -> float:
+    """``t_ppf`` for a checked ``p`` of 1/2 or more."""
     if p == 0.5:
         return 0.0
     alpha = 1.0 - p
@@ -167,7 +172,11 @@ def t_ppf(p: float, df: float) -> float:
     # The expansion is good for df of a few and more; below, start from the normal
     # quantile, which lies left of the root: the tail is convex, so Newton steps from
     # the left approach the root from the left.
-    t = max(_cornish_fisher(z, df), z) if df >= 3 else z
+    return _newton(max(_cornish_fisher(z, df), z) if df >= 3 else z, alpha, df)
+
+
+def _newton(t: float, alpha: float, df: float) -> float:
+    """The root of ``t_sf(t, df) = alpha`` by Newton steps from ``t``, left of it."""
     for _ in range(200):
         excess = t_sf(t, df) - alpha
         step = excess / _t_pdf(t, df)

@@ -91,33 +91,55 @@ def _split(artifacts: Sequence[Artifact]) -> tuple[list[str], list[tuple[str, ..
 def _labels(
     artifacts: Sequence[Artifact], levels: Sequence[str] | None
 ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    if not artifacts:
+        return ("directory",), []
     relative, split = _split(artifacts)
     depths = {len(s) for s in split}
     if levels is not None:
-        if len(depths) != 1:
-            raise TableRequestError(
-                f"--levels needs every directory at one depth; these are {min(depths)} to "
-                f"{max(depths)} levels below what they share (e.g. {relative[0]})"
-            )
-        (depth,) = depths
-        if depth != len(levels):
-            raise TableRequestError(
-                f"--levels names {len(levels)} level(s) ({','.join(levels)}), but the "
-                f"directories are {depth} level(s) below what they share (e.g. {relative[0]})"
-            )
+        _check_levels(levels, depths, relative[0])
         return tuple(levels), split
     if len(depths) != 1 or len(split[0]) == 1:
         return ("directory",), [(r,) for r in relative]
+    return _varying_levels(artifacts, split)
+
+
+def _check_levels(levels: Sequence[str], depths: set[int], example: str) -> None:
+    """Raise ``TableRequestError`` unless ``--levels`` names each level of every
+    directory (all at one depth)."""
+    if len(depths) != 1:
+        raise TableRequestError(
+            f"--levels needs every directory at one depth; these are {min(depths)} to "
+            f"{max(depths)} levels below what they share (e.g. {example})"
+        )
+    (depth,) = depths
+    if depth != len(levels):
+        raise TableRequestError(
+            f"--levels names {len(levels)} level(s) ({','.join(levels)}), but the "
+            f"directories are {depth} level(s) below what they share (e.g. {example})"
+        )
+
+
+def _varying_levels(artifacts: Sequence[Artifact], split: list[tuple[str, ...]],
+                    ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The levels whose names vary (else the last), named ``level N``; the last is the
+    ``algorithm`` where every directory holds a training stage of that name."""
     depth = len(split[0])
     varying = [i for i in range(depth) if len({s[i] for s in split}) > 1] or [depth - 1]
     names = [f"level {i + 1}" for i in varying]
-    last = varying[-1]
-    if last == depth - 1 and all(
-        f"{s[last]}{TRAINING_SUFFIX}" in a.data
-        for s, a in zip(split, artifacts, strict=True)
-    ):
+    if varying[-1] == depth - 1 and _algorithms(artifacts, split):
         names[-1] = "algorithm"
     return tuple(names), [tuple(s[i] for i in varying) for s in split]
+
+
+def _algorithms(artifacts: Sequence[Artifact], split: list[tuple[str, ...]]) -> bool:
+    """Whether each directory's last level names a training stage it holds."""
+    return all(f"{s[-1]}{TRAINING_SUFFIX}" in a.data
+               for s, a in zip(split, artifacts, strict=True))
+
+
+def _total(row: dict[str, Summary], nested: float) -> float:
+    """A row's total: its cells' totals, less the seconds of the runs nested in them."""
+    return sum((s.total for s in row.values()), 0.0) - nested
 
 
 def _folded(data: dict[str, Any]) -> dict[str, list[float]]:
@@ -168,6 +190,31 @@ def _nested(data: dict[str, Any], names: Sequence[str], fold: bool) -> tuple[flo
     return seconds, count
 
 
+def _in_order(shown: list[Artifact]) -> list[Artifact]:
+    """The artifacts in the natural order of their relative paths."""
+    if not shown:
+        return shown
+    relative, _ = _split(shown)
+    order = sorted(range(len(shown)), key=lambda i: natural_key(relative[i]))
+    return [shown[i] for i in order]
+
+
+def _columns(samples: list[dict[str, list[float]]], stages: Sequence[str] | None,
+             ) -> list[str]:
+    """The stage columns: those ``stages`` picks (each recorded somewhere, else
+    ``TableRequestError``), else every stage recorded, first seen first."""
+    seen = dict.fromkeys(name for row in samples for name in row)
+    if stages is None:
+        return list(seen)
+    unknown = [name for name in stages if name not in seen]
+    if unknown:
+        known = ", ".join(seen) or "none"
+        raise TableRequestError(
+            f"--stages: no directory recorded {', '.join(unknown)} (stages: {known})"
+        )
+    return list(dict.fromkeys(stages))
+
+
 def build_table(
     artifacts: Iterable[Artifact],
     *,
@@ -182,34 +229,13 @@ def build_table(
     ``stages`` picks the stage columns, in that order. Raises ``TableRequestError``
     naming what does not fit (a level count, a stage no directory recorded).
     """
-    shown = list(artifacts)
-    if shown:
-        relative, _ = _split(shown)
-        order = sorted(range(len(shown)), key=lambda i: natural_key(relative[i]))
-        shown = [shown[i] for i in order]
-    seen: dict[str, None] = {}
-    samples = []
-    for artifact in shown:
-        row = _stage_samples(artifact.data, fold_continuations)
-        seen.update(dict.fromkeys(row))
-        samples.append(row)
-    if stages is not None:
-        unknown = [name for name in stages if name not in seen]
-        if unknown:
-            known = ", ".join(seen) or "none"
-            raise TableRequestError(
-                f"--stages: no directory recorded {', '.join(unknown)} (stages: {known})"
-            )
-        names = list(dict.fromkeys(stages))
-    else:
-        names = list(seen)
+    shown = _in_order(list(artifacts))
+    samples = [_stage_samples(artifact.data, fold_continuations) for artifact in shown]
+    names = _columns(samples, stages)
     cells = [{n: summarise(row[n]) for n in names if n in row} for row in samples]
     inside = [_nested(a.data, names, fold_continuations) for a in shown]
-    totals = [
-        sum((s.total for s in row.values()), 0.0) - nested
-        for row, (nested, _) in zip(cells, inside, strict=True)
-    ]
-    label_columns, labels = _labels(shown, levels) if shown else (("directory",), [])
+    totals = [_total(row, nested) for row, (nested, _) in zip(cells, inside, strict=True)]
+    label_columns, labels = _labels(shown, levels)
     return SuiteTable(
         label_columns=label_columns,
         labels=tuple(labels),

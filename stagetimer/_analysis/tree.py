@@ -151,28 +151,16 @@ def _walk(
         except OSError as exc:
             problems.append(_os_problem(exc, directory))
             continue
-        subdirs: list[tuple[str, os.DirEntry[str]]] = []
-        rescue_here = False
-        for entry in entries:
-            if entry.name == TIMINGS_FILE:
-                found.append((parts, directory, own))
-                continue
-            if is_rescue_name(entry.name):
-                rescue_here = True
-                continue
-            if entry.name == ATTEMPTS_DIR:
-                attempted.append(directory)
-                continue
-            try:
-                if entry.is_dir():  # follows links
-                    subdirs.append((entry.name, entry))
-            except OSError:  # pragma: no cover - a dangling or unreadable entry
-                continue
-        if rescue_here:
+        names = _Listing((0, 0, 0, 0), False, False, False, False, [], [])
+        subdirs = _classify(names, entries, links=False)
+        if names.timings:
+            found.append((parts, directory, own))
+        if names.rescue:
             rescued.append(directory)
-        subdirs.sort()
+        if names.attempts:
+            attempted.append(directory)
         below: list[tuple[str, tuple[str, ...], _Key | None]] = []
-        for name, entry in subdirs:
+        for name, entry in sorted(subdirs):
             try:
                 st = entry.stat()
             except OSError as exc:  # a link that vanished or points nowhere readable
@@ -186,6 +174,30 @@ def _walk(
         stack.extend(reversed(below))  # depth first, in name order
     found.sort(key=lambda hit: (hit[0], hit[1]))
     return found
+
+
+def _classify(names: _Listing, entries: list[os.DirEntry[str]], *, links: bool,
+              ) -> list[tuple[str, os.DirEntry[str]]]:
+    """Mark in ``names`` what a directory's ``entries`` hold (``timings.json``, rescue
+    files, markers; with ``links``, its subdirectories' names and its links to anything
+    else); return its subdirectories, following links."""
+    subdirs: list[tuple[str, os.DirEntry[str]]] = []
+    for entry in entries:
+        if entry.name == TIMINGS_FILE:
+            names.timings = True
+        elif is_rescue_name(entry.name):
+            names.rescue = True
+        elif entry.name == ATTEMPTS_DIR:
+            names.attempts = True
+        else:
+            try:
+                if entry.is_dir():  # follows links
+                    subdirs.append((entry.name, entry))
+                elif links and entry.is_symlink():
+                    names.links.append(entry.name)
+            except OSError:  # pragma: no cover - a dangling or unreadable entry
+                continue
+    return subdirs
 
 
 @attrs.define
@@ -263,22 +275,7 @@ class Listings:
             raise
         names = _Listing(stamp, max(st.st_mtime_ns, st.st_ctime_ns) < now - self.margin_ns,
                          False, False, False, [], [])
-        for entry in entries:
-            if entry.name == TIMINGS_FILE:
-                names.timings = True
-            elif is_rescue_name(entry.name):
-                names.rescue = True
-            elif entry.name == ATTEMPTS_DIR:
-                names.attempts = True
-            else:
-                try:
-                    if entry.is_dir():  # follows links
-                        names.subdirs.append(entry.name)
-                    elif entry.is_symlink():
-                        names.links.append(entry.name)
-                except OSError:  # pragma: no cover - a dangling or unreadable entry
-                    continue
-        names.subdirs.sort()
+        names.subdirs = sorted(name for name, _ in _classify(names, entries, links=True))
         self._known[directory] = names
         return names
 
@@ -321,28 +318,36 @@ def _walk_listed(
             rescued.append(directory)
         if names.attempts:
             attempted.append(directory)
-        subdirs = names.subdirs
-        if names.links:  # a link to a file may point to a directory now
-            subdirs = sorted([*subdirs, *names.links])
-        below: list[tuple[str, tuple[str, ...], os.stat_result]] = []
-        for name in subdirs:
-            path = os.path.join(directory, name)
-            try:
-                sub = os.stat(path)
-            except OSError as exc:  # a link that vanished or points nowhere readable
-                if name not in names.links:
-                    problems.append(_os_problem(exc, path))
-                continue
-            if not stat.S_ISDIR(sub.st_mode):  # a link that points elsewhere now
-                continue
-            key = (sub.st_dev, sub.st_ino)
-            if key in visited:  # reached before, by this path or a link
-                continue
-            visited.add(key)
-            below.append((path, (*parts, name), sub))
-        stack.extend(reversed(below))  # depth first, in name order
+        stack.extend(reversed(_listed_below(directory, parts, names, visited, problems)))
     found.sort(key=lambda hit: (hit[0], hit[1]))
     return found
+
+
+def _listed_below(directory: str, parts: tuple[str, ...], names: _Listing,
+                  visited: set[_Key], problems: list[Problem],
+                  ) -> list[tuple[str, tuple[str, ...], os.stat_result]]:
+    """The directories below a listed one not reached before, in name order (with its
+    links, any of which may point to a directory now)."""
+    subdirs = names.subdirs
+    if names.links:  # a link to a file may point to a directory now
+        subdirs = sorted([*subdirs, *names.links])
+    below: list[tuple[str, tuple[str, ...], os.stat_result]] = []
+    for name in subdirs:
+        path = os.path.join(directory, name)
+        try:
+            sub = os.stat(path)
+        except OSError as exc:  # a link that vanished or points nowhere readable
+            if name not in names.links:
+                problems.append(_os_problem(exc, path))
+            continue
+        if not stat.S_ISDIR(sub.st_mode):  # a link that points elsewhere now
+            continue
+        key = (sub.st_dev, sub.st_ino)
+        if key in visited:  # reached before, by this path or a link
+            continue
+        visited.add(key)
+        below.append((path, (*parts, name), sub))
+    return below
 
 
 def _os_problem(exc: OSError, fallback: str) -> Problem:

@@ -118,16 +118,21 @@ def _earliest(
     starts: list[float | None] = [span[0] for span in spans]
     firsts = [stats.first_started_at or "" for _, stats in summarised]
     earliest = _timestamp_in(parsed, min(firsts)) if _one_form(firsts) else None
-    if earliest is not None:
-        starts.append(earliest)
-    else:
-        for report, stats in summarised:
-            start = _timestamp_in(parsed, stats.first_started_at or "")
-            if start is None:  # unreadable: the stage's earliest readable start, run by run
-                span = _stage_span(report, stats.name)
-                start = None if span is None else span[0]
-            starts.append(start)
+    starts += [earliest] if earliest is not None else _stage_starts(summarised, parsed)
     return min((t for t in starts if t is not None), default=None)
+
+
+def _stage_starts(summarised: list[_Stage], parsed: dict[str, float | None],
+                  ) -> list[float | None]:
+    """Each summarised stage's first start, where its first starts are in several forms."""
+    starts: list[float | None] = []
+    for report, stats in summarised:
+        start = _timestamp_in(parsed, stats.first_started_at or "")
+        if start is None:  # unreadable: the stage's earliest readable start, run by run
+            span = _stage_span(report, stats.name)
+            start = None if span is None else span[0]
+        starts.append(start)
+    return starts
 
 
 def _latest(
@@ -137,13 +142,7 @@ def _latest(
     run from the one whose bound (last start + longest run) lies latest, while a bound lies
     past the latest end found (a stage whose last start is unreadable: always)."""
     last = max((span[1] for span in spans), default=None)
-    bounds = []
-    for position, (_, stats) in enumerate(summarised):
-        latest = _timestamp_in(parsed, stats.last_started_at or "")
-        bounds.append((math.inf if latest is None else latest + (stats.max_seconds or 0.0),
-                       position))
-    bounds.sort(reverse=True)
-    for bound, position in bounds:
+    for bound, position in _end_bounds(summarised, parsed):
         if last is not None and bound <= last:
             break  # no stage left can end later
         report, stats = summarised[position]
@@ -151,6 +150,18 @@ def _latest(
         if span is not None and (last is None or span[1] > last):
             last = span[1]
     return last
+
+
+def _end_bounds(summarised: list[_Stage], parsed: dict[str, float | None],
+               ) -> list[tuple[float, int]]:
+    """Each summarised stage's bound on its end (last start + longest run; unreadable:
+    infinite) with its position, latest first."""
+    bounds = []
+    for position, (_, stats) in enumerate(summarised):
+        latest = _timestamp_in(parsed, stats.last_started_at or "")
+        bounds.append((math.inf if latest is None else latest + (stats.max_seconds or 0.0),
+                       position))
+    return sorted(bounds, reverse=True)
 
 
 def wall_span(reports: Iterable[ArtifactReport]) -> tuple[float, float] | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import attrs
 
@@ -108,6 +109,28 @@ def _task_ids(attempts: Iterable[Attempt], array_id: str) -> set[int]:
     return ids
 
 
+def _expected(data: dict[str, Any]) -> dict[str, int]:
+    """The runs each stage of a timings file expects (``expected_runs``), where it says."""
+    return {
+        name: count for name, stage in raw_stages(data)
+        if (count := expected_runs(stage)) is not None
+    }
+
+
+def _attempts_in(directory: str, now: datetime.datetime, slurm: SlurmLookup,
+                 problems: list[str]) -> list[Attempt]:
+    """The attempts of one directory (its markers'), each problem said in ``problems``."""
+    found, trouble = scan_attempts([directory], now, slurm)
+    problems += [p.line() for p in trouble]
+    real = os.path.realpath(directory)
+    return [a for a in found if os.path.realpath(a.directory) == real]
+
+
+def _left_out(shown: Iterable[DirectoryProgress]) -> tuple[str, ...]:
+    """Every attempt left out of the estimates, one line each, its directory first."""
+    return tuple(f"{d.path}: {line}" for d in shown for s in d.stages for line in s.left_out)
+
+
 def directory_progress(
     path: str,
     attempts: Sequence[Attempt],
@@ -125,14 +148,23 @@ def directory_progress(
         by_stage.setdefault(attempt.stage, []).append(attempt)
     for name in expected or {}:
         by_stage.setdefault(name, [])
-    stages = []
-    for name, tries in by_stage.items():
-        count = expect if expect is not None else (expected or {}).get(name)
-        if count is None and array is not None:
-            count = len(array.task_ids | _task_ids(tries, array.array_job_id)) or None
-        slots = array.throttle if array is not None else None
-        stages.append(stage_progress(name, tries, now, expected=count, slots=slots))
-    return DirectoryProgress(path, tuple(stages))
+    slots = array.throttle if array is not None else None
+    return DirectoryProgress(path, tuple(
+        stage_progress(name, tries, now, expected=_runs_expected(name, tries, expected, expect,
+                                                                 array), slots=slots)
+        for name, tries in by_stage.items()
+    ))
+
+
+def _runs_expected(name: str, tries: Sequence[Attempt], expected: dict[str, int] | None,
+                   expect: int | None, array: ArrayView | None) -> int | None:
+    """The runs a stage should end with (see ``directory_progress``); None: those seen."""
+    if expect is not None:
+        return expect
+    count = (expected or {}).get(name)
+    if count is None and array is not None:
+        return len(array.task_ids | _task_ids(tries, array.array_job_id)) or None
+    return count
 
 
 class Watcher:
@@ -172,16 +204,7 @@ class Watcher:
     def _read(self, directory: str, now: datetime.datetime, problems: list[str],
               slurm: SlurmLookup) -> _Read | None:
         known = self._known.get(directory)
-        # The walk knows whether the markers' folder is there (no failed stat for it), and
-        # whether the directory changed: where it did not, its timings.json was not
-        # replaced (stagetimer replaces it by rename) and is not looked at again.
-        markers = self._listings.holds(directory, ATTEMPTS_DIR)
-        signature = (
-            known.signature[0] if known is not None and self._listings.unchanged(directory)
-            else _signature(os.path.join(directory, TIMINGS_FILE)),
-            _signature(os.path.join(directory, ATTEMPTS_DIR)) if markers is not False
-            else None,
-        )
+        signature = self._signature_of(directory, known)
         if known is not None and known.signature == signature and not known.live:
             return known
         if signature[0] is None and not os.path.isdir(directory):
@@ -194,17 +217,21 @@ class Watcher:
             if known is not None:
                 return known
             data = {}
-        expected = {
-            name: count for name, stage in raw_stages(data)
-            if (count := expected_runs(stage)) is not None
-        }
-        found, trouble = scan_attempts([directory], now, slurm)
-        problems += [p.line() for p in trouble]
-        real = os.path.realpath(directory)
-        attempts = [a for a in found if os.path.realpath(a.directory) == real]
-        read = _Read(signature, attempts, expected)
+        read = _Read(signature, _attempts_in(directory, now, slurm, problems), _expected(data))
         self._known[directory] = read
         return read
+
+    def _signature_of(self, directory: str, known: _Read | None) -> tuple[object, ...]:
+        # The walk knows whether the markers' folder is there (no failed stat for it), and
+        # whether the directory changed: where it did not, its timings.json was not
+        # replaced (stagetimer replaces it by rename) and is not looked at again.
+        markers = self._listings.holds(directory, ATTEMPTS_DIR)
+        return (
+            known.signature[0] if known is not None and self._listings.unchanged(directory)
+            else _signature(os.path.join(directory, TIMINGS_FILE)),
+            _signature(os.path.join(directory, ATTEMPTS_DIR)) if markers is not False
+            else None,
+        )
 
     def refresh(self, now: datetime.datetime | None = None) -> Snapshot:
         """The suite now: every directory under the paths, its stages and the time to go."""
@@ -219,40 +246,48 @@ class Watcher:
             read = self._read(directory, now, problems, slurm)
             if read is None:
                 continue  # removed since the walk: said below
-            if read.complete is not None:
-                shown.append(read.complete)
-                continue
-            array = None
-            array_id = _array_id(read.attempts)
-            if array_id is not None:
-                if array_id not in arrays:
-                    arrays[array_id] = self._array(array_id, problems)
-                array = arrays[array_id]
-            inputs = (self.expect, array)
-            if read.drawn is not None and read.drawn[0] == inputs and not read.live:
-                drawn = read.drawn[1]
-                progress = DirectoryProgress(drawn.path, tuple(
-                    at_instant(stage, now) for stage in drawn.stages
-                ))
-            else:
-                progress = directory_progress(
-                    directory, read.attempts, now, expected=read.expected,
-                    expect=self.expect, array=array,
-                )
-                read.drawn = (inputs, progress)
-            if progress.stages and all(s.complete for s in progress.stages):
-                read.complete = progress
-            shown.append(progress)
+            shown.append(self._progress(directory, read, now, arrays, problems))
         for gone in sorted(set(self._known) - {d.path for d in shown}):
             problems.append(f"{gone}: no longer there (removed while watched)")
             del self._known[gone]
 
         stages = [s for d in shown for s in d.stages]
-        left_out = tuple(f"{d.path}: {line}" for d in shown for s in d.stages
-                         for line in s.left_out)
-        return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems), left_out)
+        return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems),
+                        _left_out(shown))
 
-    def _array(self, array_id: str, problems: list[str]) -> ArrayView | None:
+    def _progress(self, directory: str, read: _Read, now: datetime.datetime,
+                  arrays: dict[str, ArrayView | None], problems: list[str],
+                  ) -> DirectoryProgress:
+        """A directory's progress now: the last one drawn moved to ``now`` where nothing it
+        was drawn from changed, else drawn afresh (and kept once everything is done)."""
+        if read.complete is not None:
+            return read.complete
+        array = self._array(_array_id(read.attempts), arrays, problems)
+        inputs = (self.expect, array)
+        if read.drawn is not None and read.drawn[0] == inputs and not read.live:
+            drawn = read.drawn[1]
+            return DirectoryProgress(drawn.path, tuple(
+                at_instant(stage, now) for stage in drawn.stages
+            ))
+        progress = directory_progress(
+            directory, read.attempts, now, expected=read.expected,
+            expect=self.expect, array=array,
+        )
+        read.drawn = (inputs, progress)
+        if progress.stages and all(s.complete for s in progress.stages):
+            read.complete = progress
+        return progress
+
+    def _array(self, array_id: str | None, arrays: dict[str, ArrayView | None],
+               problems: list[str]) -> ArrayView | None:
+        """The array ``array_id`` (None: none), read once a refresh (``arrays``)."""
+        if array_id is None:
+            return None
+        if array_id not in arrays:
+            arrays[array_id] = self._ask_array(array_id, problems)
+        return arrays[array_id]
+
+    def _ask_array(self, array_id: str, problems: list[str]) -> ArrayView | None:
         try:
             return self._read_array(array_id)
         except ArrayUnreadable as exc:

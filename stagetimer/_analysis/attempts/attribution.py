@@ -56,6 +56,19 @@ def attribute(
     one its node recorded (see above), else None (``NOT_DESCRIBED``). ``hosts``: each
     hardware id described in the directories read -> the host its description names."""
     listed = list(attempts)
+    by_node, by_host, by_job = _recorded(listed, hosts)
+    found: dict[int, str | None] = {}
+    for attempt in listed:
+        own = attempt.hardware_id
+        found[id(attempt)] = own if own is not None else _of_node(
+            attempt, by_node, by_host, by_job)
+    return found
+
+
+def _recorded(listed: list[Attempt], hosts: Mapping[str, str | None] | None,
+              ) -> tuple[dict[_Node, set[str]], dict[str, set[str]],
+                         dict[tuple[str, str], set[str]]]:
+    """The descriptions recorded by each node, each host and each job (see above)."""
     by_node: dict[_Node, set[str]] = {}
     by_host: dict[str, set[str]] = {}
     by_job: dict[tuple[str, str], set[str]] = {}
@@ -73,12 +86,7 @@ def attribute(
             by_host.setdefault(attempt.host, set()).add(hardware_id)
         if job is not None:
             by_job.setdefault(job, set()).add(hardware_id)
-    found: dict[int, str | None] = {}
-    for attempt in listed:
-        own = attempt.hardware_id
-        found[id(attempt)] = own if own is not None else _of_node(
-            attempt, by_node, by_host, by_job)
-    return found
+    return by_node, by_host, by_job
 
 
 def _of_node(

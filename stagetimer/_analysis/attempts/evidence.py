@@ -91,8 +91,11 @@ def _process_uid(pid: int) -> int | None:
         return None
 
 
-def _same_machine(marker: Marker, writer: dict[str, Any], now: datetime.datetime) -> _Clue | None:
-    """Evidence 1: the writer's process on this machine."""
+def _process_here(writer: object) -> tuple[int, int, str, str, Any] | None:
+    """``(pid, start time, host, boot id, pid namespace)`` of the writer the marker
+    names, where that process would be on this machine and in this pid namespace."""
+    if not isinstance(writer, dict):
+        return None
     pidns = writer.get("pidns", UNRECORDED)
     host, boot = writer.get("host"), writer.get("boot_id")
     if not isinstance(host, str) or not isinstance(boot, str):
@@ -104,6 +107,15 @@ def _same_machine(marker: Marker, writer: dict[str, Any], now: datetime.datetime
     pid, started = writer.get("pid"), writer.get("start_time")
     if not is_pid(pid) or not isinstance(started, int) or isinstance(started, bool):
         return None  # a pid alone is no process: pids are reused
+    return pid, started, host, boot, pidns
+
+
+def _same_machine(marker: Marker) -> _Clue | None:
+    """Evidence 1: the writer's process on this machine."""
+    process = _process_here(marker.data.get("writer"))
+    if process is None:
+        return None
+    pid, started, host, boot, pidns = process
     state = liveness(pid, started, host=host, boot=boot, pidns=pidns)
     if state == "hidden":
         # /proc hides another user's process (hidepid): it runs, but whether it is
@@ -121,17 +133,9 @@ def _slurm(view: JobView, job: dict[str, Any], marker: Marker) -> _Clue | None:
     """Evidence 2: Slurm's view of the job the marker names."""
     if view.uid is not None and view.uid != marker.uid:
         return _Clue(None, f"Slurm job {view.job_id} belongs to another user than the marker")
-    restarts = job.get("restart_count")
-    try:
-        recorded = int(restarts) if restarts is not None else 0
-    except (TypeError, ValueError):
-        recorded = 0
-    if view.restarts is not None and view.restarts > recorded:
-        later = view.started_by
-        upper = later if later is not None and later > marker.started_at else None
-        cause = view.requeue_cause or "killed"
-        return _Clue("killed", f"Slurm requeued job {view.job_id} since (restart "
-                     f"{recorded} -> {view.restarts})", upper=upper, cause=cause)
+    requeued = _requeued(view, _restarts(job), marker)
+    if requeued is not None:
+        return requeued
     ended = job_cause(view.state)
     if ended is not None:
         end = f" at {_hhmm(view.end)}" if view.end is not None else ""
@@ -141,6 +145,26 @@ def _slurm(view: JobView, job: dict[str, Any], marker: Marker) -> _Clue | None:
     if view.running:
         return _Clue("running", f"Slurm job {view.job_id} is {view.state}")
     return None
+
+
+def _requeued(view: JobView, recorded: int, marker: Marker) -> _Clue | None:
+    """Slurm restarted the job since the marker (which recorded ``recorded`` restarts)."""
+    if view.restarts is None or view.restarts <= recorded:
+        return None
+    later = view.started_by
+    upper = later if later is not None and later > marker.started_at else None
+    cause = view.requeue_cause or "killed"
+    return _Clue("killed", f"Slurm requeued job {view.job_id} since (restart "
+                 f"{recorded} -> {view.restarts})", upper=upper, cause=cause)
+
+
+def _restarts(job: dict[str, Any]) -> int:
+    """The restarts of its job the marker recorded (0 where it says none)."""
+    restarts = job.get("restart_count")
+    try:
+        return int(restarts) if restarts is not None else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 def _heartbeat(marker: Marker, now: datetime.datetime) -> _Clue | None:
@@ -172,30 +196,18 @@ def judge(
     """The verdict on an unfinished, unfailed marker. ``slurm`` looks a job id up (None:
     Slurm does not say); ``later``: when the next attempt of the same run started;
     ``alive``: the last sign of life of its writer past its start (``SignsOfLife``)."""
-    data = marker.data
-    writer = data.get("writer")
-    writer = writer if isinstance(writer, dict) else {}
     if marker.distrust is not None:
         return untrusted(marker)
-    clues: list[_Clue] = []
-    same = _same_machine(marker, writer, now)
+    same = _same_machine(marker)
     if same is not None and same.state == "running":
         return Verdict("running", None, None, same.line)  # nothing else to ask
-    if same is not None:
-        clues.append(same)
-    job = data.get("job")
-    job_id = job.get("job_id") if isinstance(job, dict) else None
-    if isinstance(job, dict) and job.get("scheduler") == "slurm" and isinstance(job_id, str):
-        view = slurm(job_id)
-        clue = None if view is None else _slurm(view, job, marker)
-        if clue is not None:
-            clues.append(clue)
-    beat = _heartbeat(marker, now)
-    if beat is not None:
-        clues.append(beat)
-    if later is not None:
-        clues.append(_Clue("killed", f"a later attempt of the same run started at "
-                           f"{_hhmm(later)}", upper=later))
+    clues = [clue for clue in (same, _asked(marker.data.get("job"), slurm, marker),
+                               _heartbeat(marker, now), _later(later)) if clue is not None]
+    return _decided(marker, clues, alive)
+
+
+def _decided(marker: Marker, clues: list[_Clue], alive: Sign | None) -> Verdict:
+    """The verdict of the first clue that decides (killed: from every clue that says so)."""
     decided = [c for c in clues if c.state is not None]
     if not decided:
         lines = "; ".join(c.line for c in clues)
@@ -207,24 +219,47 @@ def judge(
     return _killed(marker, [c for c in decided if c.state == "killed"], alive)
 
 
+def _asked(job: object, slurm: Callable[[str], JobView | None], marker: Marker,
+           ) -> _Clue | None:
+    """Slurm's evidence on the job the marker names, if it names a Slurm job."""
+    if not isinstance(job, dict) or job.get("scheduler") != "slurm":
+        return None
+    job_id = job.get("job_id")
+    if not isinstance(job_id, str):
+        return None
+    view = slurm(job_id)
+    return None if view is None else _slurm(view, job, marker)
+
+
+def _later(later: datetime.datetime | None) -> _Clue | None:
+    """Evidence 4: a later attempt of the same run started."""
+    if later is None:
+        return None
+    return _Clue("killed", f"a later attempt of the same run started at {_hhmm(later)}",
+                 upper=later)
+
+
+def _bounds(marker: Marker, clues: list[_Clue]) -> tuple[datetime.datetime, _Bound, str]:
+    """The tightest interval the ``clues`` of a killed attempt give its end, and the line
+    of the strongest clue (which says so where the clues disagree)."""
+    lower = max([marker.started_at, *(c.lower for c in clues if c.lower is not None)])
+    upper = min((c.upper for c in clues if c.upper is not None), default=None)
+    line = clues[0].line
+    if upper is None or upper >= lower:
+        return lower, upper, line
+    # The evidence disagrees (the clocks of two machines, or ``now`` before the
+    # start): the strongest clue bounds the end alone, and never before the start.
+    lower = max(marker.started_at, clues[0].lower or marker.started_at)
+    upper = clues[0].upper
+    if upper is not None and upper < lower:
+        return lower, None, line + " (but that is before it started: clocks disagree, no " \
+            "upper end)"
+    return lower, upper, line
+
+
 def _killed(marker: Marker, clues: list[_Clue], alive: Sign | None = None) -> Verdict:
     """A killed attempt: the cause Slurm names (else ``killed``), the tightest interval."""
-    lower = marker.started_at
-    upper: _Bound = None
-    for clue in clues:
-        if clue.lower is not None and clue.lower > lower:
-            lower = clue.lower
-        if clue.upper is not None and (upper is None or clue.upper < upper):
-            upper = clue.upper
-    line = clues[0].line
-    if upper is not None and upper < lower:
-        # The evidence disagrees (the clocks of two machines, or ``now`` before the
-        # start): the strongest clue bounds the end alone, and never before the start.
-        lower = max(marker.started_at, clues[0].lower or marker.started_at)
-        upper = clues[0].upper
-        if upper is not None and upper < lower:
-            upper = None
-            line += " (but that is before it started: clocks disagree, no upper end)"
+    lower, upper, line = _bounds(marker, clues)
     cause = next((c.cause for c in clues if c.cause is not None), "killed")
     others = [c.line for c in clues[1:] if c.cause is not None or c.upper is not None]
     if others:

@@ -152,12 +152,23 @@ def lost_summary(
     """The summary of ``attempts``; ``gpus``: the GPU count of each hardware description
     known (descriptions without GPUs, or unknown, give no GPU-hours); ``hosts``: the
     host each description names (``attribution``)."""
-    counts = gpus or {}
     listed = list(attempts)
     hardware = attribute(listed, hosts)  # the one attribution compute and the page share
-    groups: dict[tuple[str | None, str], LostGroup] = {}
     total = LostGroup(None, None, None)
     nested = nested_attempts(listed)
+    for attempt in listed:
+        total.add(attempt, nested=id(attempt) in nested)
+    ordered = _groups(listed, hardware, gpus or {})
+    unattributed = sum(1 for a in listed if hardware[id(a)] is None
+                       and a.state in ("failed", "killed"))
+    return LostSummary(ordered, total, unattributed, sum(1 for a in listed if a.odd),
+                       len(nested))
+
+
+def _groups(listed: list[Attempt], hardware: dict[int, str | None], counts: Mapping[str, int],
+            ) -> list[LostGroup]:
+    """The attempts by description and stage, in the order of their description's id."""
+    groups: dict[tuple[str | None, str], LostGroup] = {}
     for attempt in listed:
         hardware_id = hardware[id(attempt)]
         key = (hardware_id, attempt.stage)
@@ -166,12 +177,7 @@ def lost_summary(
             gpu = counts.get(hardware_id) if hardware_id is not None else None
             group = groups[key] = LostGroup(hardware_id, attempt.stage, gpu)
         group.add(attempt)
-        total.add(attempt, nested=id(attempt) in nested)
-    ordered = sorted(groups.values(), key=lambda g: (g.hardware_id or "\uffff", g.stage or ""))
-    unattributed = sum(1 for a in listed if hardware[id(a)] is None
-                       and a.state in ("failed", "killed"))
-    return LostSummary(ordered, total, unattributed, sum(1 for a in listed if a.odd),
-                       len(nested))
+    return sorted(groups.values(), key=lambda g: (g.hardware_id or "\uffff", g.stage or ""))
 
 
 def gpu_hours_lost(summary: LostSummary) -> tuple[float, float | None] | None:
@@ -182,4 +188,9 @@ def gpu_hours_lost(summary: LostSummary) -> tuple[float, float | None] | None:
         return None
     low = sum(g.gpu_hours(g.lost_total) or 0.0 for g in with_gpus)
     highs = [g.gpu_hours(g.lost_seconds_upper) for g in with_gpus]
-    return low, None if any(h is None for h in highs) else sum(h or 0.0 for h in highs)
+    return low, _sum_known(highs)
+
+
+def _sum_known(hours: list[float | None]) -> float | None:
+    """The sum of ``hours``; None where any is unknown."""
+    return None if any(h is None for h in hours) else sum(h or 0.0 for h in hours)

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 import attrs
 
-from stagetimer._analysis.attempts.evidence import judge, one_line, untrusted
-from stagetimer._analysis.attempts.signs_of_life import Sign, SignsOfLife
+from stagetimer._analysis.attempts.evidence import Verdict, judge, one_line
+from stagetimer._analysis.attempts.signs_of_life import SignsOfLife
 from stagetimer._analysis.nesting import parent_id
 from stagetimer._analysis.raw import raw_stages, read_data
 from stagetimer._analysis.slurm_jobs import JobView, SlurmLookup
@@ -146,11 +146,9 @@ def _host(job: object) -> str | None:
     return _text(job.get("node_name")) if type(job) is dict else None
 
 
-def _from_marker(
-    directory: str, marker: Marker, judged: tuple[str, str | None, Any, str]
-) -> Attempt:
+def _from_marker(directory: str, marker: Marker, verdict: Verdict) -> Attempt:
     data = marker.data
-    state, cause, ended, evidence = judged
+    state = verdict.state
     writer = data.get("writer")
     return Attempt(
         attempt_id=marker.attempt_id,
@@ -161,11 +159,11 @@ def _from_marker(
         rank=_int(data.get("rank")),
         started_at=marker.started_at,
         state=state,  # type: ignore[arg-type]
-        cause=cause,  # type: ignore[arg-type]
+        cause=verdict.cause,  # type: ignore[arg-type]
         exception=_one_line(data.get("exception")) if state == "failed" else None,
         seconds=_seconds(data.get("seconds")) if state == "failed" else None,
-        ended_between=ended,
-        evidence=one_line(evidence),
+        ended_between=verdict.ended_between,
+        evidence=one_line(verdict.evidence),
         world_size=_int(data.get("world_size")),
         host=_text(writer.get("host")) if type(writer) is dict else None,
         hardware_id=_text(data.get("hardware_id")),
@@ -209,31 +207,23 @@ def _next_start(
     return next((moment for moment in moments if moment > after), None)
 
 
-def _judged(
-    marker: Marker,
-    now: datetime.datetime,
-    slurm: Callable[[str], JobView | None],
-    later: datetime.datetime | None,
-    alive: Sign | None = None,
-) -> tuple[str, str | None, Any, str]:
-    if marker.distrust is not None:  # before anything it says is taken
-        verdict = untrusted(marker)
-        return verdict.state, None, None, verdict.evidence
+def _failed(marker: Marker) -> Verdict | None:
+    """The verdict of a marker that says its block failed (its ``outcome``), where its
+    content is trusted (``judge`` decides the others, the untrusted ones included)."""
     data = marker.data
     outcome = data.get("outcome")
-    if outcome is not None:
-        ended = parse_utc(data.get("ended_at"))
-        when = f" at {ended:%Y-%m-%d %H:%M:%S} UTC" if ended is not None else ""
-        name = _one_line(data.get("exception"))
-        if outcome == "raised":
-            how = f"raised {name or 'an exception'}"
-        elif name is not None:
-            how = f"was interrupted by {name}"
-        else:  # its process ended while the block was open
-            how = "was left open when its process exited"
-        return "failed", outcome, None, f"its block {how}{when} (its marker says so)"
-    verdict = judge(marker, now, slurm, later, alive)
-    return verdict.state, verdict.cause, verdict.ended_between, verdict.evidence
+    if marker.distrust is not None or outcome is None:  # distrust: before anything it says
+        return None
+    ended = parse_utc(data.get("ended_at"))
+    when = f" at {ended:%Y-%m-%d %H:%M:%S} UTC" if ended is not None else ""
+    name = _one_line(data.get("exception"))
+    if outcome == "raised":
+        how = f"raised {name or 'an exception'}"
+    elif name is not None:
+        how = f"was interrupted by {name}"
+    else:  # its process ended while the block was open
+        how = "was left open when its process exited"
+    return Verdict("failed", outcome, None, f"its block {how}{when} (its marker says so)")
 
 
 @attrs.frozen
@@ -307,9 +297,10 @@ def _directory_attempts(
         data_ = marker.data
         key = _key(data_["stage"], data_.get("run_idx"), data_.get("label"), data_.get("rank"))
         later = _next_start(starts.get(key, []), marker.started_at)
-        alive = signs.of(marker)
-        found.append(_from_marker(read.directory, marker,
-                                  _judged(marker, now, slurm, later, alive)))
+        verdict = _failed(marker)
+        if verdict is None:
+            verdict = judge(marker, now, slurm, later, signs.of(marker))
+        found.append(_from_marker(read.directory, marker, verdict))
     return found
 
 
@@ -333,11 +324,7 @@ def scan_attempts(
     holding markers (all a caller that wants failed and killed attempts needs)."""
     moment = _now(now)
     lookup = slurm if slurm is not None else SlurmLookup()
-    attempted: list[str] = []
-    found, problems = find_artifact_dirs(paths, attempted=attempted)
-    directories = [] if with_markers_only else [f.path for f in found]
-    known = {os.path.realpath(d) for d in directories}
-    directories += [d for d in attempted if os.path.realpath(d) not in known]
+    directories, problems = _directories(paths, with_markers_only)
     read = [r for d in directories if (r := _read_directory(d, problems)) is not None]
     # What each writer was last seen doing, over every directory read: a killed
     # attempt's lower end is the last moment its writer is known to have been alive.
@@ -348,6 +335,17 @@ def scan_attempts(
     for one in read:
         result.extend(sorted(_directory_attempts(one, moment, lookup, signs), key=_order))
     return result, problems
+
+
+def _directories(paths: Iterable[str | os.PathLike[str]], with_markers_only: bool,
+                 ) -> tuple[list[str], list[Problem]]:
+    """The artifact directories under ``paths`` (or only those holding markers), then the
+    directories holding markers and no ``timings.json`` yet; and the walk's problems."""
+    attempted: list[str] = []
+    found, problems = find_artifact_dirs(paths, attempted=attempted)
+    directories = [] if with_markers_only else [f.path for f in found]
+    known = {os.path.realpath(d) for d in directories}
+    return directories + [d for d in attempted if os.path.realpath(d) not in known], problems
 
 
 def _now(now: datetime.datetime | None) -> datetime.datetime:

@@ -59,26 +59,27 @@ class SignsOfLife:
         the attempt they ran inside."""
         ends = {a.attempt_id: a for a in finished if a.attempt_id in finished_ids}
         for marker in markers:
-            if marker.odd:
-                continue
-            named = writer_of(marker.data)
-            if named is None:
-                continue
-            writer = (named, marker.uid)
-            self._saw(writer, Sign(marker.started_at, "a marker it wrote"))
-            if heartbeat_of(marker) is not None:
-                self._saw(writer, Sign(marker.mtime, "a heartbeat of one of its markers"))
-            ended = parse_utc(marker.data.get("ended_at"))
-            if ended is not None and marker.data.get("outcome") is not None:
-                self._saw(writer, Sign(ended, "the end of an attempt of it that failed"))
-            done = ends.get(marker.attempt_id)
-            if done is not None:
-                end = _end(done.started_at, done.seconds)
-                if end is not None:
-                    self._saw(writer, Sign(end, "the end of a run it finished"))
+            if not marker.odd:
+                self._learn(marker, ends.get(marker.attempt_id))
         for parent, end in inside:
             self.attempts[parent] = _later(
                 self.attempts.get(parent), Sign(end, "the end of a run it held"))
+
+    def _learn(self, marker: Marker, done: Any) -> None:
+        """Learn from one marker, and from ``done``, its finished attempt (or None)."""
+        named = writer_of(marker.data)
+        if named is None:
+            return
+        writer = (named, marker.uid)
+        self._saw(writer, Sign(marker.started_at, "a marker it wrote"))
+        if heartbeat_of(marker) is not None:
+            self._saw(writer, Sign(marker.mtime, "a heartbeat of one of its markers"))
+        ended = parse_utc(marker.data.get("ended_at"))
+        if ended is not None and marker.data.get("outcome") is not None:
+            self._saw(writer, Sign(ended, "the end of an attempt of it that failed"))
+        end = None if done is None else _end(done.started_at, done.seconds)
+        if end is not None:
+            self._saw(writer, Sign(end, "the end of a run it finished"))
 
     def of(self, marker: Marker) -> Sign | None:
         """The latest sign of life of ``marker``'s writer, or of its attempt itself,

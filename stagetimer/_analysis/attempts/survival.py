@@ -64,24 +64,22 @@ class Survival:
         return None
 
 
-def kaplan_meier(
-    observations: Sequence[tuple[float, bool]], *, predictive: bool = False
-) -> Survival | None:
-    """The estimate from ``(seconds, ended)`` pairs (``ended`` False: right-censored);
-    None when no observation has ended (nothing to estimate from).
+def _last_level(levels: list[float], n: int) -> float:
+    """The last level of a predictive estimate of ``n`` observations: ``1 / (n + 1)``,
+    never above the level before it."""
+    return min(levels[-2] if len(levels) > 1 else 1.0, 1.0 / (n + 1))
 
-    ``predictive``: the estimate to draw *new* durations from. Of ``n`` durations and one
-    more from the same law, the new one is the longest with probability ``1 / (n + 1)``;
-    the plain estimate, where the longest observation ended, says 0 (no draw could ever
-    be longer than what was seen, and the last of many runs to come always is). The last
-    level is then ``1 / (n + 1)``, drawn in the tail, whose mean is then the mean excess
-    of the longest runs over the one below them (the ``k`` longest, at most 10: for an
-    exponential tail, its scale; for runs that all took as long, nothing). One ended
-    observation says nothing of how far the next may straggle: it is kept as it is."""
-    data = sorted((max(0.0, s), ended) for s, ended in observations)
-    events = sum(1 for _, ended in data if ended)
-    if not events:
-        return None
+
+def _mean_excess(ended_times: list[float]) -> float:
+    """The mean excess of the ``k`` longest ended durations (at most 10) over the one
+    below them."""
+    k = min(10, len(ended_times) - 1)
+    top = ended_times[-k:]
+    return max(sum(top) / k - ended_times[-k - 1], 1e-9)
+
+
+def _steps(data: list[tuple[float, bool]]) -> tuple[list[float], list[float]]:
+    """The times where sorted observations ``data`` end, and the survival after each."""
     times: list[float] = []
     levels: list[float] = []
     at_risk = len(data)
@@ -99,12 +97,30 @@ def kaplan_meier(
             times.append(t)
             levels.append(level)
         at_risk -= ended + censored
-    exposure = sum(s for s, _ in data)
-    tail_mean = max(exposure / events, 1e-9)
+    return times, levels
+
+
+def kaplan_meier(
+    observations: Sequence[tuple[float, bool]], *, predictive: bool = False
+) -> Survival | None:
+    """The estimate from ``(seconds, ended)`` pairs (``ended`` False: right-censored);
+    None when no observation has ended (nothing to estimate from).
+
+    ``predictive``: the estimate to draw *new* durations from. Of ``n`` durations and one
+    more from the same law, the new one is the longest with probability ``1 / (n + 1)``;
+    the plain estimate, where the longest observation ended, says 0 (no draw could ever
+    be longer than what was seen, and the last of many runs to come always is). The last
+    level is then ``1 / (n + 1)``, drawn in the tail, whose mean is then the mean excess
+    of the longest runs over the one below them (the ``k`` longest, at most 10: for an
+    exponential tail, its scale; for runs that all took as long, nothing). One ended
+    observation says nothing of how far the next may straggle: it is kept as it is."""
+    data = sorted((max(0.0, s), ended) for s, ended in observations)
     ended_times = [s for s, ended in data if ended]  # ascending
+    if not ended_times:
+        return None
+    times, levels = _steps(data)
+    tail_mean = max(sum(s for s, _ in data) / len(ended_times), 1e-9)
     if predictive and levels and levels[-1] == 0.0 and len(ended_times) > 1:
-        levels[-1] = min(levels[-2] if len(levels) > 1 else 1.0, 1.0 / (len(data) + 1))
-        k = min(10, len(ended_times) - 1)
-        top = ended_times[-k:]
-        tail_mean = max(sum(top) / k - ended_times[-k - 1], 1e-9)
+        levels[-1] = _last_level(levels, len(data))
+        tail_mean = _mean_excess(ended_times)
     return Survival(tuple(times), tuple(levels), tail_mean, data[-1][0])

@@ -144,22 +144,36 @@ def _measure_stages(shared: list[str], base: _Side, new: _Side, paired: bool) ->
     return measured
 
 
+def _seed_views(artifact: Artifact) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A directory's stages as stored, and as compared: a seed of a distributed launch
+    once, as its slowest rank."""
+    stored = dict(raw_stages(artifact.data))
+    return stored, {name: by_seed(stage)[0] for name, stage in stored.items()}
+
+
+def _runs_compared(runs: list[tuple[list[float], list[dict[str, Any]]]],
+                  ) -> list[dict[str, Any]]:
+    """The runs compared (valid, a seed once) of every shared stage of one side."""
+    return list(chain.from_iterable(some for _, some in runs))
+
+
+def _only(stages: dict[str, Any], others: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(name for name in stages if name not in others)
+
+
 def _measure_pair(
     base: Artifact, new: Artifact, cache: _Caches, relpath: str | None, paired: bool
 ) -> tuple[Pair, list[Measured]]:
     """The pair without its stages (filled in once every test of the call is known)."""
-    base_raw, new_raw = dict(raw_stages(base.data)), dict(raw_stages(new.data))
-    # a seed of a distributed launch counts once, as its slowest rank
-    base_stages = {name: by_seed(stage)[0] for name, stage in base_raw.items()}
-    new_stages = {name: by_seed(stage)[0] for name, stage in new_raw.items()}
+    base_raw, base_stages = _seed_views(base)
+    new_raw, new_stages = _seed_views(new)
     shared = [name for name in base_stages if name in new_stages]
     base_runs = [_stage_runs(base_stages[name]) for name in shared]
     new_runs = [_stage_runs(new_stages[name]) for name in shared]
     measured = _measure_stages(shared, (base_raw, base_stages, base_runs),
                                (new_raw, new_stages, new_runs), paired)
     # the runs compared (valid, a seed once) say what hardware and software each side ran
-    base_compared = list(chain.from_iterable(runs for _, runs in base_runs))
-    new_compared = list(chain.from_iterable(runs for _, runs in new_runs))
+    base_compared, new_compared = _runs_compared(base_runs), _runs_compared(new_runs)
     base_ids = distinct_ids(base_compared, "hardware_id")
     new_ids = distinct_ids(new_compared, "hardware_id")
     found, undescribed = hardware_between(base, new, base_ids, new_ids, cache.hardware)
@@ -181,8 +195,8 @@ def _measure_pair(
         hardware_differences=tuple(found),
         base_hardware_ids=tuple(base_ids),
         new_hardware_ids=tuple(new_ids),
-        base_only_stages=tuple(name for name in base_stages if name not in new_stages),
-        new_only_stages=tuple(name for name in new_stages if name not in base_stages),
+        base_only_stages=_only(base_stages, new_stages),
+        new_only_stages=_only(new_stages, base_stages),
         relpath=relpath,
     )
     return pair, measured

@@ -98,36 +98,17 @@ class _Series:
 
     def __init__(self, points: Sequence[Sequence[float]]) -> None:
         points = _clipped_seeds(points)
-        means: list[float] = []
-        counts: list[int] = []
-        squares = 0.0
-        within_df = 0
-        factors: list[float] = []
-        for logs in points:
-            n = len(logs)
-            mean = math.fsum(logs) / n
-            # 3 seeds or more: the median, which one slow seed does not move
-            means.append(mean if n < 3 else median(sorted(logs)))
-            factors.append(_median_variance(n))
-            counts.append(n)
-            if n > 1:
-                squares += math.fsum((v - mean) ** 2 for v in logs)
-                within_df += n - 1
+        means, factors, squares, within_df = _point_values(points)
         within = squares / within_df if within_df else 0.0
         between, between_df = _between(means, factors, within)
         variances = [max(within * f + between, _MIN_VARIANCE) for f in factors]
         clipped = _clipped_points(means, variances)
-        if counts[-1] >= 3:  # the newest point has no neighbour after it: its seeds judge it
+        if len(points[-1]) >= 3:  # the newest point has no neighbour after it: its seeds judge it
             clipped[-1] = means[-1]
         means = clipped
         self.weights = [1.0 / v for v in variances]
         self.means = means
-        # the df of the noise estimate: within's when it carries the noise, else between's
-        self.df = float(max(1, within_df if between == 0.0 else between_df))
-        if within_df and between > 0.0:  # Welch-Satterthwaite for the sum of the two
-            part = within * sum(factors) / len(factors)
-            self.df = max(1.0, (part + between) ** 2
-                          / (part * part / within_df + between * between / between_df))
+        self.df = _noise_df(within, within_df, between, between_df, factors)
         self.cum_w = [0.0]
         self.cum_wx = [0.0]
         for w, m in zip(self.weights, means, strict=True):
@@ -157,6 +138,37 @@ class _Series:
         return min(1.0, positions * 2.0 * t_sf(abs(statistic), self.df))
 
 
+def _point_values(points: Sequence[Sequence[float]],
+                  ) -> tuple[list[float], list[float], float, int]:
+    """Each point's value (its mean; its median from 3 seeds, which one slow seed does not
+    move) and variance factor (``_median_variance``), and the sum of squares about the
+    points' means with its df."""
+    means: list[float] = []
+    factors: list[float] = []
+    squares = 0.0
+    within_df = 0
+    for logs in points:
+        n = len(logs)
+        mean = math.fsum(logs) / n
+        means.append(mean if n < 3 else median(sorted(logs)))
+        factors.append(_median_variance(n))
+        if n > 1:
+            squares += math.fsum((v - mean) ** 2 for v in logs)
+            within_df += n - 1
+    return means, factors, squares, within_df
+
+
+def _noise_df(within: float, within_df: int, between: float, between_df: int,
+              factors: list[float]) -> float:
+    """The df of the noise estimate: within's when it carries the noise, else between's;
+    Welch-Satterthwaite's for the sum of the two where both do."""
+    if within_df and between > 0.0:
+        part = within * sum(factors) / len(factors)
+        return max(1.0, (part + between) ** 2
+                   / (part * part / within_df + between * between / between_df))
+    return float(max(1, within_df if between == 0.0 else between_df))
+
+
 def _clipped_seeds(points: Sequence[Sequence[float]]) -> list[Sequence[float]]:
     """Each seed of a point of 3 or more held within ``_CLIP`` robust standard deviations
     of its point's median: one seed slowed by a neighbour's job does not move the point.
@@ -166,25 +178,31 @@ def _clipped_seeds(points: Sequence[Sequence[float]]) -> list[Sequence[float]]:
     the clip's width absorbs).
     """
     medians = [median(sorted(logs)) if len(logs) >= 3 else 0.0 for logs in points]
+    scale = _robust_scale(points, medians)
+    if scale <= 0.0:
+        return list(points)
+    width = _CLIP * scale
+    return [_clipped(logs, m - width, m + width) for logs, m in zip(points, medians, strict=True)]
+
+
+def _robust_scale(points: Sequence[Sequence[float]], medians: list[float]) -> float:
+    """The pooled median absolute deviation of the seeds of points of 3 or more, as a
+    standard deviation; 0 where no seed deviates."""
     deviations: list[float] = []
     for logs, m in zip(points, medians, strict=True):
         if len(logs) >= 3:  # the middle seed of an odd count is its own median: left out
             deviations.extend(abs(v - m) for v in logs if v != m)
-    deviations.sort()
     if not deviations:
-        return list(points)
-    scale = median(deviations) / _MAD_NORMAL
-    if scale <= 0.0:
-        return list(points)
-    width = _CLIP * scale
-    clipped: list[Sequence[float]] = []
-    for logs, m in zip(points, medians, strict=True):
-        low, high = m - width, m + width
-        if len(logs) < 3 or (min(logs) >= low and max(logs) <= high):
-            clipped.append(logs)  # the usual point: nothing to clip
-        else:
-            clipped.append([low if v < low else high if v > high else v for v in logs])
-    return clipped
+        return 0.0
+    deviations.sort()
+    return median(deviations) / _MAD_NORMAL
+
+
+def _clipped(logs: Sequence[float], low: float, high: float) -> Sequence[float]:
+    """A point's seeds held within ``low..high`` (a point under 3 seeds as it is)."""
+    if len(logs) < 3 or (min(logs) >= low and max(logs) <= high):
+        return logs  # the usual point: nothing to clip
+    return [low if v < low else high if v > high else v for v in logs]
 
 
 def _clipped_points(means: list[float], variances: list[float]) -> list[float]:

@@ -27,7 +27,7 @@ import datetime
 import math
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -37,7 +37,7 @@ from stagetimer._analysis.compare.model import SIGNIFICANCE, SoftwareDifference
 from stagetimer._analysis.compare.significance import benjamini_hochberg
 from stagetimer._analysis.compare.software import SoftwareDifferences
 from stagetimer._analysis.compare.stage import measure
-from stagetimer._analysis.history.changepoints import detect
+from stagetimer._analysis.history.changepoints import Change, Detection, detect
 from stagetimer._analysis.history.git import Repository, open_repository
 from stagetimer._analysis.history.model import (
     BY_COMMIT,
@@ -176,14 +176,31 @@ def history_of(
                                   stage)
     notes: list[str] = []
     if since is not None:
-        gathered = {
-            key: {k: g for k, g in points.items() if g.first is not None and g.first >= since}
-            for key, points in gathered.items()
-        }
-        gathered = {key: points for key, points in gathered.items() if points}
+        gathered = _since(gathered, since)
     order, repository = _ordering(gathered, by, repo, notes)
-    nameless = sum(1 for points in gathered.values() for g in points.values()
-                   if g.software_id is None)
+    notes += _series_notes(gathered, by)
+    built = [
+        _ordered(key, points, order) for key, points in sorted(
+            gathered.items(), key=lambda item: (item[0][0], item[0][1] or ""))
+    ]
+    return _detected(built, artifacts, repository, threshold, order, notes)
+
+
+def _since(gathered: dict[_SeriesKey, dict[str, _Gathered]], since: str,
+           ) -> dict[_SeriesKey, dict[str, _Gathered]]:
+    """The points first run at ``since`` or later, and the series left with any."""
+    kept = {
+        key: {k: g for k, g in points.items() if g.first is not None and g.first >= since}
+        for key, points in gathered.items()
+    }
+    return {key: points for key, points in kept.items() if points}
+
+
+def _series_notes(gathered: dict[_SeriesKey, dict[str, _Gathered]], by: str) -> list[str]:
+    """The notes on how points and series were drawn: nameless runs, hardware changes."""
+    notes = []
+    nameless = any(g.software_id is None for points in gathered.values()
+                   for g in points.values())
     if by == BY_COMMIT and nameless:
         notes.append("runs that name no software id are a point per artifact directory, "
                      "in time order")
@@ -192,11 +209,7 @@ def history_of(
         if len(ids) > 1:
             notes.append(f"stage {name} ran on {len(ids)} hardware descriptions: one series "
                          "each, a change of hardware is no change point")
-    built = [
-        _ordered(key, points, order) for key, points in sorted(
-            gathered.items(), key=lambda item: (item[0][0], item[0][1] or ""))
-    ]
-    return _detected(built, artifacts, repository, threshold, order, notes)
+    return notes
 
 
 def _gather(
@@ -206,28 +219,32 @@ def _gather(
     gathered: dict[_SeriesKey, dict[str, _Gathered]] = {}
     names: set[str] = set()
     for artifact in artifacts:
-        software = artifact.hardware.software
         for name, stored in raw_stages(artifact.data):
             names.add(name)
-            if only is not None and name != only:
-                continue
-            view = by_seed(stored)[0]
-            seconds, runs = _valid_runs(view)
-            ids = set(zip(map(_HARDWARE, runs), map(_SOFTWARE, runs), strict=True))
-            groups = (
-                [(ids.pop(), runs, seconds)] if len(ids) == 1  # the usual stage: one point
-                else _split(runs, seconds)
-            )
-            for (hardware_id, software_id), some, values in groups:
-                key = artifact.path if by == BY_TIME or software_id is None else software_id
-                points = gathered.setdefault((name, hardware_id), {})
-                point = points.get(key)
-                if point is None:
-                    point = points[key] = _Gathered(
-                        key, software_id, software.get(software_id) if software_id else None
-                    )
-                point.add(some, values, artifact.path)
+            if only is None or name == only:
+                _gather_stage(gathered, artifact, name, stored, by)
     return gathered, names
+
+
+def _gather_stage(gathered: dict[_SeriesKey, dict[str, _Gathered]], artifact: Artifact,
+                  name: str, stored: dict[str, Any], by: str) -> None:
+    """Add a stage's valid runs (a seed once) of one directory to their points."""
+    software = artifact.hardware.software
+    seconds, runs = _valid_runs(by_seed(stored)[0])
+    ids = set(zip(map(_HARDWARE, runs), map(_SOFTWARE, runs), strict=True))
+    groups = (
+        [(ids.pop(), runs, seconds)] if len(ids) == 1  # the usual stage: one point
+        else _split(runs, seconds)
+    )
+    for (hardware_id, software_id), some, values in groups:
+        key = artifact.path if by == BY_TIME or software_id is None else software_id
+        points = gathered.setdefault((name, hardware_id), {})
+        point = points.get(key)
+        if point is None:
+            point = points[key] = _Gathered(
+                key, software_id, software.get(software_id) if software_id else None
+            )
+        point.add(some, values, artifact.path)
 
 
 def _valid_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]]]:
@@ -269,19 +286,26 @@ def _ordering(
         if order is None:
             repository = None
     if order is not None:
-        unknown = sorted(c for c in commits if c is not None and c not in order)
-        if None in commits:  # a point the graph cannot place
-            reason = ("no run recorded its commit" if len(commits) == 1
-                      else "some points have no recorded commit")
-            order = None
-        elif unknown:
-            reason = (f"commit {unknown[0][:10]} is not in the repository at {repo}"
-                      + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
-            order = None
+        unplaced = _unplaced(commits, order, repo)
+        if unplaced is not None:
+            order, reason = None, unplaced
     if order is None:
         notes.append(f"points in the order of their first run, not of the commit graph: "
                      f"{reason}")
     return order, repository
+
+
+def _unplaced(commits: set[str | None], order: dict[str, int], repo: str | None,
+              ) -> str | None:
+    """Why the commit graph cannot place every point, or None when it can."""
+    if None in commits:  # a point the graph cannot place
+        return ("no run recorded its commit" if len(commits) == 1
+                else "some points have no recorded commit")
+    unknown = sorted(c for c in commits if c is not None and c not in order)
+    if not unknown:
+        return None
+    return (f"commit {unknown[0][:10]} is not in the repository at {repo}"
+            + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""))
 
 
 def _ordered(key: _SeriesKey, points: dict[str, _Gathered], order: dict[str, int] | None
@@ -311,10 +335,7 @@ def _detected(
     notes: list[str],
 ) -> History:
     """Every series with its change points, q-values over every test of the call."""
-    detections = [detect([g.seeds for g in points]) if len(points) >= MIN_POINTS else None
-                  for _, points in built]
-    p_values = [p for d in detections if d is not None for p in d.p_values]
-    q_values = iter(benjamini_hochberg(p_values))
+    detections, tests, q_values = _detections(built)
     hardware = {hw_id: description for a in artifacts
                 for hw_id, description in a.hardware.hardware.items()}
     software = SoftwareDifferences()
@@ -323,23 +344,47 @@ def _detected(
         shown = tuple(_point(g, order) for g in points)
         name = _hardware_name(hardware.get(hw_id))
         if found is None:
-            note = f"{len(points)} point{'s' if len(points) != 1 else ''}: fewer than " \
-                   f"{MIN_POINTS}, no change is looked for"
-            series.append(Series(stage, hw_id, name, shown, (), note))
+            series.append(Series(stage, hw_id, name, shown, (), _too_few(len(points))))
             continue
         q_of = [next(q_values) for _ in found.p_values]
-        kept = [(c, q) for c, q in zip(found.changes, q_of, strict=False)
-                if q <= SIGNIFICANCE]
-        changes = []
-        bounds = [0, *(c.index for c, _ in kept), len(points)]
-        for i, (change, q) in enumerate(kept, start=1):
-            made = _change(stage, points, shown, bounds[i - 1], bounds[i], bounds[i + 1],
-                           change.p_value, q, repository, software)
-            if made is not None and abs(math.log(made.ratio)) >= math.log1p(threshold):
-                changes.append(made)
-        series.append(Series(stage, hw_id, name, shown, tuple(changes)))
+        changes = _changes(stage, points, shown, list(zip(found.changes, q_of, strict=False)),
+                           repository, software, threshold)
+        series.append(Series(stage, hw_id, name, shown, changes))
     return History(tuple(series), BY_COMMIT if order is not None else BY_TIME, tuple(notes),
-                   threshold, len(p_values))
+                   threshold, tests)
+
+
+def _detections(built: list[tuple[_SeriesKey, list[_Gathered]]],
+                ) -> tuple[list[Detection | None], int, Iterator[float]]:
+    """Each series' detection (None with fewer than ``MIN_POINTS`` points), the count of
+    their tests, and the q-values of those tests in order, corrected across them all."""
+    detections = [detect([g.seeds for g in points]) if len(points) >= MIN_POINTS else None
+                  for _, points in built]
+    p_values = [p for d in detections if d is not None for p in d.p_values]
+    return detections, len(p_values), iter(benjamini_hochberg(p_values))
+
+
+def _too_few(count: int) -> str:
+    return f"{count} point{'s' if count != 1 else ''}: fewer than {MIN_POINTS}, no change " \
+        "is looked for"
+
+
+def _changes(
+    stage: str, points: list[_Gathered], shown: tuple[Point, ...],
+    found: list[tuple[Change, float]], repository: Repository | None,
+    software: SoftwareDifferences, threshold: float,
+) -> tuple[ChangePoint, ...]:
+    """The significant changes (of ``found``, with their q-values) of at least
+    ``threshold``, each measured between its neighbours."""
+    kept = [(c, q) for c, q in found if q <= SIGNIFICANCE]
+    changes = []
+    bounds = [0, *(c.index for c, _ in kept), len(points)]
+    for i, (change, q) in enumerate(kept, start=1):
+        made = _change(stage, points, shown, bounds[i - 1], bounds[i], bounds[i + 1],
+                       change.p_value, q, repository, software)
+        if made is not None and abs(math.log(made.ratio)) >= math.log1p(threshold):
+            changes.append(made)
+    return tuple(changes)
 
 
 def _change(
