@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from stagetimer._record.likely_mistakes import LikelyMistakes
     from stagetimer._record.outcomes import Outcome
     from stagetimer._record.pending import Pending
-    from stagetimer._record.saver import Saver
+    from stagetimer._record.saver import FinishedArgs, Saver
 
 # The save path (saver.py and the modules it needs: outcomes, pending, likely_mistakes,
 # rescue_file, the sidecar readers and writers; attempt_markers.py, which writes the
@@ -265,30 +265,9 @@ class Recorder:
         """
         record_run(self, name, seconds, run_idx, label, started_at, metadata)
 
-    def _record_checked(
-        self,
-        name: str,
-        seconds: float,
-        run_idx: int | None,
-        label: str | None,
-        started_at: float | None,
-        metadata: dict[str, Any] | None,
-        policy: str | None = None,
-        parent: dict[str, str] | None = None,
-    ) -> None:
-        """``record`` for arguments its caller checked (``record_timing``)."""
-        self._save_handed(self._hand_over(
-            name, seconds, run_idx, label, started_at, metadata, policy=policy, parent=parent
-        ))
-
     def _hand_over(
         self,
-        name: str,
-        seconds: float,
-        run_idx: int | None,
-        label: str | None,
-        started_at: float | None,
-        metadata: dict[str, Any] | None,
+        finished: FinishedArgs,
         resources: dict[str, Any] | None = None,
         attempt: Started | None = None,
         policy: str | None = None,
@@ -300,15 +279,14 @@ class Recorder:
         once the run is saved; ``policy``: the rule it is saved by, if not this
         recorder's (a callback's parts of a run: ``"upsert"``); ``parent``: the stage
         open around a run measured without a stage of its own (its attempt's else)."""
-        if run_idx is None:
-            self._mistakes.recorded_unindexed(name, label)
+        if finished[2] is None:
+            self._mistakes.recorded_unindexed(finished[0], finished[3])
         if attempt is not None:
             self._markers.handed_over(attempt)
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
         pending = self._saver.hand_over(
-            (name, seconds, run_idx, label, started_at, metadata),
-            resources, attempt, policy, parent, self._with_software,
+            finished, resources, attempt, policy, parent, self._with_software
         )
         with_pending.add(self)
         return pending
@@ -426,9 +404,9 @@ def record_run(
     check_started_at(started_at)
     if recording_disabled():
         return
-    resolve_recorder(recorder)._record_checked(
-        name, checked, run_idx, label, started_at, copied, policy, parent
-    )
+    target = resolve_recorder(recorder)
+    finished = (name, checked, run_idx, label, started_at, copied)
+    target._save_handed(target._hand_over(finished, policy=policy, parent=parent))
 
 
 def check_metadata_mapping(metadata: object) -> Mapping[str, Any]:

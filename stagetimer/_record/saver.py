@@ -57,18 +57,13 @@ from stagetimer._store.sidecar import (
 if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
 
-__all__ = [
-    "AppendedAgain",
-    "DroppedByReset",
-    "HandedBack",
-    "KeptPending",
-    "Noted",
-    "Outcome",
-    "Refused",
-    "Saved",
-    "Saver",
-    "SaverSettings",
-]  # the outcomes re-exported: what a save returns
+__all__ = ["FinishedArgs", "Saver", "SaverSettings"]
+
+#: A finished run as its stage (or ``record``'s caller) hands it over, checked: its
+#: name, seconds, run index, label, start (a Unix time, or None) and metadata.
+FinishedArgs = tuple[
+    str, float, int | None, str | None, float | None, dict[str, Any] | None
+]
 
 
 def _discard(pending: list[Pending], records: list[Pending]) -> None:
@@ -174,7 +169,7 @@ class Saver:
 
     def hand_over(
         self,
-        finished: tuple[str, float, int | None, str | None, float | None, dict[str, Any] | None],
+        finished: FinishedArgs,
         resources: dict[str, Any] | None,
         attempt: Started | None,
         policy: str | None,
@@ -184,8 +179,7 @@ class Saver:
         """Register a finished record as pending: from its ``append`` on, no interrupt
         loses it (it is saved by this thread's save, by another thread's, or at exit).
 
-        ``finished``: its name, seconds, run index, label, start (a Unix time or None)
-        and metadata; ``attempt``: its started marker, whose id and parent it records.
+        ``attempt``: its started marker, whose id and parent it records.
         """
         name, seconds, run_idx, label, started_at, metadata = finished
         iso = None if started_at is None else utc_iso(started_at)
