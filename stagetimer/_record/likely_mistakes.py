@@ -88,12 +88,18 @@ def find_duplicate(data: dict[str, Any], name: str, run: dict[str, Any]) -> bool
     if not isinstance(k, int) or k <= 0 or not is_stage(data.get(name)):
         return False
     runs = data[name]["runs"]
-    last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
-    if isinstance(last, int) and last < k:
+    if _ends_below(runs, k):
         return False
     rank = run.get("rank")  # another rank's run k is its own (ranks write the same stages)
     return any(isinstance(r, dict) and r.get("run_idx") == k and r.get("rank") == rank
                for r in runs)
+
+
+def _ends_below(runs: list[Any], k: int) -> bool:
+    """Whether the stage's last run has an index below ``k`` (then, appended in order,
+    none of its runs has ``k``)."""
+    last = runs[-1].get("run_idx") if runs and isinstance(runs[-1], dict) else None
+    return isinstance(last, int) and last < k
 
 
 def reset_dropped(name: str, run_idxs: tuple[int, ...]) -> str:
@@ -117,12 +123,17 @@ def find_overtaken(data: dict[str, Any], name: str, run: dict[str, Any]) -> tupl
         return ()
     rank = run.get("rank")
     return tuple(sorted(
-        r["run_idx"]
-        for r in data[name]["runs"]
-        if type(r) is dict
+        r["run_idx"] for r in data[name]["runs"] if _later_run(r, rank, started)
+    ))
+
+
+def _later_run(r: Any, rank: Any, started: str) -> bool:
+    """Whether ``r`` is a run ``k > 0`` of ``rank`` that started after ``started``."""
+    return (
+        type(r) is dict
         and type(r.get("run_idx")) is int
         and r["run_idx"] > 0
         and r.get("rank") == rank
         and type(r.get("started_at")) is str
         and r["started_at"] > started
-    ))
+    )

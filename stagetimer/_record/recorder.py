@@ -1,9 +1,9 @@
 """Recorder: owns one artifact directory and saves each finished stage into its sidecars.
 
 The recorder is the facade: its settings, ``with rec:``, ``record``, ``close``,
-``pending`` and pickling. Saving is its ``Saver``'s (``saver.py``), whose every attempt
-ends in one named outcome; the recorder turns an outcome into a warning or an error
-(``reporting.py``).
+``pending`` and pickling, the checks of the runs handed to it, and how it warns. Saving
+is its ``Saver``'s (``saver.py``), whose every save ends in one named outcome
+(``outcomes.py``) that reports itself through the recorder's warning.
 How a process's life is handled (see docs/guarantees.md):
 
 - A record whose save failed stays pending and is, before the stage returns, in the
@@ -13,28 +13,26 @@ How a process's life is handled (see docs/guarantees.md):
 - ``fork()``: the child's recorders drop the parent's pending records; each module resets
   its own state (locks, caches) with its own ``os.register_at_fork`` hook.
 
-Beside it: ``active.py`` (which recorder a stage without one records into),
-``lifetime.py`` (the save at exit, the reset after fork), ``attempt_markers.py`` (the
-started marker of each stage's attempt), ``reporting.py`` (an outcome's warnings) and
-``warning.py`` (how a warning reaches the user).
+A ``Stage`` (``stage.py``) reaches its recorder through the contract ``StageTarget``
+names there. Beside it: ``active.py`` (which recorder a stage without one records into),
+``lifetime.py`` (the save at exit, the reset after fork) and ``attempt_markers.py`` (the
+started marker of each stage's attempt).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Mapping
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from stagetimer._errors import InvalidRecordError
+from stagetimer._errors import InvalidRecordError, StageTimerWarning, short_repr
 from stagetimer._record.active import enter, environment_recorder, leave, stack
-from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.lifetime import instances, with_pending
-from stagetimer._record.reentry import defer, hold, reentered, section
-from stagetimer._record.warning import warn_user
+from stagetimer._record.reentry import current_frame, defer, hold, reentered, section
 from stagetimer._settings import (
     as_path,
     check_completed_runs,
@@ -54,37 +52,28 @@ if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
     from stagetimer._record.attempt_markers import AttemptMarkers
     from stagetimer._record.likely_mistakes import LikelyMistakes
+    from stagetimer._record.outcomes import Outcome
     from stagetimer._record.pending import Pending
-    from stagetimer._record.saver import Outcome, Saver
+    from stagetimer._record.saver import FinishedArgs, Saver
 
-# The save path (saver.py and the modules it needs: pending, likely_mistakes,
-# rescue_file, the sidecar readers and writers; reporting.py, which reads its outcomes;
-# attempt_markers.py, which writes the markers)
-# is imported by the first recorder, not by ``import stagetimer``: its classes cost
-# milliseconds to build (benchmarks/run.py, "import stagetimer"). Hence the imports
-# inside the methods below.
+# The save path (saver.py and the modules it needs: outcomes, pending, likely_mistakes,
+# rescue_file, the sidecar readers and writers; attempt_markers.py, which writes the
+# markers) is imported by the first recorder, not by ``import stagetimer``: its classes
+# cost milliseconds to build (benchmarks/run.py, "import stagetimer"). Hence the imports
+# inside ``Recorder.__attrs_post_init__``; afterwards the recorder reaches the save path
+# only through the objects it made there (its saver, its markers, the outcomes), never
+# through an import statement: at interpreter shutdown ``sys.modules`` is emptied before
+# the finalisers of module globals run, so an import inside a method fails there
+# ("ImportError: sys.meta_path is None"), and a ``__del__`` that records a stage would
+# lose its record.
 
 __all__ = ["Recorder", "record_run", "resolve_recorder"]
 
-# The save path's modules, bound once by the first recorder (``_bind_save_path``) and
-# used through these names afterwards: at interpreter shutdown ``sys.modules`` is emptied
-# before the finalisers of module globals run, so an import statement inside a method
-# fails there ("ImportError: sys.meta_path is None"), and a ``__del__`` that records a
-# stage would lose its record.
-_pending_module: ModuleType
-_saver_module: ModuleType
-_reporting_module: ModuleType
-_markers_module: ModuleType
+# Frames of this folder (the recording layer) are skipped when attributing a warning.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-
-def _bind_save_path() -> None:
-    global _pending_module, _saver_module, _reporting_module, _markers_module
-    if "_markers_module" not in globals():
-        from stagetimer._record import attempt_markers, pending, reporting, saver
-
-        _pending_module, _saver_module, _reporting_module = pending, saver, reporting
-        _markers_module = attempt_markers
-
+# time.gmtime's range on every platform: a start time from 1970 to the year 9999.
+_LATEST_START = 253402300799.0
 
 def _restore(settings: dict[str, Any]) -> Recorder:
     return Recorder(**settings)
@@ -214,23 +203,19 @@ class Recorder:
             self.software, self.attempts, self.heartbeat, self.strict, self._warn
         )
         self._with_software = env.software
+        from stagetimer._record.attempt_markers import AttemptMarkers
         from stagetimer._record.likely_mistakes import LikelyMistakes
+        from stagetimer._record.saver import Saver, SaverSettings
 
-        _bind_save_path()
-        self._saver = self._new_saver()
+        self._saver = Saver(SaverSettings(
+            self.directory, self.policy, self.strict, self.lock_timeout,
+            self.expected_runs, self.completed_runs,
+        ))
         self._mistakes = LikelyMistakes(self.policy, self._warn)
-        self._markers = _markers_module.AttemptMarkers(
+        self._markers = AttemptMarkers(
             self.directory, env.attempts, env.heartbeat, self._saver.pending, self._warn
         )
         instances.add(self)
-
-    def _new_saver(self) -> Saver:
-        return _saver_module.Saver(  # type: ignore[no-any-return]
-            _saver_module.SaverSettings(
-                self.directory, self.policy, self.strict, self.lock_timeout,
-                self.expected_runs, self.completed_runs,
-            )
-        )
 
     def __reduce__(self) -> tuple[Callable[[dict[str, Any]], Recorder], tuple[dict[str, Any]]]:
         # Every argument of __init__ (named by its field's alias): a new recorder alike.
@@ -280,30 +265,9 @@ class Recorder:
         """
         record_run(self, name, seconds, run_idx, label, started_at, metadata)
 
-    def _record_checked(
-        self,
-        name: str,
-        seconds: float,
-        run_idx: int | None,
-        label: str | None,
-        started_at: float | None,
-        metadata: dict[str, Any] | None,
-        policy: str | None = None,
-        parent: dict[str, str] | None = None,
-    ) -> None:
-        """``record`` for arguments its caller checked (``record_timing``)."""
-        self._save_handed(self._hand_over(
-            name, seconds, run_idx, label, started_at, metadata, policy=policy, parent=parent
-        ))
-
     def _hand_over(
         self,
-        name: str,
-        seconds: float,
-        run_idx: int | None,
-        label: str | None,
-        started_at: float | None,
-        metadata: dict[str, Any] | None,
+        finished: FinishedArgs,
         resources: dict[str, Any] | None = None,
         attempt: Started | None = None,
         policy: str | None = None,
@@ -315,25 +279,15 @@ class Recorder:
         once the run is saved; ``policy``: the rule it is saved by, if not this
         recorder's (a callback's parts of a run: ``"upsert"``); ``parent``: the stage
         open around a run measured without a stage of its own (its attempt's else)."""
-        p = _pending_module
-        if run_idx is None:
-            self._mistakes.recorded_unindexed(name, label)
-        iso = None if started_at is None else p.utc_iso(started_at)
-        attempt_id = None
+        if finished[2] is None:
+            self._mistakes.recorded_unindexed(finished[0], finished[3])
         if attempt is not None:
-            attempt_id, parent = attempt.id, attempt.marker.get("parent")
             self._markers.handed_over(attempt)
-        pending: Pending = p.Pending(
-            p.Finished(
-                name, seconds, run_idx, label, iso, metadata, resources, attempt_id, parent
-            ),
-            with_software=self._with_software,
-            attempt=attempt,
-            policy=policy,
-        )
         # Registered first (two atomic operations): from here on an interrupt cannot
         # lose it; it is saved by this call, by another thread's save, or at exit.
-        self._saver.pending.append(pending)
+        pending = self._saver.hand_over(
+            finished, resources, attempt, policy, parent, self._with_software
+        )
         with_pending.add(self)
         return pending
 
@@ -356,7 +310,7 @@ class Recorder:
             return  # a signal handler inside a save: that save stores everything pending
         section(self._close_now)
 
-    # -- from an attempt's outcome to a warning or an error ------------------
+    # -- from a save's outcome to a warning or an error ----------------------
 
     def _save_now(self, pending: Pending) -> None:
         """A stage's own save: its caller gets a refusal (and, if strict, a failure)."""
@@ -364,12 +318,7 @@ class Recorder:
         with hold(saver.lock):
             outcome = saver.save(waiting=pending)
             self._track()
-            if isinstance(outcome, _saver_module.HandedBack):
-                raise outcome.error
-            if isinstance(outcome, _saver_module.Refused):
-                _reporting_module.report_refused(outcome, self._mistakes, self._warn)
-                raise outcome.error
-            self._report(outcome)
+            outcome.answer(self._mistakes, self._warn)
 
     def _flush(self) -> None:
         """Save what signal handlers queued; a failure warns and rescues, never raises."""
@@ -387,21 +336,16 @@ class Recorder:
                 self._track()
                 return
             outcome = saver.save()
-            if isinstance(outcome, _saver_module.KeptPending):
+            if outcome.kept:
                 # Given up: the records live on in the rescue file, which this recorder
                 # no longer rewrites.
                 saver.give_up()
-                self._warn(
-                    f"{outcome.count} record(s) could not be saved at close: "
-                    f"{outcome.error}; {outcome.where}"
-                )
-            else:
-                self._report(outcome)
+            outcome.report_at_close(self._mistakes, self._warn)
             self._track()
 
     def _report(self, outcome: Outcome) -> None:
         """Warn about an outcome nobody waits for; a strict recorder raises a refusal."""
-        _reporting_module.report(outcome, self._mistakes, self._warn)
+        outcome.report(self._mistakes, self._warn)
 
     def _track(self) -> None:
         """Kept alive for the save at exit exactly while records are pending (or the
@@ -418,12 +362,23 @@ class Recorder:
 
     def _reset_in_child(self) -> None:
         """After fork: the parent's pending records, rescue file and locks are not ours."""
-        self._saver = self._new_saver()
+        self._saver = self._saver.fresh()
         self._markers.pending = self._saver.pending
 
     def _warn(self, message: str) -> None:
-        """One ``StageTimerWarning`` about this directory (``warning.py``)."""
-        warn_user(self.directory, message)
+        """One ``StageTimerWarning`` about this directory, attributed to the first caller
+        outside stagetimer's recording layer, and never fatal to the stage."""
+        level, frame = 1, current_frame()
+        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            level, frame = level + 1, frame.f_back
+        try:
+            warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)
+        except (ValueError, OSError) as exc:
+            if isinstance(exc, Warning):
+                raise  # the user's filter turned the warning into an error
+            # warnings writes to a closed sys.stderr (ValueError) or one whose reader
+            # left; the record itself is in its rescue file: a lost warning must not fail
+            # the stage.
 
 
 def record_run(
@@ -449,9 +404,35 @@ def record_run(
     check_started_at(started_at)
     if recording_disabled():
         return
-    resolve_recorder(recorder)._record_checked(
-        name, checked, run_idx, label, started_at, copied, policy, parent
-    )
+    target = resolve_recorder(recorder)
+    finished = (name, checked, run_idx, label, started_at, copied)
+    target._save_handed(target._hand_over(finished, policy=policy, parent=parent))
+
+
+def check_metadata_mapping(metadata: object) -> Mapping[str, Any]:
+    """``Recorder.record(metadata=...)`` is None or a mapping (``record_timing`` takes
+    ``**metadata``, always a dict)."""
+    if not isinstance(metadata, Mapping):
+        raise InvalidRecordError(
+            f"metadata {short_repr(metadata)} is not valid: expected None or a mapping of "
+            "str keys to JSON values",
+            metadata,
+        )
+    return metadata
+
+
+def check_started_at(started_at: object) -> None:
+    """A start time is None or a Unix time ``time.gmtime`` can convert on every platform."""
+    if started_at is not None and (
+        isinstance(started_at, bool)
+        or not isinstance(started_at, (int, float))
+        or not 0 <= started_at <= _LATEST_START
+    ):
+        raise InvalidRecordError(
+            f"started_at {short_repr(started_at)} is not valid: expected None or a Unix time "
+            "(time.time()) from 0 to the end of the year 9999",
+            started_at,
+        )
 
 
 def resolve_recorder(recorder: Recorder | None) -> Recorder:

@@ -27,7 +27,7 @@ from stagetimer._record.pending import Pending, descriptions
 from stagetimer._store.leftovers import token
 from stagetimer._store.owner import this_process
 from stagetimer._store.rescue import inode
-from stagetimer._store.sidecar import Attempt, write_atomic
+from stagetimer._store.sidecar import WriteProgress, write_atomic
 
 __all__ = ["RescueFile", "to_stderr"]
 
@@ -74,7 +74,7 @@ class RescueFile:
         token()  # the temporary file's name needs it: made now, not at interpreter shutdown
         self.path: str | None = None  # set while the file exists
         self.in_file: list[Pending] = []  # the records the file holds, once written
-        self.attempt: Attempt | None = None  # the last write, to clear what an interrupt left
+        self.progress: WriteProgress | None = None  # the last write: what an interrupt left
         self.refused: list[Pending] = []  # records the file refuses: kept here for the user
         self.printed: set[int] = set()  # serials of records already printed to stderr
         self.written: list[Pending] = []  # the records the file (or stderr) last took
@@ -96,17 +96,17 @@ class RescueFile:
         records = [*list(pending), *self.refused]  # a copy: a handler may append meanwhile
         self.written = records
         try:
-            if self.attempt is not None:
-                self.attempt.replaced()  # removes a temporary file an interrupt left behind
+            if self.progress is not None:
+                self.progress.replaced()  # removes a temporary file an interrupt left behind
             if not records:
                 return self._remove()
             payload = self._payload(records)
             text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
-            self.attempt = attempt = Attempt()
+            self.progress = progress = WriteProgress()
             os.makedirs(self.directory, exist_ok=True)
             # Never writable by others, whatever the umask: ``recover`` trusts a rescue
             # file as far as its owner, who alone may then have written it.
-            write_atomic(self.name, text.encode("utf-8"), None, attempt, new_mode=0o644)
+            write_atomic(self.name, text.encode("utf-8"), None, progress, new_mode=0o644)
             self.path = self.name
             self.in_file = records
         except Exception as exc:

@@ -44,6 +44,8 @@ import resource
 from collections.abc import Mapping
 from typing import Any
 
+from stagetimer._system.files import host_path
+from stagetimer._system.nvml import load as load_nvml
 from stagetimer._system.openflags import CLOEXEC
 
 __all__ = ["Probe", "discard", "finish", "probe", "start", "use"]
@@ -93,8 +95,7 @@ def _vmhwm_kib() -> int | None:
 
 
 def _open_energy(environ: Mapping[str, str], nvml: Any) -> tuple[Any, list[Any] | None]:
-    from stagetimer._system.nvml import load as load_nvml
-    from stagetimer.hardware import energy_handles
+    from stagetimer.hardware import energy_handles  # here: the probes cost import time
 
     if nvml is None:
         try:
@@ -117,8 +118,7 @@ def probe(
     root: str = "/", environ: Mapping[str, str] | None = None, nvml: Any = None
 ) -> Probe:
     """Decide which counters to read (the live system by default; a fixture in tests)."""
-    from stagetimer._system.files import host_path
-    from stagetimer.hardware import memory_peak_file
+    from stagetimer.hardware import memory_peak_file  # here: the probes cost import time
 
     path = memory_peak_file(root)[0]
     nvml, energy = _open_energy(os.environ if environ is None else environ, nvml)
@@ -146,23 +146,8 @@ def start() -> tuple[Any, ...]:
     """The counters at a stage's entry (an opaque tuple for ``finish``)."""
     found = _probe
     if found is None:
-        try:
-            found = probe()
-        except Exception:  # a probe must never fail a stage: read only getrusage then
-            found = Probe(None, None, None)
-        use(found)
-    fd = None
-    if found.peak_path is not None:
-        try:
-            fd = os.open(found.peak_path, _OPEN_FLAGS)
-            os.write(fd, b"reset\n")
-        except OSError:
-            # The file would not reset (a kernel without the per-file reset, no write
-            # permission): this process uses the high-water mark from now on.
-            if fd is not None:
-                os.close(fd)
-            fd = None
-            found.peak_path = None
+        found = _first_probe()
+    fd = _reset_peak(found) if found.peak_path is not None else None
     energy = _energy_mj(found) if found.energy is not None else None
     children = _getrusage(_CHILDREN)
     # The high-water mark only where the cgroup's peak is not read (finish() reads one
@@ -177,6 +162,33 @@ def start() -> tuple[Any, ...]:
         found, mine.ru_utime + mine.ru_stime, children.ru_utime + children.ru_stime,
         hwm, fd, energy, _forks,
     )
+
+
+def _first_probe() -> Probe:
+    """The counters this process reads, probed at its first stage (and after a fork)."""
+    try:
+        found = probe()
+    except Exception:  # a probe must never fail a stage: read only getrusage then
+        found = Probe(None, None, None)
+    use(found)
+    return found
+
+
+def _reset_peak(found: Probe) -> int | None:
+    """The cgroup's peak file, opened and reset for this stage; None where it would not
+    reset (a kernel without the per-file reset, no write permission): this process uses
+    the high-water mark from then on."""
+    assert found.peak_path is not None
+    fd = None
+    try:
+        fd = os.open(found.peak_path, _OPEN_FLAGS)
+        os.write(fd, b"reset\n")
+    except OSError:
+        if fd is not None:
+            os.close(fd)
+        found.peak_path = None
+        return None
+    return fd
 
 
 def _cgroup_peak(fd: int) -> int | None:
@@ -209,14 +221,7 @@ def finish(began: tuple[Any, ...]) -> dict[str, Any]:
             max(children.ru_utime + children.ru_stime - children0, 0.0), 6
         ),
     }
-    if fd is not None:
-        peak = _cgroup_peak(fd)
-    else:
-        hwm = mine.ru_maxrss if found.mirror else _vmhwm_kib()
-        # A mark the stage raised is the stage's peak; one it did not raise is older.
-        peak = hwm * 1024 if hwm is not None and hwm0 is not None and hwm > hwm0 else None
-        if not found.mirror and hwm is not None and hwm >= mine.ru_maxrss:
-            found.mirror = True  # the mark passed the inherited peak: they are one now
+    peak = _cgroup_peak(fd) if fd is not None else _hwm_peak(found, hwm0, mine.ru_maxrss)
     if peak is not None:
         used["memory_peak_bytes"] = peak
     if energy0 is not None:
@@ -225,6 +230,17 @@ def finish(began: tuple[Any, ...]) -> dict[str, Any]:
         if energy is not None and energy > energy0:
             used["gpu_energy_joules"] = round((energy - energy0) / 1000.0, 3)
     return used
+
+
+def _hwm_peak(found: Probe, hwm0: int | None, maxrss: int) -> int | None:
+    """The stage's memory peak in bytes from the high-water mark (``hwm0`` at its entry,
+    KiB), where the cgroup's is not read; None when the stage did not raise the mark."""
+    hwm = maxrss if found.mirror else _vmhwm_kib()
+    # A mark the stage raised is the stage's peak; one it did not raise is older.
+    peak = hwm * 1024 if hwm is not None and hwm0 is not None and hwm > hwm0 else None
+    if not found.mirror and hwm is not None and hwm >= maxrss:
+        found.mirror = True  # the mark passed the inherited peak: they are one now
+    return peak
 
 
 def discard(began: tuple[Any, ...]) -> None:

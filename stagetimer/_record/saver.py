@@ -1,25 +1,12 @@
-"""The save path: one attempt to store a recorder's pending records, and its outcome.
+"""The save path: saving a recorder's pending records, each save ending in one named
+outcome (``outcomes.py``).
 
-Every attempt (``Saver.save``) ends in exactly one named outcome:
-
-``Saved``
-    Every pending record is in ``timings.json`` (hardware first, in
-    ``timings_hardware.json``); the rescue file is removed.
-``Refused``
-    The file can never hold a record (its stage name holds other data). The records
-    stored meanwhile are saved; the refused ones are kept in the rescue file for the
-    user (``rescued`` says where), or, for a strict recorder, only reported.
-``KeptPending``
-    The save failed (lock timeout, full disk...): every record stays pending, retried at
-    the next save and at exit, and is in the rescue file before the attempt returns.
-``HandedBack``
-    A strict recorder's save failed: the record its caller waits for is dropped and the
-    error given back to that caller; the other records are kept as for ``KeptPending``.
-
+``Saver.hand_over`` registers a finished record as pending; ``Saver.save`` stores
+everything pending and returns ``Saved``, ``Refused``, ``KeptPending`` or ``HandedBack``.
 An interrupt (``BaseException``) is no outcome: the write it cut short is settled, what
 is still pending is rescued and the interrupt propagates.
 
-Whether an interrupted write reached the disk is read back from its ``Attempt``;
+Whether an interrupted write reached the disk is read back from its ``WriteProgress``;
 records that went through a write are never applied twice (an identical run already in
 the stage is taken as theirs).
 """
@@ -30,7 +17,7 @@ import contextlib
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -42,93 +29,41 @@ from stagetimer._format import (
     takes_expected_runs,
 )
 from stagetimer._record.likely_mistakes import find_duplicate, find_overtaken
-from stagetimer._record.pending import Finished, Pending, descriptions
+from stagetimer._record.outcomes import (
+    AppendedAgain,
+    DroppedByReset,
+    HandedBack,
+    KeptPending,
+    Noted,
+    Outcome,
+    Refused,
+    Saved,
+)
+from stagetimer._record.pending import Finished, Pending, descriptions, utc_iso
 from stagetimer._record.rescue_file import RescueFile
 from stagetimer._store.markers import DroppedRuns, remove_owned
 from stagetimer._store.markers import remove as remove_markers
 from stagetimer._store.parse import parse_hardware, parse_timings
 from stagetimer._store.rules import apply_run, keep_completed_prefix, run_is_stored
 from stagetimer._store.sidecar import (
-    Attempt,
     TimingsCache,
+    UpdateOptions,
+    WriteProgress,
     add_descriptions,
     timings_bytes,
     update_file,
 )
 
-__all__ = [
-    "AppendedAgain",
-    "DroppedByReset",
-    "HandedBack",
-    "KeptPending",
-    "Noted",
-    "Outcome",
-    "Refused",
-    "Saved",
-    "Saver",
-    "SaverSettings",
+if TYPE_CHECKING:
+    from stagetimer._record.attempt import Started
+
+__all__ = ["FinishedArgs", "Saver", "SaverSettings"]
+
+#: A finished run as its stage (or ``record``'s caller) hands it over, checked: its
+#: name, seconds, run index, label, start (a Unix time, or None) and metadata.
+FinishedArgs = tuple[
+    str, float, int | None, str | None, float | None, dict[str, Any] | None
 ]
-
-
-@attrs.frozen
-class AppendedAgain:
-    """Under ``sequential``: run ``run_idx > 0`` of ``stage`` appended beside one on disk."""
-
-    stage: str
-    run_idx: int
-
-
-@attrs.frozen
-class DroppedByReset:
-    """Under ``sequential``: a ``run_idx=0`` of ``stage`` dropped runs that started after it."""
-
-    stage: str
-    run_idxs: tuple[int, ...]
-
-
-Noted = AppendedAgain | DroppedByReset
-
-
-@attrs.frozen
-class Saved:
-    """Every pending record is stored."""
-
-    appended_again: tuple[Noted, ...] = ()
-
-
-@attrs.frozen
-class Refused:
-    """The file refuses a record (``error``, the first refusal); the others are stored.
-
-    ``rescued``: where the refused records are kept, None when they are not (strict).
-    """
-
-    error: InvalidRecordError
-    rescued: str | None
-    appended_again: tuple[Noted, ...] = ()
-
-
-@attrs.frozen
-class KeptPending:
-    """The save failed; ``count`` records stay pending and are rescued at ``where``.
-
-    ``newest``: the record the attempt was made for (the last one queued).
-    """
-
-    error: Exception
-    newest: Finished
-    count: int
-    where: str
-
-
-@attrs.frozen
-class HandedBack:
-    """A strict save failed: the waiting caller's record is dropped, ``error`` is theirs."""
-
-    error: Exception
-
-
-Outcome = Saved | Refused | KeptPending | HandedBack
 
 
 def _discard(pending: list[Pending], records: list[Pending]) -> None:
@@ -200,7 +135,7 @@ class _Written:
 class _InFlight:
     """A write not yet known to have reached the disk, and the records it holds."""
 
-    attempt: Attempt
+    progress: WriteProgress
     records: list[Pending]
     truncates: bool  # it applies the resume truncation
 
@@ -227,6 +162,40 @@ class Saver:
 
     def __attrs_post_init__(self) -> None:
         self._rescue = self._new_rescue()
+
+    def fresh(self) -> Saver:
+        """A saver for the same settings, holding nothing (a forked child's)."""
+        return Saver(self.settings)
+
+    def hand_over(
+        self,
+        finished: FinishedArgs,
+        resources: dict[str, Any] | None,
+        attempt: Started | None,
+        policy: str | None,
+        parent: dict[str, str] | None,
+        with_software: bool,
+    ) -> Pending:
+        """Register a finished record as pending: from its ``append`` on, no interrupt
+        loses it (it is saved by this thread's save, by another thread's, or at exit).
+
+        ``attempt``: its started marker, whose id and parent it records.
+        """
+        name, seconds, run_idx, label, started_at, metadata = finished
+        iso = None if started_at is None else utc_iso(started_at)
+        attempt_id = None
+        if attempt is not None:
+            attempt_id, parent = attempt.id, attempt.marker.get("parent")
+        pending = Pending(
+            Finished(
+                name, seconds, run_idx, label, iso, metadata, resources, attempt_id, parent
+            ),
+            with_software=with_software,
+            attempt=attempt,
+            policy=policy,
+        )
+        self.pending.append(pending)
+        return pending
 
     def _new_rescue(self) -> RescueFile:
         s = self.settings
@@ -286,7 +255,7 @@ class Saver:
         inflight = self._inflight
         if inflight is None:
             return
-        if inflight.attempt.replaced():
+        if inflight.progress.replaced():
             # Its attempts finished: their markers go (first noted, then marked stored,
             # then the records leave the pending list: an interrupt between any two
             # leaves each attempt pending or stored, and its marker noted for removal).
@@ -364,16 +333,16 @@ class Saver:
                 remove_owned(s.directory, leftovers)
             return timings_bytes(data, self._cache) if changed else None
 
-        attempt = Attempt()
-        self._inflight = _InFlight(attempt, records, truncate)
+        progress = WriteProgress()
+        self._inflight = _InFlight(progress, records, truncate)
         path = s.timings_path
         update_file(
-            path, parse_timings, change, s.lock_timeout, self._cache, attempt,
-            path not in self._swept, deadline,
+            path, parse_timings, change, s.lock_timeout, self._cache,
+            UpdateOptions(progress, path not in self._swept, deadline),
         )
         self._swept.add(path)
         # Written, or nothing needed writing (every record refused or already stored).
-        attempt.done = True
+        progress.done = True
         self._settle()
         return _Written(tuple(rejections), tuple(again))
 
@@ -425,7 +394,7 @@ class Saver:
 
         update_file(
             path, parse_hardware, change, self.settings.lock_timeout,
-            sweep=path not in self._swept, deadline=deadline,
+            options=UpdateOptions(sweep=path not in self._swept, deadline=deadline),
         )
         self._swept.add(path)
         st = os.stat(path)

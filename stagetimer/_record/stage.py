@@ -1,6 +1,7 @@
 """The ways to time a stage as it runs: ``stage`` (with / async with) and ``record_timing``.
 
-``@timed_stage`` (``timed.py``) builds on ``stage``.
+``@timed_stage`` (``timed.py``) builds on ``stage``. ``StageTarget`` is the contract
+between a stage and the recorder it records into.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import weakref
 from os import getpid
 from time import perf_counter
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from stagetimer._format import MAX_RUN_IDX as _MAX
 from stagetimer._record import resources
@@ -22,8 +23,48 @@ from stagetimer._store.validate import check_record, copy_metadata
 
 if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
+    from stagetimer._record.attempt_markers import AttemptMarkers
+    from stagetimer._record.pending import Pending
+    from stagetimer._record.saver import FinishedArgs
 
-__all__ = ["Stage", "checked_stage", "open_parent", "part_stage", "record_timing", "stage"]
+__all__ = [
+    "Stage",
+    "StageTarget",
+    "checked_stage",
+    "open_parent",
+    "part_stage",
+    "record_timing",
+    "stage",
+]
+
+
+class StageTarget(Protocol):
+    """What a ``Stage`` needs of the recorder it records into (``Recorder`` keeps it).
+
+    Its members keep their leading underscore: they are the recorder's side of this
+    contract, not part of ``Recorder``'s public API. A stage's life through them:
+
+    1. on entry, ``_markers`` writes its started marker (``begin``, ``mark``; ``abandon``
+       when the entry is cut short) and, when the block fails, says how (``failed``);
+    2. on a normal exit, ``_hand_over`` registers the run as pending: from then on no
+       interrupt loses it;
+    3. ``_save_handed`` saves it (queued when this thread is already saving); a strict
+       recorder's failure raises;
+    4. ``_make_safe``, after an interrupt between 2 and 3, settles the write it cut
+       short and rescues what is pending.
+    """
+
+    @property
+    def _markers(self) -> AttemptMarkers: ...
+
+    def _hand_over(
+        self, finished: FinishedArgs, resources: dict[str, Any] | None = None,
+        attempt: Started | None = None, policy: str | None = None,
+    ) -> Pending: ...
+
+    def _save_handed(self, pending: Pending) -> None: ...
+
+    def _make_safe(self) -> None: ...
 
 # Stage names that passed check_name (a name is checked once per process, not per stage).
 _checked_names: set[str] = set()
@@ -67,14 +108,7 @@ def stage(
     # A function building the object, not a class: on CPython 3.11 calling a class with
     # keyword arguments packs them into a dict and unpacks them again for __init__,
     # about a fifth of the cost of a whole codetiming.Timer block (see benchmarks/).
-    timing = Stage()
-    timing.name = name
-    timing.run_idx = run_idx
-    timing.label = label
-    timing.metadata = metadata
-    timing.seconds = None
-    timing._recorder = recorder
-    return timing
+    return _made(Stage(), name, run_idx, label, recorder, metadata)
 
 
 class Stage:
@@ -95,7 +129,7 @@ class Stage:
     metadata: dict[str, Any]
     seconds: float | None
     _recorder: Recorder | None
-    _target: Recorder | None
+    _target: StageTarget | None
     _t0: float
     _wall0: float
     _used0: tuple[Any, ...]  # the resource counters at entry (resources.start)
@@ -113,43 +147,51 @@ class Stage:
             or (run_idx is not None and (type(run_idx) is not int or not 0 <= run_idx <= _MAX))
             or ((self.label is not None or self.metadata) and not self._arguments_checked)
         ):
-            check_record(name, run_idx, self.label)
-            if self.metadata and not self._arguments_checked:
-                # Checked and copied on entry, in one pass: later changes by the caller
-                # do not change the record.
-                self.metadata = copy_metadata(self.metadata)
-            if len(_checked_names) < 4096:
-                _checked_names.add(name)
+            self._check()
         if recording_disabled():
             self._target = None
-        else:
-            self._attempt = None
-            self._target = target = resolve_recorder(self._recorder)
-            self._wall0 = wall0 = time.time()
-            # The started marker, durable before the block runs (nothing when markers are
-            # off or cannot be written). An interrupt from here until the block runs
-            # removes it again: that attempt never started.
-            markers = target._markers
-            opened = open_stages.get()
-            parent = _parent(opened, target) if opened else None
-            if opened:
-                opened = tuple(ref for ref in opened if ref() is not None)
-            self._attempt = attempt = markers.begin(name, run_idx, self.label, wall0, parent)
-            try:
-                if attempt is not None and not markers.mark(attempt):
-                    self._attempt = None
-                open_stages.set((*opened, weakref.ref(self)))  # the parent of what opens in it
-                # Read before the clock starts and after it stops: their cost is not the
-                # stage's.
-                self._used0 = resources.start()
-                self._t0 = perf_counter()
-                return self
-            except BaseException:
-                _close(self)
-                markers.abandon(attempt)
-                raise
-        self._t0 = perf_counter()
-        return self
+            self._t0 = perf_counter()
+            return self
+        self._attempt = None
+        return self._begin(resolve_recorder(self._recorder))
+
+    def _check(self) -> None:
+        """The full checks of its arguments, and its metadata copied (once per stage)."""
+        name = self.name
+        check_record(name, self.run_idx, self.label)
+        if self.metadata and not self._arguments_checked:
+            # Checked and copied on entry, in one pass: later changes by the caller
+            # do not change the record.
+            self.metadata = copy_metadata(self.metadata)
+        if len(_checked_names) < 4096:
+            _checked_names.add(name)
+
+    def _begin(self, target: StageTarget) -> Stage:
+        """Enter as a stage recorded into ``target``: its started marker, then the clock."""
+        self._target = target
+        self._wall0 = wall0 = time.time()
+        # The started marker, durable before the block runs (nothing when markers are
+        # off or cannot be written). An interrupt from here until the block runs
+        # removes it again: that attempt never started.
+        markers = target._markers
+        opened = open_stages.get()
+        parent = _parent(opened, target) if opened else None
+        if opened:
+            opened = tuple(ref for ref in opened if ref() is not None)
+        self._attempt = attempt = markers.begin(self.name, self.run_idx, self.label, wall0, parent)
+        try:
+            if attempt is not None and not markers.mark(attempt):
+                self._attempt = None
+            open_stages.set((*opened, weakref.ref(self)))  # the parent of what opens in it
+            # Read before the clock starts and after it stops: their cost is not the
+            # stage's.
+            self._used0 = resources.start()
+            self._t0 = perf_counter()
+            return self
+        except BaseException:
+            _close(self)
+            markers.abandon(attempt)
+            raise
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: object, tb: TracebackType | None
@@ -182,10 +224,8 @@ class Stage:
             # finished: an interrupt before the hand-over means it did not (its marker
             # says so); after it, the record is pending (and rescued) or saved.
             used = resources.finish(self._used0)  # also closes what start() opened
-            pending = target._hand_over(
-                self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata, used,
-                attempt, self._policy,
-            )
+            finished = (self.name, seconds, self.run_idx, self.label, self._wall0, self.metadata)
+            pending = target._hand_over(finished, used, attempt, self._policy)
             self.seconds = seconds
             target._save_handed(pending)
         except BaseException as error:
@@ -227,7 +267,9 @@ class Stage:
         self.__exit__(exc_type, exc, tb)
 
 
-def _parent(opened: tuple[weakref.ref[Stage], ...], target: Recorder) -> dict[str, str] | None:
+def _parent(
+    opened: tuple[weakref.ref[Stage], ...], target: StageTarget
+) -> dict[str, str] | None:
     """What a stage of ``target`` entered now records as its ``parent``: the innermost
     stage of the same recorder open in this thread or task (``opened``), by its name and
     attempt id; None where there is none, or where that stage has no started marker (no
@@ -242,7 +284,7 @@ def _parent(opened: tuple[weakref.ref[Stage], ...], target: Recorder) -> dict[st
     return None
 
 
-def open_parent(target: Recorder) -> dict[str, str] | None:
+def open_parent(target: StageTarget) -> dict[str, str] | None:
     """The ``parent`` of a run of ``target`` measured now without a stage of its own (a
     callback's time between two hooks): the innermost stage of ``target`` open in this
     thread or task, as a stage entered now would record it."""
@@ -278,14 +320,7 @@ def part_stage(
     """``stage(...)`` whose run replaces the run of the same ``run_idx``, ``label`` and
     rank, and no other, whatever the recorder's policy (a callback's fit and epochs: the
     parts of one run, which ``"sequential"``'s reset would drop one by one)."""
-    timing = _Part()
-    timing.name = name
-    timing.run_idx = run_idx
-    timing.label = label
-    timing.metadata = {}
-    timing.seconds = None
-    timing._recorder = recorder
-    return timing
+    return _made(_Part(), name, run_idx, label, recorder, {})
 
 
 class _Checked(Stage):
@@ -305,7 +340,14 @@ def checked_stage(
     """``stage(...)`` for a ``label`` that passed ``check_record`` and ``metadata`` that
     ``copy_metadata`` made (``@timed_stage`` does both once, at decoration): each entry
     checks only the name (once per process) and the run index, and the copy is shared."""
-    timing = _Checked()
+    return _made(_Checked(), name, run_idx, label, recorder, metadata)
+
+
+def _made(
+    timing: Stage, name: str, run_idx: int | None, label: str | None,
+    recorder: Recorder | None, metadata: dict[str, Any],
+) -> Stage:
+    """``timing``, a new stage, given its arguments (none checked yet)."""
     timing.name = name
     timing.run_idx = run_idx
     timing.label = label

@@ -56,6 +56,7 @@ from stagetimer._store.processes import liveness as process_liveness
 from stagetimer._store.rescue_content import RescueContent, RescueRecord, read_rescue
 from stagetimer._store.rules import is_stage, replace_place, replay_run
 from stagetimer._store.sidecar import (
+    UpdateOptions,
     add_descriptions,
     timings_bytes,
     update_file,
@@ -284,7 +285,7 @@ def _fold_timings(
                 _remove(fold.content)
 
     update_file(os.path.join(directory, TIMINGS_FILE), parse_timings, change, lock_timeout,
-                after=settled)
+                options=UpdateOptions(after=settled))
 
 
 REWRITTEN = "rewritten or removed by its writer while recover ran: that writer runs"

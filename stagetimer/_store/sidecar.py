@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from stagetimer._errors import SidecarCorruptError
 from stagetimer._store.claims import Claim, NoClaim
 from stagetimer._store.encode import TimingsCache, dumps_hardware, dumps_timings, timings_bytes
@@ -26,8 +28,9 @@ from stagetimer._system.durable import write_file
 from stagetimer._system.mounts import is_local
 
 __all__ = [
-    "Attempt",
     "TimingsCache",
+    "UpdateOptions",
+    "WriteProgress",
     "add_descriptions",
     "dumps_hardware",
     "dumps_timings",
@@ -36,7 +39,6 @@ __all__ = [
     "update_file",
     "write_atomic",
 ]
-
 
 
 class locked:  # lower case: used like a function, ``with locked(path, timeout):``
@@ -93,8 +95,8 @@ def add_descriptions(
     return dumps_hardware(data) if added else None
 
 
-class Attempt:
-    """One write's bookkeeping, from which an interrupted save learns whether it happened.
+class WriteProgress:
+    """How far one write got, from which an interrupted save learns whether it happened.
 
     ``os.replace`` is the moment a save takes effect; an interrupt may land on either side
     of it. The temporary file has a name of its own, so after it was created its absence
@@ -138,7 +140,7 @@ def write_atomic(
     path: str,
     content: bytes,
     mode: int | None,
-    attempt: Attempt | None = None,
+    progress: WriteProgress | None = None,
     fence: Callable[[], None] | None = None,
     published: Callable[[], None] | None = None,
     new_mode: int = 0o666,
@@ -148,30 +150,30 @@ def write_atomic(
     ``mode``: the permission bits of the file being replaced (kept), or None for a new
     file (``new_mode`` less the umask). The temporary file is created new (``O_EXCL``, no link
     followed) under a name of its own in the same directory, so nothing planted there
-    and no other writer's file is ever written through. ``attempt`` records the progress
-    (see ``Attempt``). ``fence``, called right before ``os.replace``, raises when this
+    and no other writer's file is ever written through. ``progress`` records how far
+    it got (see ``WriteProgress``). ``fence``, called right before ``os.replace``, raises when this
     writer may no longer publish (its cross-client claim was broken); ``published``,
     called right after it, lets the claim go before the directory's ``fsync`` (the
     change is visible: other clients may start theirs, and the claim's own creation
     and removal are not left for that ``fsync`` to write).
     """
-    if attempt is None:
-        attempt = Attempt()
+    if progress is None:
+        progress = WriteProgress()
     _unclean.add(path)
-    attempt.path = path
-    attempt.tmp = attempt.ino = None
+    progress.path = path
+    progress.tmp = progress.ino = None
 
     def temp_name(_base: str) -> str:
         # Known before the file is created: an interrupt right after its creation leaves
         # a name ``replaced`` removes.
-        attempt.tmp = tmp = _temp_path(path)
+        progress.tmp = tmp = _temp_path(path)
         return os.path.basename(tmp)
 
     def created(temp: str, ino: int) -> None:
-        attempt.tmp, attempt.ino = temp, ino
+        progress.tmp, progress.ino = temp, ino
 
     def done() -> None:
-        attempt.done = True
+        progress.done = True
         if published is not None:
             published()
 
@@ -179,7 +181,7 @@ def write_atomic(
         write_file(path, content, mode, temp_name=temp_name, created=created, fence=fence,
                    published=done, new_mode=new_mode)
     except BaseException:
-        attempt.replaced()  # removes a temporary file an interrupt left
+        progress.replaced()  # removes a temporary file an interrupt left
         raise
     _unclean.discard(path)
 
@@ -198,26 +200,32 @@ def _read_locked(
             cache.clear()
         return parse(path, None), None
     fd, st = opened
+    mode = st.st_mode & 0o7777
     try:
-        mode = st.st_mode & 0o7777
-        known = cache.raw if cache is not None else None
-        if cache is not None and known is not None and cache.data is not None and (
-            st.st_size == len(known)
-        ):
-            # Read into a reused buffer: a fresh megabyte per save costs page faults.
-            if len(cache.buffer) != len(known):
-                cache.buffer = bytearray(len(known))
-            count = os.readv(fd, [cache.buffer])
-            if count == len(known) and cache.buffer == known:
-                return cache.data, mode
-            raw = bytes(cache.buffer[:count]) + read_all(fd, 0)
-        else:
-            raw = read_all(fd, st.st_size)
+        raw = read_all(fd, st.st_size) if cache is None else _read_cached(fd, st.st_size, cache)
+        if raw is None:  # the bytes ``cache`` wrote
+            assert cache is not None and cache.data is not None
+            return cache.data, mode
     finally:
         os.close(fd)
     if cache is not None:
         cache.clear()
     return parse(path, raw), mode
+
+
+def _read_cached(fd: int, size: int, cache: TimingsCache) -> bytes | None:
+    """The file's bytes, or None when they are those ``cache`` wrote (its data holds them
+    parsed)."""
+    known = cache.raw
+    if known is None or cache.data is None or size != len(known):
+        return read_all(fd, size)
+    # Read into a reused buffer: a fresh megabyte per save costs page faults.
+    if len(cache.buffer) != len(known):
+        cache.buffer = bytearray(len(known))
+    count = os.readv(fd, [cache.buffer])
+    if count == len(known) and cache.buffer == known:
+        return None
+    return bytes(cache.buffer[:count]) + read_all(fd, 0)
 
 
 #: Waits before reading again a sidecar cut short on a network or FUSE file
@@ -247,30 +255,46 @@ def _read_settled(
             time.sleep(wait)
 
 
+@attrs.frozen
+class UpdateOptions:
+    """How one ``update_file`` runs beyond its file and its change; the defaults make a
+    plain save.
+
+    ``progress`` records whether the file was replaced, for a caller that an interrupt may
+    reach. ``sweep``: clear what killed writers left (a recorder does at its first save of
+    each file, and after an interrupted save of this process). ``deadline`` (monotonic),
+    when given, bounds the wait for the lock instead of the timeout, which the error then
+    names. ``after``, when given, runs once the change is durable (or nothing needed
+    writing), still under the lock and the claim (``recover`` removes the rescue files it
+    folded).
+    """
+
+    progress: WriteProgress | None = None
+    sweep: bool = True
+    deadline: float | None = None
+    after: Callable[[], None] | None = None
+
+
+_PLAIN = UpdateOptions()
+
+
 def update_file(
     path: str,
     parse: Callable[[str, bytes | None], dict[str, Any]],
     change: Callable[[dict[str, Any]], str | bytes | None],
     timeout: float,
     cache: TimingsCache | None = None,
-    attempt: Attempt | None = None,
-    sweep: bool = True,
-    deadline: float | None = None,
-    after: Callable[[], None] | None = None,
+    options: UpdateOptions = _PLAIN,
 ) -> None:
     """One save: under the lock, parse the file, let ``change`` edit it and write the result.
 
     ``change`` returns the new content, or None when nothing needs writing. With a
-    ``cache``, bytes this writer wrote itself are not parsed again. ``attempt`` records
-    whether the file was replaced, for a caller that an interrupt may reach. ``sweep``:
-    clear what killed writers left (a recorder does at its first save of each file, and
-    after an interrupted save of this process). ``deadline`` (monotonic), when given,
-    bounds the wait for the lock instead of ``timeout``, which the error then names.
-    ``after``, when given, runs once the change is durable (or nothing needed writing),
-    still under the lock and the claim (``recover`` removes the rescue files it folded).
+    ``cache``, bytes this writer wrote itself are not parsed again. ``options``: see
+    ``UpdateOptions``.
     """
-    with locked(path, timeout, deadline) as claim:
-        if sweep or path in _unclean:
+    after = options.after
+    with locked(path, timeout, options.deadline) as claim:
+        if options.sweep or path in _unclean:
             clear_leftovers(path)
         data, mode = _read_settled(path, parse, cache)
         if cache is not None:
@@ -284,10 +308,9 @@ def update_file(
             return
         encoded = content.encode("utf-8") if isinstance(content, str) else content
         if after is None:
-            write_atomic(path, encoded, mode, attempt, claim.fence, claim.release)
+            write_atomic(path, encoded, mode, options.progress, claim.fence, claim.release)
         else:
-            write_atomic(path, encoded, mode, attempt, claim.fence)
+            write_atomic(path, encoded, mode, options.progress, claim.fence)
             after()  # the claim is released with the lock, after it
         if cache is not None:
             cache.raw, cache.data = encoded, data
-

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from stagetimer._system.openflags import CLOEXEC, CREATE_NEW, READ
 
-__all__ = ["fsync_directory", "random_temp_name", "read_regular", "write_file"]
+__all__ = ["fsync_directory", "random_temp_name", "read_regular", "write_all", "write_file"]
 
 #: Names tried before giving up (each taken one was planted or another writer's).
 _TRIES = 100
@@ -39,6 +39,15 @@ _TRIES = 100
 def random_temp_name(base: str) -> str:
     """``.<base>.tmp-<16 random hex digits>``: a temporary name no one can guess."""
     return f".{base}.tmp-{os.urandom(8).hex()}"
+
+
+def write_all(fd: int, content: bytes) -> None:
+    """Write ``content`` whole to ``fd`` (``os.write`` may write less than it is given)
+    and ``fsync`` it."""
+    view = memoryview(content)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
 
 
 def fsync_directory(directory: str, dir_fd: int | None = None) -> None:
@@ -97,18 +106,7 @@ def write_file(
     fd, temp = _create(directory, base, temp_name, dir_fd, new_mode if mode is None else 0o600)
     done = False
     try:
-        try:
-            st = os.fstat(fd)
-            if created is not None:
-                created(temp, st.st_ino)
-            if mode is not None:
-                os.fchmod(fd, mode)
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fill(fd, temp, content, mode, created)
         if fence is not None:
             fence()
         os.rename(temp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -121,6 +119,25 @@ def write_file(
                 os.unlink(temp, dir_fd=dir_fd)
         raise
     fsync_directory(directory, dir_fd)
+
+
+def _fill(
+    fd: int,
+    temp: str,
+    content: bytes,
+    mode: int | None,
+    created: Callable[[str, int], None] | None,
+) -> None:
+    """Give the new temporary file ``fd`` (named ``temp``) its bits and its content,
+    durably, and close it; ``created`` is told it first."""
+    try:
+        if created is not None:
+            created(temp, os.fstat(fd).st_ino)
+        if mode is not None:
+            os.fchmod(fd, mode)
+        write_all(fd, content)
+    finally:
+        os.close(fd)
 
 
 def read_regular(path: str) -> tuple[bytes, int] | None:

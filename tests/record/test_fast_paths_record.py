@@ -38,8 +38,8 @@ from stagetimer import _settings as setting_checks
 from stagetimer._errors import InvalidSettingError
 from stagetimer._format import MAX_RUN_IDX, POLICIES
 from stagetimer._record import stage as stage_module
-from stagetimer._record.arguments import check_metadata_mapping, check_started_at
 from stagetimer._record.pending import utc_iso
+from stagetimer._record.recorder import check_metadata_mapping, check_started_at
 from stagetimer._record.stage import checked_stage, stage
 from stagetimer._store.validate import check_name, check_record, copy_metadata
 

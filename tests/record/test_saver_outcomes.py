@@ -14,16 +14,15 @@ import pytest
 from helpers.reliability import call_with_guard, spawn_python
 
 from stagetimer import LockTimeoutError
-from stagetimer._record.pending import Finished, Pending
-from stagetimer._record.saver import (
+from stagetimer._record.outcomes import (
     AppendedAgain,
     HandedBack,
     KeptPending,
     Refused,
     Saved,
-    Saver,
-    SaverSettings,
 )
+from stagetimer._record.pending import Finished, Pending
+from stagetimer._record.saver import Saver, SaverSettings
 
 HOLDER = """
 import fcntl, os, sys, time
