@@ -269,7 +269,7 @@ def lock_cost(number: int, repeats: int) -> tuple[float, float, float]:
     (open, lock, unlock, close), in turns."""
     import fcntl
 
-    from stagetimer._store import lock as _lock
+    from stagetimer._store.locking import lock as _lock
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as directory:
         path = os.path.join(directory, "timings.json.lock")
@@ -294,8 +294,9 @@ def claim_cost(number: int, repeats: int) -> tuple[float, float, float]:
     """Per save's lock: the flock with the cross-client claim (take, fence, release) and
     the flock alone, in turns; the difference is what the claim adds to a save that
     takes it (``STAGETIMER_CLAIM=always`` here: on a local disk saves take none)."""
-    from stagetimer._store import claim_policy, claims
-    from stagetimer._store import lock as _lock
+    from stagetimer._store.locking import claims
+    from stagetimer._store.locking import lock as _lock
+    from stagetimer._store.locking import policy as claim_policy
 
     before = os.environ.get(claim_policy.CLAIM_ENV)
     os.environ[claim_policy.CLAIM_ENV] = "always"

@@ -20,8 +20,9 @@ import attrs
 from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
 from stagetimer._settings import claim
-from stagetimer._store import claim_policy, lock_holders
-from stagetimer._store.claims import (
+from stagetimer._store.locking import holders as lock_holders
+from stagetimer._store.locking import policy as claim_policy
+from stagetimer._store.locking.claims import (
     CLAIM_SUFFIX,
     STALE_ENV,
     ClaimInfo,

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from stagetimer._errors import SidecarCorruptError
-from stagetimer._store.claims import Claim, NoClaim
 from stagetimer._store.encode import TimingsCache, dumps_hardware, dumps_timings, timings_bytes
 from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import unclean as _unclean
-from stagetimer._store.lock import acquire, release
+from stagetimer._store.locking.claims import Claim, NoClaim
+from stagetimer._store.locking.lock import acquire, release
 from stagetimer._store.parse import open_sidecar, read_all, retry_replaced
 from stagetimer._system.durable import write_file
 from stagetimer._system.mounts import is_local

@@ -90,7 +90,8 @@ ONE_STAGE = """
 import glob, json, os, pathlib, sys, warnings
 from stagetimer import Recorder, StageTimerWarning, stage
 from stagetimer._errors import InvalidSettingError
-from stagetimer._store import claim_policy, claims
+from stagetimer._store.locking import claims
+from stagetimer._store.locking import policy as claim_policy
 
 base = sys.argv[1]
 out = {}

@@ -17,7 +17,8 @@ import pytest
 from helpers.process_life import run_script
 from helpers.rescue import dead_pid
 
-from stagetimer._store import claims, owner, processes
+from stagetimer._store import owner, processes
+from stagetimer._store.locking import claims
 
 # A process whose name (field 2 of /proc/<pid>/stat) holds spaces and parentheses.
 RENAMED = r"""
@@ -75,7 +76,8 @@ def test_rescue_owner_and_claim_holder_are_views_of_one_identity() -> None:
 
 FORKED = r"""
 import json, os
-from stagetimer._store import claims, owner, processes
+from stagetimer._store import owner, processes
+from stagetimer._store.locking import claims
 parent = (processes.identity().pid, owner.this_process()["pid"], claims.this_machine()["pid"])
 r, w = os.pipe()
 child = os.fork()

@@ -26,14 +26,18 @@ from pathlib import Path
 import pytest
 
 from stagetimer import LockTimeoutError, Recorder, StageTimerWarning, record_timing
-from stagetimer._store import claim_policy, claims, processes
+from stagetimer._store import processes
+from stagetimer._store.locking import claims
+from stagetimer._store.locking import policy as claim_policy
 from stagetimer._store.parse import read_bytes
 
 # A process that takes the claim of SIDECAR (no flock: the claim alone is under test),
 # says "held", and waits for a line on stdin; then tries to publish through its fence.
 HOLDER = r"""
 import math, os, sys
-from stagetimer._store import claim_policy, claims, processes
+from stagetimer._store import processes
+from stagetimer._store.locking import claims
+from stagetimer._store.locking import policy as claim_policy
 from stagetimer._store.sidecar import write_atomic
 sidecar = sys.argv[1]
 claim = claims.take(sidecar, math.inf, math.inf)

@@ -34,7 +34,7 @@ from helpers.reliability import is_root, tmpfs
 
 from stagetimer import Recorder, StageTimerWarning, load_timings, record_timing
 from stagetimer._errors import InvalidSettingError
-from stagetimer._store import claim_policy
+from stagetimer._store.locking import policy as claim_policy
 from stagetimer._system.mounts import parse_etab
 
 needs_root = pytest.mark.skipif(not is_root(), reason="mounting needs root")
@@ -43,7 +43,7 @@ WAIT = 240  # seconds any writer may take before the test fails (it never should
 # Holds the claim of SIDECAR (no flock) until a line arrives on stdin.
 HOLDER = r"""
 import math, sys
-from stagetimer._store import claims
+from stagetimer._store.locking import claims
 claims.take(sys.argv[1], math.inf, math.inf)
 print("held", flush=True)
 sys.stdin.readline()
@@ -54,7 +54,7 @@ sys.stdin.readline()
 SAVER = r"""
 import sys
 from stagetimer import LockTimeoutError, Recorder, record_timing
-from stagetimer._store import claim_policy
+from stagetimer._store.locking import policy as claim_policy
 directory, etab = sys.argv[1], sys.argv[2]
 if etab:
     claim_policy.ETAB = etab

@@ -147,7 +147,7 @@ def test_an_older_rescue_file_of_a_zombie_is_folded(tmp_path: Path) -> None:
 
 def test_a_bad_claim_stale_time_is_a_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     from stagetimer._errors import InvalidSettingError
-    from stagetimer._store import claims
+    from stagetimer._store.locking import claims
 
     monkeypatch.setenv(claims.STALE_ENV, "soon")
     with pytest.raises(InvalidSettingError, match="STAGETIMER_CLAIM_STALE_SECONDS='soon'"):

@@ -1,6 +1,6 @@
 """Which saves take the cross-client claim: those that a writer of another client may meet.
 
-The claim (``stagetimer._store.claims``) keeps saves exact where ``flock`` is per client
+The claim (``stagetimer._store.locking.claims``) keeps saves exact where ``flock`` is per client
 (NFS, FUSE, CIFS, Lustre). On a local disk that only this host's kernel reaches, every
 writer's ``flock`` meets every other's, and the claim only costs time (about a tenth of
 a save's floor). ``STAGETIMER_CLAIM`` says what saves do:

@@ -4,7 +4,7 @@
 mounted ``nolock`` or ``local_lock=flock|all``, Lustre ``localflock``, FUSE file systems
 that keep locks in the client's kernel, CIFS ``nobrl``): a second client's save then
 reads the old file and replaces the first one's change. A save that another client's
-writer may meet (``stagetimer._store.claim_policy`` decides which) therefore also holds
+writer may meet (``stagetimer._store.locking.policy`` decides which) therefore also holds
 a *claim*, ``<sidecar>.claim``, which rests only on what such file systems make atomic
 across clients:
 
@@ -42,7 +42,13 @@ from typing import Any
 
 from stagetimer._errors import LockTimeoutError
 from stagetimer._settings import CLAIM_STALE_SECONDS, claim_stale_seconds
-from stagetimer._store.claim_info import MAX_CLAIM_BYTES, ClaimInfo, blocked, held, read_claim
+from stagetimer._store.locking.claim_info import (
+    MAX_CLAIM_BYTES,
+    ClaimInfo,
+    blocked,
+    held,
+    read_claim,
+)
 from stagetimer._store.processes import Identity, record
 from stagetimer._system.openflags import CREATE_NEW, READ
 

@@ -1,5 +1,5 @@
 """What a claim file at a name is, read without trusting it: its holder, its owner,
-or something else that no writer makes (see ``stagetimer._store.claims``).
+or something else that no writer makes (see ``stagetimer._store.locking.claims``).
 
 A claim is opened without following a link and without blocking (a FIFO), and a claim
 this user may not open is still a claim: its existence alone says it is held.

@@ -1,6 +1,6 @@
 """The advisory lock of one sidecar: an ``flock`` on a descriptor each save opens itself,
-and, where another client may write (``stagetimer._store.claim_policy``), the
-cross-client claim (``stagetimer._store.claims``) taken under it.
+and, where another client may write (``stagetimer._store.locking.policy``), the
+cross-client claim (``stagetimer._store.locking.claims``) taken under it.
 
 The lock file ``<sidecar>.lock`` is opened without following symbolic links and with
 ``O_CLOEXEC``; when it may not be opened for writing (a lock file another member of a
@@ -32,7 +32,7 @@ import threading
 import time
 from typing import Any
 
-from stagetimer._store import claim_policy, claims, lock_holders
+from stagetimer._store.locking import claims, holders, policy
 from stagetimer._system.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
 __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
@@ -189,7 +189,7 @@ def acquire(
     given instead bounds the wait (a save's budget shared by its two files), and
     ``timeout`` is then what a ``LockTimeoutError`` names. With ``sidecar``, the
     cross-client claim of that file is taken too where its directory needs one
-    (``claim_policy.needed``), after the flock (so the writers of one client contend for
+    (``policy.needed``), after the flock (so the writers of one client contend for
     the claim one at a time, and the directory exists) and within the same deadline; the
     claim, or ``claims.NO_CLAIM`` where none is needed, is returned for the holder's
     fence and release. Raises ``LockTimeoutError`` (naming the holders of the flock, or
@@ -218,12 +218,12 @@ def acquire(
         delay = claims.POLL_FIRST
         while not lock_descriptor(gate.fd, blocking=False):
             delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX,
-                                 lambda: lock_holders.describe(lock_path))
+                                 lambda: holders.describe(lock_path))
         if sidecar is None:
             return None
         # Checked by every save, claim or none: a typo must fail alike on every file system.
         claims.stale_after()
-        if not claim_policy.needed(os.path.dirname(sidecar) or ".")[0]:
+        if not policy.needed(os.path.dirname(sidecar) or ".")[0]:
             return claims.NO_CLAIM
 
         def record(claim: claims.Claim) -> None:
