@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stagetimer._errors import LockTimeoutError
-from stagetimer._settings import CLAIM_STALE_SECONDS, claim_stale_seconds
+from stagetimer._settings import claim_stale_seconds
 from stagetimer._store.locking.claim_info import (
     MAX_CLAIM_BYTES,
     ClaimInfo,
@@ -56,7 +56,6 @@ __all__ = [
     "CLAIM_SUFFIX",
     "NO_CLAIM",
     "POLL_FIRST",
-    "STALE_ENV",
     "Claim",
     "ClaimInfo",
     "NoClaim",
@@ -66,15 +65,12 @@ __all__ = [
     "forget",
     "pause",
     "read_claim",
-    "stale_after",
     "take",
     "this_machine",
 ]
 
 #: ``<sidecar>.claim``: held by the writer of any client whose save is under way.
 CLAIM_SUFFIX = ".claim"
-#: The environment variable with the seconds after which another host's claim is stale.
-STALE_ENV = CLAIM_STALE_SECONDS
 
 #: The first wait between attempts on a held lock or claim, doubled up to a most: a save
 #: takes about a millisecond, a hung writer holds the lock for minutes.
@@ -96,14 +92,6 @@ _seen: dict[str, tuple[tuple[Any, ...], float]] = {}
 def claim_path(sidecar: str) -> str:
     """The claim file of ``sidecar``."""
     return sidecar + CLAIM_SUFFIX
-
-
-def stale_after() -> float:
-    """Seconds without a sign of life after which another host's claim is stale:
-    ``STAGETIMER_CLAIM_STALE_SECONDS`` (``stagetimer._settings``), else 30. A bad value
-    raises ``InvalidSettingError`` naming it: a typo must not silently make claims break
-    early."""
-    return claim_stale_seconds()
 
 
 def this_machine() -> dict[str, Any]:
@@ -326,7 +314,7 @@ def take(sidecar: str, deadline: float, timeout: float, *, on_token: Any = None)
     path = claim_path(sidecar)
     token = f"{os.getpid()}-{os.urandom(8).hex()}"
     me = this_machine()
-    stale = stale_after()
+    stale = claim_stale_seconds()
     held.add(token)
     claim = Claim(path, token, min(_QUIET, stale / 4))
     if on_token is not None:
