@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from stagetimer._errors import LockTimeoutError
 from stagetimer._export.runs import ExportError, digest
-from stagetimer._store.locking import lock
+from stagetimer._store import locking as lock
 
 __all__ = ["LOCK_TIMEOUT", "held", "lock_beside", "lock_in_cache"]
 

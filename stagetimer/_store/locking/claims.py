@@ -242,7 +242,7 @@ class Claim:
 
 
 class NoClaim:
-    """What a save holds where it takes no claim (``claim_policy.needed``): the same
+    """What a save holds where it takes no claim (``policy.needed``): the same
     ``fence`` and ``release`` as a :class:`Claim`, which have nothing to do, so that
     writers call them alike either way."""
 
