@@ -12,8 +12,8 @@ Parts of the room:
 
 - ``lock``: the ``flock`` and the per-thread gate of each lock file (what an interrupt
   leaves held is recorded there and undone by ``release_mine``);
-- ``claims``: taking, fencing, releasing and breaking a claim;
-- ``claim_info``: a claim file as read, trusting none of it;
+- ``claims``: a claim file as read (trusting none of it), and taking, fencing,
+  releasing and breaking a claim;
 - ``policy``: which directories need the claim (``STAGETIMER_CLAIM``);
 - ``holders``: who holds a lock file's ``flock`` now, from ``/proc/locks``.
 """
