@@ -269,7 +269,7 @@ def lock_cost(number: int, repeats: int) -> tuple[float, float, float]:
     (open, lock, unlock, close), in turns."""
     import fcntl
 
-    from stagetimer._store import lock as _lock
+    from stagetimer._store.locking import lock as _lock
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as directory:
         path = os.path.join(directory, "timings.json.lock")
@@ -294,18 +294,19 @@ def claim_cost(number: int, repeats: int) -> tuple[float, float, float]:
     """Per save's lock: the flock with the cross-client claim (take, fence, release) and
     the flock alone, in turns; the difference is what the claim adds to a save that
     takes it (``STAGETIMER_CLAIM=always`` here: on a local disk saves take none)."""
-    from stagetimer._store import claim_policy, claims
-    from stagetimer._store import lock as _lock
+    from stagetimer._settings import CLAIM
+    from stagetimer._store.locking import claims
+    from stagetimer._store.locking import lock as _lock
 
-    before = os.environ.get(claim_policy.CLAIM_ENV)
-    os.environ[claim_policy.CLAIM_ENV] = "always"
+    before = os.environ.get(CLAIM)
+    os.environ[CLAIM] = "always"
     try:
         return _claim_turns(_lock, claims.Claim, number, repeats)
     finally:
         if before is None:
-            del os.environ[claim_policy.CLAIM_ENV]
+            del os.environ[CLAIM]
         else:
-            os.environ[claim_policy.CLAIM_ENV] = before
+            os.environ[CLAIM] = before
 
 
 def _claim_turns(

@@ -3,7 +3,7 @@
 Read-only: it opens no lock file and takes no claim, so it may be run beside a live suite.
 The file system and its options come from ``/proc/self/mountinfo``
 (``stagetimer._system.mounts``), whether saves take the claim from
-``stagetimer._store.claim_policy`` (what a save would decide now); the rest from the
+``stagetimer._store.locking.policy`` (what a save would decide now); the rest from the
 directory itself.
 """
 
@@ -19,15 +19,16 @@ import attrs
 
 from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._settings import claim
-from stagetimer._store import claim_policy, lock_holders
-from stagetimer._store.claims import (
+from stagetimer._settings import CLAIM, claim
+from stagetimer._settings import CLAIM_STALE_SECONDS as STALE_ENV
+from stagetimer._settings import claim_stale_seconds as stale_after
+from stagetimer._store.locking import holders as lock_holders
+from stagetimer._store.locking import policy as claim_policy
+from stagetimer._store.locking.claims import (
     CLAIM_SUFFIX,
-    STALE_ENV,
     ClaimInfo,
     blocked,
     read_claim,
-    stale_after,
     this_machine,
 )
 from stagetimer._store.parse import file_kind, parse_hardware, parse_timings, read_bytes
@@ -189,7 +190,7 @@ def _claim(name: str, info: ClaimInfo, me: dict[str, Any], claimed: bool,
     elif not claimed:
         _add(out, "foreign_claim", "slow", (
             f"{name}: held by {who}: a writer of another host saves here, which "
-            f"saves of this host do not see; set {claim_policy.CLAIM_ENV}=always "
+            f"saves of this host do not see; set {CLAIM}=always "
             "for every writer of this directory"
         ))
     else:
@@ -257,7 +258,7 @@ def _protocol(
 ) -> tuple[str, str]:
     """What a save into ``resolved`` would hold now, and why (see ``claim_policy``)."""
     take, why = claim_policy.decide(resolved, mounts, parse_etab(etab))
-    env = claim_policy.CLAIM_ENV
+    env = CLAIM
     try:
         setting = claim()
     except InvalidSettingError as exc:

@@ -3,7 +3,7 @@ holds and adding what it lacks: two exports into one destination at once (two ar
 tasks, two CI jobs) then run one after the other, and the second finds the first's
 runs, scalars and spans instead of writing them again.
 
-The lock is the sidecars' own (``stagetimer._store.lock``: an ``flock`` through
+The lock is the sidecars' own (``stagetimer._store.locking``: an ``flock`` through
 filelock's ``lock_descriptor`` on a file opened without following links), on a lock
 file of the destination:
 
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from stagetimer._errors import LockTimeoutError
 from stagetimer._export.runs import ExportError, digest
-from stagetimer._store import lock
+from stagetimer._store import locking as lock
 
 __all__ = ["LOCK_TIMEOUT", "held", "lock_beside", "lock_in_cache"]
 

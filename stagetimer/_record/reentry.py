@@ -20,7 +20,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Protocol
 
-from stagetimer._store.lock import release_mine
+from stagetimer._store.locking import release_mine
 
 __all__ = ["Deferrable", "current_frame", "defer", "hold", "reentered", "section"]
 

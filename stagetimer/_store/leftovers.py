@@ -17,7 +17,13 @@ import time
 from typing import Any
 
 from stagetimer._format import RESCUE_PREFIX, TIMINGS_FILE
-from stagetimer._store.claims import CLAIM_SUFFIX, breakable, read_claim, stale_after, this_machine
+from stagetimer._settings import claim_stale_seconds as stale_after
+from stagetimer._store.locking.claims import (
+    CLAIM_SUFFIX,
+    breakable,
+    read_claim,
+    this_machine,
+)
 from stagetimer._store.processes import Identity, identity, liveness
 
 __all__ = [

@@ -218,44 +218,52 @@ def liveness(
 def where(
     *, host: object = UNRECORDED, boot: object = UNRECORDED, pidns: object = UNRECORDED
 ) -> Liveness | None:
-    """``"elsewhere"`` or ``"dead"`` when a record's machine fields decide (see
-    ``liveness``); None when it names this machine and boot, so its pid decides."""
+    """``"elsewhere"`` when a record's machine fields name another machine (see
+    ``liveness``); None when they name this machine and boot, so its pid decides."""
     me = identity()
     if pidns is not UNRECORDED and pidns != me.pidns:
         return "elsewhere"  # another container's pids are not ours to look up
-    if host is not UNRECORDED:
-        if host != json_text(me.host):
-            return "elsewhere"
-        if boot is not UNRECORDED and None not in (boot, me.boot_id) and boot != me.boot_id:
-            return "elsewhere"  # a reboot, or another machine of the same name
-        return None
-    if boot is not UNRECORDED and (me.boot_id is None or boot != me.boot_id):
-        return "elsewhere"  # no host to go by: another boot may be another machine
-    return None
+    return "elsewhere" if _another_boot(host, boot, me) else None
+
+
+def _another_boot(host: object, boot: object, me: Identity) -> bool:
+    """Whether a record's host and boot name another machine, or another boot of ours."""
+    if host is UNRECORDED:
+        # No host to go by: another boot may be another machine.
+        return boot is not UNRECORDED and (me.boot_id is None or boot != me.boot_id)
+    if host != json_text(me.host):
+        return True
+    # A reboot, or another machine of the same name; a boot either side lacks says nothing.
+    return boot is not UNRECORDED and None not in (boot, me.boot_id) and boot != me.boot_id
 
 
 def _pid_liveness(pid: int, started: object) -> Liveness:
-    """Whether process ``pid`` of this machine is the one that started at ``started``.
-
-    ``/proc/<pid>`` missing or unreadable while kill(2) answers ``EPERM`` is another
-    user's process hidden by ``hidepid``: it runs, but its start time is unknown, so a
-    record that gives one is ``"hidden"`` (never ``"dead"``).
-    """
+    """Whether process ``pid`` of this machine is the one that started at ``started``."""
     signalled = _signal_zero(pid)
     if signalled == "gone":
         return "dead"
     stat = proc_stat(pid)
     if stat is None:
-        if _signal_zero(pid) == "gone":
-            return "dead"  # it left meanwhile
-        if signalled == "another user's" and os.path.isdir("/proc/self"):
-            # /proc is there but shows us nothing of it: hidden (hidepid).
-            return "live" if started is None else "hidden"
-        # No /proc here: the pid is all there is.
-        return "live" if os.path.exists(f"/proc/{pid}") or not os.path.isdir("/proc") else "dead"
+        return _unseen_liveness(pid, started, signalled)
     state, now = stat
     if state in ("Z", "X"):
         return "dead"  # exited; only its exit status waits for its parent
     if started is not None and started != now:
         return "dead"  # the pid was reused by another process
     return "live"
+
+
+def _unseen_liveness(pid: int, started: object, signalled: str) -> Liveness:
+    """Process ``pid``, which kill(2) found, when ``/proc/<pid>/stat`` shows nothing of it.
+
+    ``/proc/<pid>`` missing or unreadable while kill(2) answers ``EPERM`` is another
+    user's process hidden by ``hidepid``: it runs, but its start time is unknown, so a
+    record that gives one is ``"hidden"`` (never ``"dead"``).
+    """
+    if _signal_zero(pid) == "gone":
+        return "dead"  # it left meanwhile
+    if signalled == "another user's" and os.path.isdir("/proc/self"):
+        # /proc is there but shows us nothing of it: hidden (hidepid).
+        return "live" if started is None else "hidden"
+    # No /proc here: the pid is all there is.
+    return "live" if os.path.exists(f"/proc/{pid}") or not os.path.isdir("/proc") else "dead"

@@ -17,12 +17,11 @@ from typing import Any
 import attrs
 
 from stagetimer._errors import SidecarCorruptError
-from stagetimer._store.claims import Claim, NoClaim
 from stagetimer._store.encode import TimingsCache, dumps_hardware, dumps_timings, timings_bytes
 from stagetimer._store.leftovers import clear_leftovers
 from stagetimer._store.leftovers import temp_path as _temp_path
 from stagetimer._store.leftovers import unclean as _unclean
-from stagetimer._store.lock import acquire, release
+from stagetimer._store.locking import locked
 from stagetimer._store.parse import open_sidecar, read_all, retry_replaced
 from stagetimer._system.durable import write_file
 from stagetimer._system.mounts import is_local
@@ -40,36 +39,6 @@ __all__ = [
     "write_atomic",
 ]
 
-
-class locked:  # lower case: used like a function, ``with locked(path, timeout):``
-    """Hold the advisory lock ``path + ".lock"`` and, where needed, the claim.
-
-    The claim is ``path + ".claim"``. See ``stagetimer._store.lock`` and
-    ``stagetimer._store.claims``: the flock excludes the writers of one client, the claim
-    those of every client; where no other client can write
-    (``stagetimer._store.claim_policy``) none is taken. ``with`` gives the claim (or
-    ``claims.NO_CLAIM``), whose ``fence`` a writer calls right before it publishes and
-    whose ``release`` right after. The artifact directory is created when it is missing.
-    ``timeout`` (one budget for both) may be infinite.
-    A class, not a generator: an interrupt in its exit never lands in a generator's
-    finaliser (where Python only prints it).
-    """
-
-    __slots__ = ("deadline", "lock_path", "path", "timeout")
-
-    def __init__(self, path: str, timeout: float, deadline: float | None = None) -> None:
-        self.path = path
-        self.lock_path = path + ".lock"
-        self.timeout = timeout
-        self.deadline = deadline
-
-    def __enter__(self) -> Claim | NoClaim:
-        claim = acquire(self.lock_path, self.timeout, self.path, self.deadline)
-        assert claim is not None
-        return claim
-
-    def __exit__(self, *exc_info: object) -> None:
-        release(self.lock_path)
 
 
 def _add_missing(known: dict[str, Any], entries: dict[str, Any]) -> bool:

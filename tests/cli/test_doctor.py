@@ -115,7 +115,7 @@ def test_stale_claims_rescue_files_and_corrupt_sidecars_are_found_and_left_alone
     record_timing("train", 1.0, recorder=Recorder(art, strict=True))
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import math, sys; from stagetimer._store import claims; "
+         "import math, sys; from stagetimer._store.locking import claims; "
          f"claims.take({str(art / 'timings_hardware.json')!r}, math.inf, math.inf); "
          "print('held', flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),

@@ -24,7 +24,8 @@ from stagetimer import Recorder, stage
 warnings.simplefilter("ignore")
 PKG = os.path.dirname(stagetimer.__file__)
 TRACED = tuple(os.path.join(PKG, *part) for part in
-               [("_store", "lock.py"), ("_store", "claims.py"), ("_record", "recorder.py"),
+               [("_store", "locking", "lock.py"), ("_store", "locking", "claims.py"),
+                ("_record", "recorder.py"),
                 ("_record", "attempt_markers.py"), ("_record", "heartbeat.py")])
 base = sys.argv[1]
 

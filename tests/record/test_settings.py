@@ -90,7 +90,8 @@ ONE_STAGE = """
 import glob, json, os, pathlib, sys, warnings
 from stagetimer import Recorder, StageTimerWarning, stage
 from stagetimer._errors import InvalidSettingError
-from stagetimer._store import claim_policy, claims
+from stagetimer._settings import claim_stale_seconds
+from stagetimer._store.locking import policy as claim_policy
 
 base = sys.argv[1]
 out = {}
@@ -119,7 +120,7 @@ out["run"] = json.loads(path.read_text())["s"]["runs"][0] if path.exists() else 
 out["rescued"] = bool(glob.glob(os.path.join(art, "timings.rescue-*.json")))
 try:
     out["claim"] = claim_policy.needed(base)[1] == "STAGETIMER_CLAIM=always"
-    out["stale"] = claims.stale_after()
+    out["stale"] = claim_stale_seconds()
 except InvalidSettingError:
     pass
 rec = None

@@ -43,7 +43,7 @@ SAVE = textwrap.dedent("""
 #: ("die": SIGKILL while holding it).
 HOLD_CLAIM = textwrap.dedent("""
     import math, os, signal, stat, sys
-    from stagetimer._store import claims
+    from stagetimer._store.locking import claims
     claim = claims.take(sys.argv[1], math.inf, math.inf)
     print(oct(stat.S_IMODE(os.stat(claims.claim_path(sys.argv[1])).st_mode)), flush=True)
     if sys.stdin.readline().strip() == "die":

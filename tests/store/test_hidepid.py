@@ -46,7 +46,7 @@ SAVE = textwrap.dedent("""
 #: As Bob: take the claim of argv[1], say so, and hold it until a line.
 HOLD_CLAIM = textwrap.dedent("""
     import math, os, sys
-    from stagetimer._store import claims
+    from stagetimer._store.locking import claims
     claim = claims.take(sys.argv[1], math.inf, math.inf)
     print(os.getpid(), flush=True)
     sys.stdin.readline()

@@ -22,8 +22,8 @@ from helpers.process_life import REPO, rescued_records, run_script, stage_runs, 
 
 from stagetimer import LockTimeoutError, Recorder, StageTimerWarning, record_timing
 from stagetimer._store import leftovers as _leftovers
-from stagetimer._store import lock as _lock
 from stagetimer._store import sidecar as _sidecar
+from stagetimer._store.locking import lock as _lock
 
 HOLD = """
 import fcntl, os, sys, time
@@ -142,7 +142,7 @@ def test_threads_of_one_process_exclude_each_other(tmp_path: Path) -> None:
 FORKED_CHILD_LOCKS = """
 import os, sys, threading, time
 from stagetimer._store import leftovers as _leftovers
-from stagetimer._store import lock as _lock
+from stagetimer._store.locking import lock as _lock
 
 lock = sys.argv[1]
 held = threading.Event()

@@ -17,7 +17,9 @@ import pytest
 from helpers.process_life import run_script
 from helpers.rescue import dead_pid
 
-from stagetimer._store import claims, owner, processes
+from stagetimer._settings import CLAIM_STALE_SECONDS
+from stagetimer._store import owner, processes
+from stagetimer._store.locking import claims
 
 # A process whose name (field 2 of /proc/<pid>/stat) holds spaces and parentheses.
 RENAMED = r"""
@@ -75,7 +77,8 @@ def test_rescue_owner_and_claim_holder_are_views_of_one_identity() -> None:
 
 FORKED = r"""
 import json, os
-from stagetimer._store import claims, owner, processes
+from stagetimer._store import owner, processes
+from stagetimer._store.locking import claims
 parent = (processes.identity().pid, owner.this_process()["pid"], claims.this_machine()["pid"])
 r, w = os.pipe()
 child = os.fork()
@@ -127,7 +130,7 @@ def test_what_no_writer_records_as_a_pid_is_dead(pid: object) -> None:
 def test_a_claim_whose_holder_exited_unreaped_is_broken_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(claims.STALE_ENV, "3600")  # only the holder's death can clear it
+    monkeypatch.setenv(CLAIM_STALE_SECONDS, "3600")  # only the holder's death can clear it
     zombie = subprocess.Popen(["true"])
     try:
         for _ in range(200):  # until it has exited: state Z, not yet waited for

@@ -26,14 +26,18 @@ from pathlib import Path
 import pytest
 
 from stagetimer import LockTimeoutError, Recorder, StageTimerWarning, record_timing
-from stagetimer._store import claim_policy, claims, processes
+from stagetimer._settings import CLAIM, CLAIM_STALE_SECONDS
+from stagetimer._store import processes
+from stagetimer._store.locking import claims
 from stagetimer._store.parse import read_bytes
 
 # A process that takes the claim of SIDECAR (no flock: the claim alone is under test),
 # says "held", and waits for a line on stdin; then tries to publish through its fence.
 HOLDER = r"""
 import math, os, sys
-from stagetimer._store import claim_policy, claims, processes
+from stagetimer._store import processes
+from stagetimer._store.locking import claims
+from stagetimer._store.locking import policy as claim_policy
 from stagetimer._store.sidecar import write_atomic
 sidecar = sys.argv[1]
 claim = claims.take(sidecar, math.inf, math.inf)
@@ -74,7 +78,7 @@ def _readline(process: subprocess.Popen[str], timeout: float) -> str:
 
 @pytest.fixture(autouse=True)
 def _saves_take_the_claim(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(claim_policy.CLAIM_ENV, "always")
+    monkeypatch.setenv(CLAIM, "always")
 
 
 @pytest.fixture
@@ -90,7 +94,7 @@ def holders() -> Iterator[list[subprocess.Popen[str]]]:
 def test_a_killed_writer_s_claim_on_this_machine_is_cleared_at_once(
     art: Path, holders: list[subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(claims.STALE_ENV, "3600")  # only the dead pid can clear it
+    monkeypatch.setenv(CLAIM_STALE_SECONDS, "3600")  # only the dead pid can clear it
     art.mkdir(parents=True)
     holder = _holder(art / "timings.json")
     holders.append(holder)
@@ -145,7 +149,7 @@ def test_another_machine_s_claim_is_broken_after_the_stale_time_and_its_holder_p
     art.mkdir(parents=True)
     holder = _holder(art / "timings.json", *prefix)
     holders.append(holder)
-    monkeypatch.setenv(claims.STALE_ENV, "1")
+    monkeypatch.setenv(CLAIM_STALE_SECONDS, "1")
     started = time.monotonic()
     record_timing("train", 1.0, recorder=Recorder(art, strict=True, lock_timeout=30))
     assert time.monotonic() - started >= 1.0  # it waited for the claim to go stale
@@ -165,7 +169,7 @@ def test_another_machine_s_claim_that_shows_signs_of_life_is_never_broken(
     art.mkdir(parents=True)
     holders.append(_holder(art / "timings.json", *prefix))
     claim = art / "timings.json.claim"
-    monkeypatch.setenv(claims.STALE_ENV, "0.6")
+    monkeypatch.setenv(CLAIM_STALE_SECONDS, "0.6")
     stop = threading.Event()
 
     def beat() -> None:  # what the holder's fence does: touch the claim
@@ -219,12 +223,12 @@ def test_a_claim_of_this_process_that_no_save_holds_is_stale(tmp_path: Path) -> 
 def test_a_bad_stale_time_is_refused_naming_the_value_and_the_record_kept(
     art: Path, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
-    monkeypatch.setenv(claims.STALE_ENV, value)
+    monkeypatch.setenv(CLAIM_STALE_SECONDS, value)
     rec = Recorder(art)
-    with pytest.warns(StageTimerWarning, match=f"{claims.STALE_ENV}={value!r}"):
+    with pytest.warns(StageTimerWarning, match=f"{CLAIM_STALE_SECONDS}={value!r}"):
         record_timing("train", 1.0, recorder=rec)
     assert rec.pending == 1
-    monkeypatch.delenv(claims.STALE_ENV)
+    monkeypatch.delenv(CLAIM_STALE_SECONDS)
     rec.close()
     assert rec.pending == 0
 

@@ -34,7 +34,8 @@ from helpers.reliability import is_root, tmpfs
 
 from stagetimer import Recorder, StageTimerWarning, load_timings, record_timing
 from stagetimer._errors import InvalidSettingError
-from stagetimer._store import claim_policy
+from stagetimer._settings import CLAIM
+from stagetimer._store.locking import policy as claim_policy
 from stagetimer._system.mounts import parse_etab
 
 needs_root = pytest.mark.skipif(not is_root(), reason="mounting needs root")
@@ -43,7 +44,7 @@ WAIT = 240  # seconds any writer may take before the test fails (it never should
 # Holds the claim of SIDECAR (no flock) until a line arrives on stdin.
 HOLDER = r"""
 import math, sys
-from stagetimer._store import claims
+from stagetimer._store.locking import claims
 claims.take(sys.argv[1], math.inf, math.inf)
 print("held", flush=True)
 sys.stdin.readline()
@@ -54,7 +55,7 @@ sys.stdin.readline()
 SAVER = r"""
 import sys
 from stagetimer import LockTimeoutError, Recorder, record_timing
-from stagetimer._store import claim_policy
+from stagetimer._store.locking import policy as claim_policy
 directory, etab = sys.argv[1], sys.argv[2]
 if etab:
     claim_policy.ETAB = etab
@@ -70,7 +71,7 @@ else:
 def _env(setting: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STAGETIMER_")}
     if setting is not None:
-        env[claim_policy.CLAIM_ENV] = setting
+        env[CLAIM] = setting
     return env
 
 
@@ -259,7 +260,7 @@ def test_writers_on_a_disk_and_through_a_bindfs_view_of_it_store_every_record_on
         (backing / "exp").mkdir()
         writers = [
             start_writer(where / "exp", wid, 25, policy, 1, stages,
-                         **{claim_policy.CLAIM_ENV: setting})
+                         **{CLAIM: setting})
             for wid, where in enumerate([backing, view, backing, view])
         ]
         promised = promised_runs(finish(writers, WAIT))
@@ -275,15 +276,15 @@ def test_writers_on_a_disk_and_through_a_bindfs_view_of_it_store_every_record_on
 def test_a_bad_claim_setting_is_refused_naming_it_and_the_record_kept(
     art: Path, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
-    monkeypatch.setenv(claim_policy.CLAIM_ENV, value)
+    monkeypatch.setenv(CLAIM, value)
     rec = Recorder(art)
-    with pytest.warns(StageTimerWarning, match=f"{claim_policy.CLAIM_ENV}={value!r}"):
+    with pytest.warns(StageTimerWarning, match=f"{CLAIM}={value!r}"):
         record_timing("train", 1.0, recorder=rec)
     assert rec.pending == 1
     assert len(list(art.glob("timings.rescue-*.json"))) == 1
     with pytest.raises(InvalidSettingError, match=r"expected 'auto' .* or 'always'"):
         record_timing("train", 1.0, recorder=Recorder(art, strict=True))
-    monkeypatch.delenv(claim_policy.CLAIM_ENV)
+    monkeypatch.delenv(CLAIM)
     rec.close()
     assert rec.pending == 0
     assert list(art.glob("timings.rescue-*.json")) == []

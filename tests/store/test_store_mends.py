@@ -147,11 +147,11 @@ def test_an_older_rescue_file_of_a_zombie_is_folded(tmp_path: Path) -> None:
 
 def test_a_bad_claim_stale_time_is_a_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     from stagetimer._errors import InvalidSettingError
-    from stagetimer._store import claims
+    from stagetimer._settings import CLAIM_STALE_SECONDS, claim_stale_seconds
 
-    monkeypatch.setenv(claims.STALE_ENV, "soon")
+    monkeypatch.setenv(CLAIM_STALE_SECONDS, "soon")
     with pytest.raises(InvalidSettingError, match="STAGETIMER_CLAIM_STALE_SECONDS='soon'"):
-        claims.stale_after()
+        claim_stale_seconds()
 
 
 @pytest.mark.parametrize("field", ["hardware", "software"])

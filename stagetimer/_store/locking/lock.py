@@ -1,6 +1,6 @@
 """The advisory lock of one sidecar: an ``flock`` on a descriptor each save opens itself,
-and, where another client may write (``stagetimer._store.claim_policy``), the
-cross-client claim (``stagetimer._store.claims``) taken under it.
+and, where another client may write (``stagetimer._store.locking.policy``), the
+cross-client claim (``stagetimer._store.locking.claims``) taken under it.
 
 The lock file ``<sidecar>.lock`` is opened without following symbolic links and with
 ``O_CLOEXEC``; when it may not be opened for writing (a lock file another member of a
@@ -32,7 +32,8 @@ import threading
 import time
 from typing import Any
 
-from stagetimer._store import claim_policy, claims, lock_holders
+from stagetimer._settings import claim_stale_seconds
+from stagetimer._store.locking import claims, holders, policy
 from stagetimer._system.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
 __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
@@ -189,7 +190,7 @@ def acquire(
     given instead bounds the wait (a save's budget shared by its two files), and
     ``timeout`` is then what a ``LockTimeoutError`` names. With ``sidecar``, the
     cross-client claim of that file is taken too where its directory needs one
-    (``claim_policy.needed``), after the flock (so the writers of one client contend for
+    (``policy.needed``), after the flock (so the writers of one client contend for
     the claim one at a time, and the directory exists) and within the same deadline; the
     claim, or ``claims.NO_CLAIM`` where none is needed, is returned for the holder's
     fence and release. Raises ``LockTimeoutError`` (naming the holders of the flock, or
@@ -199,40 +200,52 @@ def acquire(
     Pair with :func:`release`; the gate records what an interrupt leaves held.
     """
     lock_descriptor = _api()[0]
-    me = threading.get_ident()
     if deadline is None:
         deadline = math.inf if timeout == math.inf else time.monotonic() + timeout
     gate = _gate(lock_path)
+    _own(gate, lock_path, timeout, deadline)
+    try:
+        gate.fd = _open(lock_path)
+        delay = claims.POLL_FIRST
+        while not lock_descriptor(gate.fd, blocking=False):
+            delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX,
+                                 lambda: holders.describe(lock_path))
+        return None if sidecar is None else _claim(gate, sidecar, timeout, deadline)
+    except BaseException:
+        _drop(gate)
+        raise
+
+
+def _own(gate: _Gate, lock_path: str, timeout: float, deadline: float) -> None:
+    """Make this thread the owner of ``gate``, with nothing held yet: wait for another
+    thread's save to end, and undo what an interrupted save of this thread left."""
+    me = threading.get_ident()
     delay = claims.POLL_FIRST
     while True:
         _taken.add(gate)
         if gate.held.setdefault(_OWNER, me) == me:
             if gate.fd is None and gate.claim is None:
                 _taken.add(gate)  # again: another thread's ``release_mine`` may have
-                break  # let it go while it had no owner
+                return  # let it go while it had no owner
             _drop(gate)  # left by an interrupted save of this thread
             continue
         delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX)
-    try:
-        gate.fd = _open(lock_path)
-        delay = claims.POLL_FIRST
-        while not lock_descriptor(gate.fd, blocking=False):
-            delay = claims.pause(delay, deadline, lock_path, timeout, _POLL_MAX,
-                                 lambda: lock_holders.describe(lock_path))
-        if sidecar is None:
-            return None
-        # Checked by every save, claim or none: a typo must fail alike on every file system.
-        claims.stale_after()
-        if not claim_policy.needed(os.path.dirname(sidecar) or ".")[0]:
-            return claims.NO_CLAIM
 
-        def record(claim: claims.Claim) -> None:
-            gate.claim = claim
 
-        return claims.take(sidecar, deadline, timeout, on_token=record)
-    except BaseException:
-        _drop(gate)
-        raise
+def _claim(
+    gate: _Gate, sidecar: str, timeout: float, deadline: float
+) -> claims.Claim | claims.NoClaim:
+    """The cross-client claim of ``sidecar``, taken under the flock ``gate`` holds, or
+    ``claims.NO_CLAIM`` where its directory needs none; ``gate`` records it."""
+    # Checked by every save, claim or none: a typo must fail alike on every file system.
+    claim_stale_seconds()
+    if not policy.needed(os.path.dirname(sidecar) or ".")[0]:
+        return claims.NO_CLAIM
+
+    def record(claim: claims.Claim) -> None:
+        gate.claim = claim
+
+    return claims.take(sidecar, deadline, timeout, on_token=record)
 
 
 def release(lock_path: str) -> None:

@@ -1,6 +1,6 @@
 """Which saves take the cross-client claim: those that a writer of another client may meet.
 
-The claim (``stagetimer._store.claims``) keeps saves exact where ``flock`` is per client
+The claim (``stagetimer._store.locking.claims``) keeps saves exact where ``flock`` is per client
 (NFS, FUSE, CIFS, Lustre). On a local disk that only this host's kernel reaches, every
 writer's ``flock`` meets every other's, and the claim only costs time (about a tenth of
 a save's floor). ``STAGETIMER_CLAIM`` says what saves do:
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLAIMED",
-    "CLAIM_ENV",
     "ETAB",
     "FLOCK_ONLY",
     "MOUNTINFO",
@@ -45,8 +44,6 @@ __all__ = [
     "read_exports",
 ]
 
-#: The environment variable: ``auto`` (default) or ``always`` (read by ``stagetimer._settings``).
-CLAIM_ENV = CLAIM
 #: exportfs's table of what this host's NFS server exports now (exportfs(8)); a module
 #: constant so that tests can point it at a table of their own.
 ETAB = "/var/lib/nfs/etab"
@@ -102,7 +99,7 @@ def needed(directory: str) -> tuple[bool, str]:
     ``InvalidSettingError`` for a bad ``STAGETIMER_CLAIM``.
     """
     if claim() == "always":
-        return True, f"{CLAIM_ENV}=always"
+        return True, f"{CLAIM}=always"
     key = directory if os.path.isabs(directory) else os.path.abspath(directory)
     found = _decided.get(key)
     if found is None:
