@@ -25,6 +25,7 @@ import time
 
 from stagetimer._format import MARKER_SUFFIX
 from stagetimer._store.markers import DIRECTORY_FLAGS, attempts_path
+from stagetimer._system import process_state
 
 __all__ = ["beating", "start", "stop"]
 
@@ -124,5 +125,4 @@ def _reset_after_fork() -> None:
     _beats = _Beats()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+process_state.register_at_fork("record.heartbeat", after_in_child=_reset_after_fork)

@@ -10,13 +10,14 @@ How a process's life is handled (see docs/guarantees.md):
   recorder's rescue file (``rescue_file.py``), which each later save rewrites or removes.
 - A save runs as this thread's section (``reentry.py``): a stage recorded from a signal
   handler inside a save is queued, never waits, and is saved before that save returns.
-- ``fork()``: the child's recorders drop the parent's pending records; each module resets
-  its own state (locks, caches) with its own ``os.register_at_fork`` hook.
+- ``fork()``: the child's recorders drop the parent's pending records; each module hands
+  the reset of its own state (locks, caches) to ``_system/process_state.py``, which runs
+  them in a written order.
 
 Beside it: ``active.py`` (which recorder a stage without one records into),
-``lifetime.py`` (the save at exit, the reset after fork), ``attempt_markers.py`` (the
-started marker of each stage's attempt), ``reporting.py`` (an outcome's warnings) and
-``warning.py`` (how a warning reaches the user).
+``_system/process_state.py`` (the save at exit, the reset after fork),
+``attempt_markers.py`` (the started marker of each stage's attempt), ``reporting.py`` (an
+outcome's warnings) and ``warning.py`` (how a warning reaches the user).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import attrs
 from stagetimer._errors import InvalidRecordError
 from stagetimer._record.active import enter, environment_recorder, leave, stack
 from stagetimer._record.arguments import check_metadata_mapping, check_started_at
-from stagetimer._record.lifetime import instances, with_pending
 from stagetimer._record.reentry import defer, hold, reentered, section
 from stagetimer._record.warning import warn_user
 from stagetimer._settings import (
@@ -49,6 +49,8 @@ from stagetimer._settings import (
     recording_disabled,
 )
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
+from stagetimer._system.process_state import recorders as instances
+from stagetimer._system.process_state import with_pending
 
 if TYPE_CHECKING:
     from stagetimer._record.attempt import Started

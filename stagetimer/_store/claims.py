@@ -44,6 +44,7 @@ from stagetimer._errors import LockTimeoutError
 from stagetimer._settings import CLAIM_STALE_SECONDS, claim_stale_seconds
 from stagetimer._store.claim_info import MAX_CLAIM_BYTES, ClaimInfo, blocked, held, read_claim
 from stagetimer._store.processes import Identity, record
+from stagetimer._system import process_state
 from stagetimer._system.openflags import CREATE_NEW, READ
 
 __all__ = [
@@ -351,5 +352,4 @@ def _holder_of(info: ClaimInfo | None) -> Callable[[], str | None]:
     return lambda: None if info is None else f"the claim is held by {info.whose()}"
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=forget)
+process_state.register_at_fork("store.claims", after_in_child=forget)

@@ -19,6 +19,7 @@ from typing import Any
 from stagetimer._format import RESCUE_PREFIX, TIMINGS_FILE
 from stagetimer._store.claims import CLAIM_SUFFIX, breakable, read_claim, stale_after, this_machine
 from stagetimer._store.processes import Identity, identity, liveness
+from stagetimer._system import process_state
 
 __all__ = [
     "FOREIGN_AGE",
@@ -150,5 +151,4 @@ def reset_after_fork() -> None:
     unclean.clear()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=reset_after_fork)
+process_state.register_at_fork("store.leftovers", after_in_child=reset_after_fork)
