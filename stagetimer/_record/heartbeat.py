@@ -11,7 +11,7 @@ directory opened without following links, and never follows a link at the name.
 Starting and stopping beats take no lock, so a stage's entry and exit never wait for
 a beat's I/O (a slow network file system), and an interrupt cannot leave one held.
 
-``fork()``: the child starts with no beats and no thread (``os.register_at_fork``): a
+``fork()``: the child starts with no beats and no thread (its reset after fork): a
 stage the parent runs is the parent's to beat, also when the child leaves its block.
 """
 
