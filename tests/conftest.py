@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from stagetimer import Recorder
-from stagetimer._record import lifetime as _lifetime
+from stagetimer._system import process_state as _lifetime
 
 
 @pytest.fixture(autouse=True)

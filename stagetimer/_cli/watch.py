@@ -10,6 +10,7 @@ the next refresh tries again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -39,16 +40,19 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if unreadable:
         return 1
     watcher = Watcher(args.paths, expect=args.expect)
-    show = _shower(args)
-    while True:
-        snapshot = watcher.refresh()
-        show(snapshot)
-        if args.once or snapshot.complete:
-            return 0
-        time.sleep(args.interval)
+    with contextlib.ExitStack() as cleanup:  # the live display stops however this ends
+        show = _shower(args, cleanup)
+        while True:
+            snapshot = watcher.refresh()
+            show(snapshot)
+            if args.once or snapshot.complete:
+                return 0
+            time.sleep(args.interval)
 
 
-def _shower(args: argparse.Namespace) -> Callable[[Snapshot], None]:
+def _shower(
+    args: argparse.Namespace, cleanup: contextlib.ExitStack
+) -> Callable[[Snapshot], None]:
     from stagetimer._render.watch import Drawn, snapshot_json, snapshot_lines, snapshot_text
 
     drawn = Drawn()  # what a refresh drew, for the next to reuse
@@ -64,7 +68,7 @@ def _shower(args: argparse.Namespace) -> Callable[[Snapshot], None]:
 
         return show_json
     if sys.stdout.isatty() and not args.once:
-        live = _live()
+        live = _live(cleanup)
         if live is not None:
             from rich.text import Text
 
@@ -80,16 +84,15 @@ def _shower(args: argparse.Namespace) -> Callable[[Snapshot], None]:
     return show_text
 
 
-def _live() -> Any:
-    """A started ``rich.live.Live`` (stopped at exit), or None without rich."""
+def _live(cleanup: contextlib.ExitStack) -> Any:
+    """A started ``rich.live.Live`` (stopped when ``cleanup`` closes), or None without
+    rich."""
     try:
         from rich.console import Console
         from rich.live import Live
     except ImportError:
         return None
-    import atexit
-
     live = Live(console=Console(), auto_refresh=False, transient=False)
     live.start()
-    atexit.register(live.stop)
+    cleanup.callback(live.stop)
     return live

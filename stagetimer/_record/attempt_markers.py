@@ -29,6 +29,7 @@ import attrs
 from stagetimer._record import attempt
 from stagetimer._record import heartbeat as beats
 from stagetimer._store import markers
+from stagetimer._system import process_state
 
 if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
@@ -163,3 +164,6 @@ def settle_at_exit() -> list[str]:
         except Exception as exc:
             problems.append(f"{started.directory}: the marker of an open stage: {exc}")
     return problems
+
+
+process_state.register_at_exit("record.attempt_markers", settle_at_exit)

@@ -11,7 +11,7 @@ directory opened without following links, and never follows a link at the name.
 Starting and stopping beats take no lock, so a stage's entry and exit never wait for
 a beat's I/O (a slow network file system), and an interrupt cannot leave one held.
 
-``fork()``: the child starts with no beats and no thread (``os.register_at_fork``): a
+``fork()``: the child starts with no beats and no thread (its reset after fork): a
 stage the parent runs is the parent's to beat, also when the child leaves its block.
 """
 
@@ -25,6 +25,7 @@ import time
 
 from stagetimer._format import MARKER_SUFFIX
 from stagetimer._store.markers import DIRECTORY_FLAGS, attempts_path
+from stagetimer._system import process_state
 
 __all__ = ["beating", "start", "stop"]
 
@@ -124,5 +125,4 @@ def _reset_after_fork() -> None:
     _beats = _Beats()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+process_state.register_at_fork("record.heartbeat", after_in_child=_reset_after_fork)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import attrs
 
 from stagetimer._record.placement import placed_cpus, rank_of
+from stagetimer._system import process_state
 
 __all__ = [
     "Finished",
@@ -255,5 +255,4 @@ def _reset_after_fork() -> None:
     _live.clear()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+process_state.register_at_fork("record.pending", after_in_child=_reset_after_fork)

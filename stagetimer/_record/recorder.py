@@ -10,13 +10,14 @@ How a process's life is handled (see docs/guarantees.md):
   recorder's rescue file (``rescue_file.py``), which each later save rewrites or removes.
 - A save runs as this thread's section (``reentry.py``): a stage recorded from a signal
   handler inside a save is queued, never waits, and is saved before that save returns.
-- ``fork()``: the child's recorders drop the parent's pending records; each module resets
-  its own state (locks, caches) with its own ``os.register_at_fork`` hook.
+- ``fork()``: the child's recorders drop the parent's pending records; each module hands
+  the reset of its own state (locks, caches) to ``_system/process_state.py``, which runs
+  them in a written order.
 
 A ``Stage`` (``stage.py``) reaches its recorder through the contract ``StageTarget``
 names there. Beside it: ``active.py`` (which recorder a stage without one records into),
-``lifetime.py`` (the save at exit, the reset after fork) and ``attempt_markers.py`` (the
-started marker of each stage's attempt).
+``_system/process_state.py`` (the save at exit, the reset after fork) and
+``attempt_markers.py`` (the started marker of each stage's attempt).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import attrs
 
 from stagetimer._errors import InvalidRecordError, StageTimerWarning, short_repr
 from stagetimer._record.active import enter, environment_recorder, leave, stack
-from stagetimer._record.lifetime import instances, with_pending
 from stagetimer._record.reentry import current_frame, defer, hold, reentered, section
 from stagetimer._settings import (
     as_path,
@@ -47,6 +47,9 @@ from stagetimer._settings import (
     recording_disabled,
 )
 from stagetimer._store.validate import check_record, check_seconds, copy_metadata
+from stagetimer._system import process_state
+from stagetimer._system.process_state import recorders as instances
+from stagetimer._system.process_state import with_pending
 
 if TYPE_CHECKING:
     from stagetimer._record.attempt import Started
@@ -69,8 +72,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Recorder", "record_run", "resolve_recorder"]
 
-# Frames of this folder (the recording layer) are skipped when attributing a warning.
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Frames of this folder (the recording layer), and of the exit hook that closes the
+# recorders, are skipped when attributing a warning.
+_SKIPPED = (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.abspath(process_state.__file__),
+)
 
 # time.gmtime's range on every platform: a start time from 1970 to the year 9999.
 _LATEST_START = 253402300799.0
@@ -369,7 +376,7 @@ class Recorder:
         """One ``StageTimerWarning`` about this directory, attributed to the first caller
         outside stagetimer's recording layer, and never fatal to the stage."""
         level, frame = 1, current_frame()
-        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
             level, frame = level + 1, frame.f_back
         try:
             warnings.warn(f"{self.directory}: {message}", StageTimerWarning, stacklevel=level)

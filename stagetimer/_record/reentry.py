@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import threading
 from collections.abc import Callable
 from types import FrameType
 from typing import Protocol
 
 from stagetimer._store.locking import release_mine
+from stagetimer._system import process_state
 
 __all__ = ["Deferrable", "current_frame", "defer", "hold", "reentered", "section"]
 
@@ -135,5 +135,4 @@ def _reset_after_fork() -> None:
     _local = threading.local()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+process_state.register_at_fork("record.reentry", after_in_child=_reset_after_fork)

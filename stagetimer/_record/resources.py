@@ -44,6 +44,7 @@ import resource
 from collections.abc import Mapping
 from typing import Any
 
+from stagetimer._system import process_state
 from stagetimer._system.files import host_path
 from stagetimer._system.nvml import load as load_nvml
 from stagetimer._system.openflags import CLOEXEC
@@ -260,5 +261,4 @@ def _reset_after_fork() -> None:
     _forks += 1
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+process_state.register_at_fork("record.resources", after_in_child=_reset_after_fork)

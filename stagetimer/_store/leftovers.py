@@ -25,6 +25,7 @@ from stagetimer._store.locking.claims import (
     this_machine,
 )
 from stagetimer._store.processes import Identity, identity, liveness
+from stagetimer._system import process_state
 
 __all__ = [
     "FOREIGN_AGE",
@@ -156,5 +157,4 @@ def reset_after_fork() -> None:
     unclean.clear()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=reset_after_fork)
+process_state.register_at_fork("store.leftovers", after_in_child=reset_after_fork)

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from stagetimer._system import process_state
 from stagetimer._system.text import json_text
 from stagetimer.hardware._cgroup import Cgroups, read_cgroups
 from stagetimer.hardware._clock import probe_clock
@@ -204,8 +205,7 @@ def _reset_after_fork() -> None:
     _live = None
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+process_state.register_at_fork("hardware.capture", after_in_child=_reset_after_fork)
 
 
 def clear_cache() -> None:

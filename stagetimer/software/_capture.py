@@ -12,6 +12,7 @@ import re
 import stat
 import sys
 
+from stagetimer._system import process_state
 from stagetimer.software._git import GIT_TIMEOUT, start_git
 from stagetimer.software._model import Software
 
@@ -145,6 +146,5 @@ def clear_cache() -> None:
     _live = None
 
 
-if hasattr(os, "register_at_fork"):
-    # A child may import other modules or change the code before its first save.
-    os.register_at_fork(after_in_child=clear_cache)
+# A child may import other modules or change the code before its first save.
+process_state.register_at_fork("software.capture", after_in_child=clear_cache)

@@ -12,7 +12,7 @@ import pytest
 MODULES_WITH_STATE = [
     "stagetimer._record.pending",  # the live hardware capture
     "stagetimer._record.reentry",  # the running save section
-    "stagetimer._record.lifetime",  # pending records of each recorder
+    "stagetimer._system.process_state",  # pending records of each recorder
     "stagetimer._store.locking.lock",  # locks held, their descriptors
     "stagetimer._store.leftovers",  # unfinished writes to clear
     "stagetimer._store.locking.claims",  # claims held, other writers' claims seen

@@ -58,6 +58,7 @@ from stagetimer._store.processes import (
     user_name,
     where,
 )
+from stagetimer._system import process_state
 from stagetimer._system.openflags import CREATE_NEW, READ
 
 __all__ = [
@@ -480,5 +481,4 @@ def _holder_of(info: ClaimInfo | None) -> Callable[[], str | None]:
     return lambda: None if info is None else f"the claim is held by {info.whose()}"
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=forget)
+process_state.register_at_fork("store.claims", after_in_child=forget)

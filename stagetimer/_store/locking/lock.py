@@ -34,6 +34,7 @@ from typing import Any
 
 from stagetimer._settings import claim_stale_seconds
 from stagetimer._store.locking import claims, holders, policy
+from stagetimer._system import process_state
 from stagetimer._system.openflags import CLOEXEC, NOFOLLOW, NONBLOCK, READ
 
 __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
@@ -280,5 +281,4 @@ def reset_after_fork() -> None:
     _taken.clear()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=reset_after_fork)
+process_state.register_at_fork("store.lock", after_in_child=reset_after_fork)
