@@ -123,7 +123,8 @@ FRESH_IN_CHILD = """
 import os, sys, warnings
 from stagetimer import Recorder, record_timing
 from stagetimer._record import heartbeat
-from stagetimer._store import claim_info, leftovers
+from stagetimer._store import leftovers
+from stagetimer._store.locking import claims as claim_info
 from stagetimer._system import process_state
 
 directory = sys.argv[1]
