@@ -143,3 +143,20 @@ def test_every_module_says_what_it_holds() -> None:
         and path.stat().st_size > 0
     ]
     assert silent == []
+
+
+def test_docs_architecture_names_every_room() -> None:
+    """docs/architecture.md lists each module under its folder: a room added, moved or
+    removed is a line to change there."""
+    sections: dict[str, set[str]] = {}
+    folder = ""
+    for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("### `") and line.endswith("/`"):
+            folder = line[len("### `") : -len("/`")]
+            sections[folder] = set()
+        elif folder and line.startswith("| `") and "` |" in line:
+            sections[folder].add(line[len("| `") : line.index("` |")])
+    listed = {f"{folder}/{name}" for folder, names in sections.items() for name in names}
+    present = {str(path.relative_to(ROOT)) for _, path in _modules()}
+    assert sorted(present - listed) == []
+    assert sorted(listed - present) == []
