@@ -28,7 +28,7 @@ import datetime
 import heapq
 import random
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 import attrs
 
@@ -119,16 +119,19 @@ def odd_value(attempt: Attempt, now: datetime.datetime) -> str | None:
     failed). The bounds are wide: a clock stepped back or a node's clock ahead of the
     reader's is no reason to leave a run out."""
     start = attempt.started_at
-    if start is not None and not _EPOCH <= start <= now + _CENTURY:
+    if _impossible(start, now):
         return f"started_at {start.isoformat().replace('+00:00', 'Z')}"
     seconds = attempt.seconds
     if seconds is not None and not 0.0 <= seconds <= _CENTURY.total_seconds():  # NaN too
         return f"seconds {seconds:g}"
-    if attempt.ended_between is not None:
-        for end in attempt.ended_between:
-            if end is not None and not _EPOCH <= end <= now + _CENTURY:
-                return f"an end at {end.isoformat().replace('+00:00', 'Z')}"
-    return None
+    end = next((e for e in attempt.ended_between or () if _impossible(e, now)), None)
+    return None if end is None else f"an end at {end.isoformat().replace('+00:00', 'Z')}"
+
+
+def _impossible(moment: datetime.datetime | None, now: datetime.datetime,
+                ) -> TypeGuard[datetime.datetime]:
+    """Whether ``moment`` is before 1970 or a century past ``now``."""
+    return moment is not None and not _EPOCH <= moment <= now + _CENTURY
 
 
 def _left_out(attempt: Attempt, why: str) -> str:
@@ -162,16 +165,15 @@ def _age(attempt: Attempt, now: datetime.datetime) -> float:
 def _observation(attempt: Attempt, now: datetime.datetime) -> tuple[float, bool] | None:
     """``(seconds, ended)`` for Kaplan-Meier: finished attempts end; the others are
     censored at the time they ran (a killed one at its interval's lower end)."""
-    if attempt.state == "finished" and attempt.seconds is not None:
-        return attempt.seconds, True
-    if attempt.state == "running":
+    state = attempt.state
+    if state in ("finished", "failed") and attempt.seconds is not None:
+        return attempt.seconds, state == "finished"
+    if state == "running":
         return _age(attempt, now), False
-    if attempt.state == "failed" and attempt.seconds is not None:
-        return attempt.seconds, False
-    end = _end(attempt)
-    if attempt.state == "killed" and end is not None and attempt.started_at is not None:
-        return max(0.0, (end - attempt.started_at).total_seconds()), False
-    return None
+    end = _end(attempt)  # None where the attempt has no start
+    if state != "killed" or end is None or attempt.started_at is None:
+        return None
+    return max(0.0, (end - attempt.started_at).total_seconds()), False
 
 
 def observed_concurrency(attempts: Iterable[Attempt], now: datetime.datetime) -> int:
@@ -377,24 +379,31 @@ def time_to_go(
         failure_rate = _failure_rate(failures, rng)
         drawn = [observations[rng.randrange(count)] for _ in range(size)]
         survival = fit(drawn) or whole
-        queue = pending
-        free: list[float] = []
-        for age in running:
-            remaining, failed = _attempt(survival, rng, failure_rate, age)
-            queue += failed
-            free.append(remaining)
-        free += [0.0] * max(slots - len(running), 0)
-        if not free:
-            free.append(0.0)
-        heapq.heapify(free)
-        while queue:
-            start = heapq.heappop(free)
-            remaining, failed = _attempt(survival, rng, failure_rate)
-            queue += failed - 1
-            heapq.heappush(free, start + remaining)
-        finishes.append(max(free))
+        finishes.append(_finish(survival, rng, failure_rate, running, pending, slots))
     finishes.sort()
     return Eta(_quantile(finishes, 0.5), _quantile(finishes, 0.9))
+
+
+def _finish(survival: Durations, rng: random.Random, failure_rate: float,
+            running: Sequence[float], pending: int, slots: int) -> float:
+    """One simulation's finish: the ``running`` attempts end, then the ``pending`` runs
+    (and those queued again after a failure) each take the first free slot."""
+    queue = pending
+    free: list[float] = []
+    for age in running:
+        remaining, failed = _attempt(survival, rng, failure_rate, age)
+        queue += failed
+        free.append(remaining)
+    free += [0.0] * max(slots - len(running), 0)
+    if not free:
+        free.append(0.0)
+    heapq.heapify(free)
+    while queue:
+        start = heapq.heappop(free)
+        remaining, failed = _attempt(survival, rng, failure_rate)
+        queue += failed - 1
+        heapq.heappush(free, start + remaining)
+    return max(free)
 
 
 def _predictive(observations: Sequence[tuple[float, bool]]) -> Survival | None:
