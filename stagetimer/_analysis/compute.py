@@ -99,7 +99,10 @@ class _Tally:
             self.children, self.children_runs = self.children + value, self.children_runs + 1
         if (value := number(resources, "gpu_energy_joules")) is not None:
             self.energy, self.energy_runs = self.energy + value, self.energy_runs + 1
-        value = number(resources, "memory_peak_bytes")
+        return self._raise_peak(number(resources, "memory_peak_bytes"))
+
+    def _raise_peak(self, value: float | None) -> bool:
+        """Hold ``value`` as the memory peak when it is the largest so far."""
         if value is not None and (self.peak is None or value > self.peak):
             self.peak = int(value)
             return True
@@ -147,9 +150,7 @@ def stage_use(
     limit: int | None = None
     for run in used:
         if tally.add(run.get("seconds"), run.get("resources")):
-            hardware_id = run.get("hardware_id")
-            hw = hardware.get(hardware_id) if type(hardware_id) is str else None
-            limit = hw.memory.limit_bytes if hw is not None else None
+            limit = _limit(run, hardware)
     if tally.empty:
         return None
     return StageUse(
@@ -162,6 +163,13 @@ def stage_use(
         energy_runs=tally.energy_runs,
         runs=len(runs),
     )
+
+
+def _limit(run: Mapping[str, Any], hardware: Mapping[str, Hardware | None]) -> int | None:
+    """The memory limit of the hardware a run (as stored) ran on, where it is known."""
+    hardware_id = run.get("hardware_id")
+    hw = hardware.get(hardware_id) if type(hardware_id) is str else None
+    return hw.memory.limit_bytes if hw is not None else None
 
 
 def _side(runs: Sequence[Any]) -> dict[str, float | None] | None:
@@ -363,21 +371,9 @@ def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
         for name, stage in artifact.timings.stages.items():
             kind = family(name)
             for run in stage.runs:
-                if not is_valid_seconds(run.seconds):
-                    statement.invalid_runs += 1
-                    continue
-                if id(run) in inside:  # its time and use are inside its parent's run
-                    statement.nested_runs += 1
-                    continue
-                hw = described.get(run.hardware_id) if run.hardware_id else None
-                if hw is None or run.hardware_id is None:
-                    statement.undescribed_runs += 1
-                    continue
-                entry = found.get(run.hardware_id)
+                entry = _entry_of(run, statement, found, described, inside)
                 if entry is None:
-                    entry = found[run.hardware_id] = _describe(
-                        run.hardware_id, hw, statement.flags
-                    )
+                    continue
                 gpus, cpus = entry.gpu_count, entry.logical_cpus
                 kept = possible_resources(
                     _where(artifact.path, name, run), run, cpus, statement.flags
@@ -386,6 +382,27 @@ def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
                 entry.families.setdefault(kind, Amounts()).add(run, gpus, cpus, kept)
     statement.hardware = sorted(found.values(), key=lambda h: -h.total.wall_seconds)
     return statement
+
+
+def _entry_of(run: RunTiming, statement: ComputeStatement, found: dict[str, HardwareCompute],
+              described: Mapping[str, Hardware | None], inside: set[int],
+              ) -> HardwareCompute | None:
+    """The entry of the hardware ``run`` ran on (added on its first run); None, counted in
+    ``statement``, for a run that counts for none: invalid, nested, undescribed."""
+    if not is_valid_seconds(run.seconds):
+        statement.invalid_runs += 1
+        return None
+    if id(run) in inside:  # its time and use are inside its parent's run
+        statement.nested_runs += 1
+        return None
+    hw = described.get(run.hardware_id) if run.hardware_id else None
+    if hw is None or run.hardware_id is None:
+        statement.undescribed_runs += 1
+        return None
+    entry = found.get(run.hardware_id)
+    if entry is None:
+        entry = found[run.hardware_id] = _describe(run.hardware_id, hw, statement.flags)
+    return entry
 
 
 def add_lost(
