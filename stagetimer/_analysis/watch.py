@@ -58,9 +58,12 @@ class Snapshot:
     @property
     def complete(self) -> bool:
         """Every directory has stages and nothing left in any."""
-        return bool(self.directories) and all(
-            d.stages and all(s.complete for s in d.stages) for d in self.directories
-        )
+        return bool(self.directories) and all(map(_done, self.directories))
+
+
+def _done(directory: DirectoryProgress) -> bool:
+    """Whether the directory has stages and nothing left in any."""
+    return bool(directory.stages) and all(s.complete for s in directory.stages)
 
 
 def _signature(path: str) -> tuple[int, int, int] | None:
@@ -167,6 +170,17 @@ def _runs_expected(name: str, tries: Sequence[Attempt], expected: dict[str, int]
     return count
 
 
+def _alone(directories: list[str], attempted: list[str]) -> list[str]:
+    """The directories walked that hold markers and no timings.json yet: those of
+    ``attempted`` not among ``directories``, by name or real path."""
+    listed = set(directories)
+    alone = [d for d in attempted if d not in listed]
+    if not alone:
+        return []
+    known = {os.path.realpath(d) for d in directories}
+    return [d for d in alone if os.path.realpath(d) not in known]
+
+
 class Watcher:
     """Refreshes of the suite under ``paths``; each keeps what did not change."""
 
@@ -192,11 +206,7 @@ class Watcher:
         )
         self._listings.forget_unwalked()
         directories = [f.path for f in found]
-        listed = set(directories)
-        alone = [d for d in attempted if d not in listed]  # markers and no timings.json yet
-        if alone:
-            known = {os.path.realpath(d) for d in directories}
-            directories += [d for d in alone if os.path.realpath(d) not in known]
+        directories += _alone(directories, attempted)
         if directories:  # "nothing here yet" is no problem while the suite starts
             problems += [p.line() for p in walk_problems]
         return directories
@@ -247,13 +257,16 @@ class Watcher:
             if read is None:
                 continue  # removed since the walk: said below
             shown.append(self._progress(directory, read, now, arrays, problems))
-        for gone in sorted(set(self._known) - {d.path for d in shown}):
-            problems.append(f"{gone}: no longer there (removed while watched)")
-            del self._known[gone]
-
+        self._forget_gone({d.path for d in shown}, problems)
         stages = [s for d in shown for s in d.stages]
         return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems),
                         _left_out(shown))
+
+    def _forget_gone(self, shown: set[str], problems: list[str]) -> None:
+        """Forget the directories read before and not ``shown`` now, saying so."""
+        for gone in sorted(set(self._known) - shown):
+            problems.append(f"{gone}: no longer there (removed while watched)")
+            del self._known[gone]
 
     def _progress(self, directory: str, read: _Read, now: datetime.datetime,
                   arrays: dict[str, ArrayView | None], problems: list[str],
@@ -274,7 +287,7 @@ class Watcher:
             expect=self.expect, array=array,
         )
         read.drawn = (inputs, progress)
-        if progress.stages and all(s.complete for s in progress.stages):
+        if _done(progress):
             read.complete = progress
         return progress
 
