@@ -180,17 +180,26 @@ def observed_concurrency(attempts: Iterable[Attempt], now: datetime.datetime) ->
     """The most attempts that ran at one instant (running ones up to now)."""
     edges: list[tuple[datetime.datetime, int]] = []
     for attempt in attempts:
-        start = attempt.started_at
-        end = now if attempt.state == "running" else _end(attempt)
-        if start is None or end is None or end < start:
-            continue
-        edges += [(start, 1), (end, -1)]
+        ran = _ran(attempt, now)
+        if ran is not None:
+            edges += [(ran[0], 1), (ran[1], -1)]
     edges.sort(key=lambda edge: (edge[0], edge[1]))  # an end before a start at one instant
     most = current = 0
     for _, step in edges:
         current += step
         most = max(most, current)
     return most
+
+
+def _ran(attempt: Attempt, now: datetime.datetime,
+         ) -> tuple[datetime.datetime, datetime.datetime] | None:
+    """When the attempt started and ended (a running one: now); None where one is unknown
+    or the end comes before the start."""
+    start = attempt.started_at
+    end = now if attempt.state == "running" else _end(attempt)
+    if start is None or end is None or end < start:
+        return None
+    return start, end
 
 
 def _runs(attempts: Sequence[Attempt]) -> dict[tuple[object, object], list[Attempt]]:
@@ -224,8 +233,7 @@ def stage_progress(
     total = len(runs) if expected is None else max(expected, 0)
     pending = max(total - done - running - unknown, 0)
     failed, killed = (sum(a.state == state for a in attempts) for state in ("failed", "killed"))
-    if slots is None or slots < 1:
-        slots = max(observed_concurrency(sound, now), running, 1)
+    slots = _slots(slots, sound, now, running)
     complete = running == 0 and unknown == 0 and pending == 0
     eta = Eta(0.0, 0.0) if complete else _simulated(
         attempts, sound, odd, now, running_ages, pending, slots, simulations)
@@ -236,6 +244,14 @@ def stage_progress(
     )
 
 
+def _slots(slots: int | None, sound: Sequence[Attempt], now: datetime.datetime,
+           running: int) -> int:
+    """The slots given, else the concurrency observed (at least the runs running, and 1)."""
+    if slots is None or slots < 1:
+        return max(observed_concurrency(sound, now), running, 1)
+    return slots
+
+
 def _simulated(attempts: Sequence[Attempt], sound: Sequence[Attempt],
                odd: Sequence[Attempt], now: datetime.datetime, running_ages: list[float],
                pending: int, slots: int, simulations: int) -> Eta | None:
@@ -243,15 +259,21 @@ def _simulated(attempts: Sequence[Attempt], sound: Sequence[Attempt],
     # a running attempt whose start is impossible counts as just started
     ended = [o for a in sound if (o := _observation(a, now)) is not None]
     ended += [(0.0, False) for a in odd if a.state == "running"]
-    failures = sum(a.state in ("failed", "killed") for a in attempts)
-    # Failures are seen only where attempts are tracked (a run saved with its
-    # ``attempt_id``): runs from record_timing or older files say nothing of them.
-    ends = failures + sum(a.state == "finished" and a.attempt_id is not None for a in attempts)
+    failures, ends = _failures(attempts)
     # fewer simulations where each is long (thousands of runs): a refresh stays short
     work = len(ended) + len(running_ages) + pending
     draws = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
     return time_to_go(ended, running_ages, pending, slots, (failures, ends),
                       simulations=draws)
+
+
+def _failures(attempts: Sequence[Attempt]) -> tuple[int, int]:
+    """The attempts that failed (or were killed), and those that ended, where attempts are
+    tracked: a run saved with its ``attempt_id`` (runs from record_timing or older files
+    say nothing of failures)."""
+    failures = sum(a.state in ("failed", "killed") for a in attempts)
+    return failures, failures + sum(a.state == "finished" and a.attempt_id is not None
+                                    for a in attempts)
 
 
 def _sort_out(attempts: Sequence[Attempt], now: datetime.datetime,
@@ -282,11 +304,17 @@ def _count_runs(runs: dict[tuple[object, object], list[Attempt]], now: datetime.
             done += 1
         elif "running" in states:
             running += 1
-            first = next(a for a in tries if a.state == "running")
-            running_ages.append(_age(first, now) if odd_value(first, now) is None else 0.0)
+            running_ages.append(_running_age(tries, now))
         elif max(tries, key=_start).state == "unknown":
             unknown += 1
     return done, running, unknown, running_ages
+
+
+def _running_age(tries: list[Attempt], now: datetime.datetime) -> float:
+    """A running run's age: its first running attempt's (0 where that attempt's start is
+    impossible)."""
+    first = next(a for a in tries if a.state == "running")
+    return _age(first, now) if odd_value(first, now) is None else 0.0
 
 
 def _start(attempt: Attempt) -> datetime.datetime:
