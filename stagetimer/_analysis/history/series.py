@@ -179,9 +179,7 @@ def history_of(
     runs store ``started_at``)."""
     gathered, names = _gather(artifacts, stage, by)
     if stage is not None and not gathered:
-        known = ", ".join(sorted(names)) or "none"
-        raise InvalidSettingError(f"no run of stage {stage!r} was found (stages: {known})",
-                                  stage)
+        raise _no_such_stage(stage, names)
     notes: list[str] = []
     if since is not None:
         gathered = _since(gathered, since)
@@ -192,6 +190,11 @@ def history_of(
             gathered.items(), key=lambda item: (item[0][0], item[0][1] or ""))
     ]
     return _detected(built, artifacts, repository, threshold, order, notes)
+
+
+def _no_such_stage(stage: str, names: set[str]) -> InvalidSettingError:
+    known = ", ".join(sorted(names)) or "none"
+    return InvalidSettingError(f"no run of stage {stage!r} was found (stages: {known})", stage)
 
 
 def _since(gathered: dict[_SeriesKey, dict[str, _Gathered]], since: str,
@@ -248,12 +251,17 @@ def _gather_stage(gathered: dict[_SeriesKey, dict[str, _Gathered]], artifact: Ar
     for (hardware_id, software_id), some, values in groups:
         key = artifact.path if by == BY_TIME or software_id is None else software_id
         points = gathered.setdefault((name, hardware_id), {})
-        point = points.get(key)
-        if point is None:
-            point = points[key] = _Gathered(
-                key, software_id, software.get(software_id) if software_id else None
-            )
+        point = points.get(key) or _new_point(points, key, software_id, software)
         point.add(some, values, artifact.path)
+
+
+def _new_point(points: dict[str, _Gathered], key: str, software_id: str | None,
+               software: dict[str, Any]) -> _Gathered:
+    """A series' point ``key``, made on its first runs."""
+    point = points[key] = _Gathered(
+        key, software_id, software.get(software_id) if software_id else None
+    )
+    return point
 
 
 def _valid_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]]]:
