@@ -426,14 +426,20 @@ def add_lost(
         if attempt.odd:
             statement.odd_attempts += 1
             continue
-        lost = _lost(attempt)
         entry = _entry(statement, by_id, known, hardware[id(attempt)])
-        if entry is None:
-            statement.unattributed_lost_attempts += 1
-            statement.unattributed_lost_seconds += lost
-            continue
-        entry.lost_seconds += lost
-        entry.lost_attempts += 1
+        _book_lost(statement, entry, _lost(attempt))
+
+
+def _book_lost(statement: ComputeStatement, entry: HardwareCompute | None, lost: float,
+               ) -> None:
+    """Add an attempt's ``lost`` seconds to its hardware's entry, or apart where it has
+    none."""
+    if entry is None:
+        statement.unattributed_lost_attempts += 1
+        statement.unattributed_lost_seconds += lost
+        return
+    entry.lost_seconds += lost
+    entry.lost_attempts += 1
 
 
 def _lost(attempt: Attempt) -> float:

@@ -216,13 +216,18 @@ def _columns(samples: list[dict[str, list[float]]], stages: Sequence[str] | None
     seen = dict.fromkeys(name for row in samples for name in row)
     if stages is None:
         return list(seen)
+    _check_stages(stages, seen)
+    return list(dict.fromkeys(stages))
+
+
+def _check_stages(stages: Sequence[str], seen: dict[str, None]) -> None:
+    """Raise ``TableRequestError`` unless every stage of ``stages`` is one ``seen``."""
     unknown = [name for name in stages if name not in seen]
     if unknown:
         known = ", ".join(seen) or "none"
         raise TableRequestError(
             f"--stages: no directory recorded {', '.join(unknown)} (stages: {known})"
         )
-    return list(dict.fromkeys(stages))
 
 
 def _cells(row: dict[str, list[float]], names: Sequence[str]) -> dict[str, Summary]:

@@ -93,6 +93,11 @@ class _Read:
     def __attrs_post_init__(self) -> None:
         self.live = any(a.state in ("running", "unknown") for a in self.attempts)
 
+    def stands(self, signature: tuple[object, ...]) -> bool:
+        """Whether it still holds: nothing it was read from changed (``signature``), and
+        nothing was running or unknown."""
+        return self.signature == signature and not self.live
+
 
 def _array_id(attempts: Iterable[Attempt]) -> str | None:
     for attempt in attempts:
@@ -215,7 +220,7 @@ class Watcher:
               slurm: SlurmLookup) -> _Read | None:
         known = self._known.get(directory)
         signature = self._signature_of(directory, known)
-        if known is not None and known.signature == signature and not known.live:
+        if known is not None and known.stands(signature):
             return known
         if signature[0] is None and not os.path.isdir(directory):
             return None
