@@ -202,12 +202,15 @@ def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> Art
         stages=tuple(stages),
         hardware=hardware,
         warnings=tuple(warnings),
-        legacy_top_level={
-            k: v for k, v in data.items() if k in LEGACY_KEYS and not is_stage(v)
-        },
+        legacy_top_level=_legacy_top_level(data),
         legacy_runs=tuple(legacy_runs),
         progress=_progress(artifact, stages, now),
     )
+
+
+def _legacy_top_level(data: dict[str, Any]) -> dict[str, Any]:
+    """The legacy keys at the top of a timings file that hold no stage."""
+    return {k: v for k, v in data.items() if k in LEGACY_KEYS and not is_stage(v)}
 
 
 def _count_nested(

@@ -175,6 +175,13 @@ def _runs_expected(name: str, tries: Sequence[Attempt], expected: dict[str, int]
     return count
 
 
+def _moved_on(progress: DirectoryProgress, now: datetime.datetime) -> DirectoryProgress:
+    """``progress`` as at ``now``: its elapsed times moved on (``at_instant``)."""
+    return DirectoryProgress(progress.path, tuple(
+        at_instant(stage, now) for stage in progress.stages
+    ))
+
+
 def _alone(directories: list[str], attempted: list[str]) -> list[str]:
     """The directories walked that hold markers and no timings.json yet: those of
     ``attempted`` not among ``directories``, by name or real path."""
@@ -283,10 +290,7 @@ class Watcher:
         array = self._array(_array_id(read.attempts), arrays, problems)
         inputs = (self.expect, array)
         if read.drawn is not None and read.drawn[0] == inputs and not read.live:
-            drawn = read.drawn[1]
-            return DirectoryProgress(drawn.path, tuple(
-                at_instant(stage, now) for stage in drawn.stages
-            ))
+            return _moved_on(read.drawn[1], now)
         progress = directory_progress(
             directory, read.attempts, now, expected=read.expected,
             expect=self.expect, array=array,
