@@ -185,12 +185,15 @@ def _side(runs: Sequence[Any]) -> dict[str, float | None] | None:
         return None
     return {
         "cpu_use": tally.cpu_use,
-        "children_cpu_seconds_mean": (
-            tally.children / tally.children_runs if tally.children_runs else None
-        ),
+        "children_cpu_seconds_mean": _mean(tally.children, tally.children_runs),
         "memory_peak_bytes_max": tally.peak,
-        "gpu_energy_joules_mean": tally.energy / tally.energy_runs if tally.energy_runs else None,
+        "gpu_energy_joules_mean": _mean(tally.energy, tally.energy_runs),
     }
+
+
+def _mean(total: float, runs: int) -> float | None:
+    """A figure's mean over the runs that recorded it; None where none did."""
+    return total / runs if runs else None
 
 
 def side_by_side(
