@@ -420,8 +420,7 @@ def add_lost(
     time). What no description can be given to is counted apart, never dropped."""
     listed = list(found)
     known = described or {}
-    hosts = {hw_id: hw.host for hw_id, hw in known.items() if hw is not None}
-    hardware = attribute(listed, hosts)
+    hardware = attribute(listed, _hosts(known))
     by_id = {hw.hardware_id: hw for hw in statement.hardware}
     for attempt in listed:
         if attempt.state not in ("failed", "killed"):
@@ -431,6 +430,11 @@ def add_lost(
             continue
         entry = _entry(statement, by_id, known, hardware[id(attempt)])
         _book_lost(statement, entry, _lost(attempt))
+
+
+def _hosts(described: Mapping[str, Hardware | None]) -> dict[str, str | None]:
+    """Each hardware id described -> the host it names (what ``attribute`` reads)."""
+    return {hw_id: hw.host for hw_id, hw in described.items() if hw is not None}
 
 
 def _book_lost(statement: ComputeStatement, entry: HardwareCompute | None, lost: float,
