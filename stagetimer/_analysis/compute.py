@@ -99,7 +99,10 @@ class _Tally:
             self.children, self.children_runs = self.children + value, self.children_runs + 1
         if (value := number(resources, "gpu_energy_joules")) is not None:
             self.energy, self.energy_runs = self.energy + value, self.energy_runs + 1
-        value = number(resources, "memory_peak_bytes")
+        return self._raise_peak(number(resources, "memory_peak_bytes"))
+
+    def _raise_peak(self, value: float | None) -> bool:
+        """Hold ``value`` as the memory peak when it is the largest so far."""
         if value is not None and (self.peak is None or value > self.peak):
             self.peak = int(value)
             return True
@@ -147,9 +150,7 @@ def stage_use(
     limit: int | None = None
     for run in used:
         if tally.add(run.get("seconds"), run.get("resources")):
-            hardware_id = run.get("hardware_id")
-            hw = hardware.get(hardware_id) if type(hardware_id) is str else None
-            limit = hw.memory.limit_bytes if hw is not None else None
+            limit = _limit(run, hardware)
     if tally.empty:
         return None
     return StageUse(
@@ -162,6 +163,13 @@ def stage_use(
         energy_runs=tally.energy_runs,
         runs=len(runs),
     )
+
+
+def _limit(run: Mapping[str, Any], hardware: Mapping[str, Hardware | None]) -> int | None:
+    """The memory limit of the hardware a run (as stored) ran on, where it is known."""
+    hardware_id = run.get("hardware_id")
+    hw = hardware.get(hardware_id) if type(hardware_id) is str else None
+    return hw.memory.limit_bytes if hw is not None else None
 
 
 def _side(runs: Sequence[Any]) -> dict[str, float | None] | None:
@@ -177,12 +185,15 @@ def _side(runs: Sequence[Any]) -> dict[str, float | None] | None:
         return None
     return {
         "cpu_use": tally.cpu_use,
-        "children_cpu_seconds_mean": (
-            tally.children / tally.children_runs if tally.children_runs else None
-        ),
+        "children_cpu_seconds_mean": _mean(tally.children, tally.children_runs),
         "memory_peak_bytes_max": tally.peak,
-        "gpu_energy_joules_mean": tally.energy / tally.energy_runs if tally.energy_runs else None,
+        "gpu_energy_joules_mean": _mean(tally.energy, tally.energy_runs),
     }
+
+
+def _mean(total: float, runs: int) -> float | None:
+    """A figure's mean over the runs that recorded it; None where none did."""
+    return total / runs if runs else None
 
 
 def side_by_side(
@@ -363,21 +374,9 @@ def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
         for name, stage in artifact.timings.stages.items():
             kind = family(name)
             for run in stage.runs:
-                if not is_valid_seconds(run.seconds):
-                    statement.invalid_runs += 1
-                    continue
-                if id(run) in inside:  # its time and use are inside its parent's run
-                    statement.nested_runs += 1
-                    continue
-                hw = described.get(run.hardware_id) if run.hardware_id else None
-                if hw is None or run.hardware_id is None:
-                    statement.undescribed_runs += 1
-                    continue
-                entry = found.get(run.hardware_id)
+                entry = _entry_of(run, statement, found, described, inside)
                 if entry is None:
-                    entry = found[run.hardware_id] = _describe(
-                        run.hardware_id, hw, statement.flags
-                    )
+                    continue
                 gpus, cpus = entry.gpu_count, entry.logical_cpus
                 kept = possible_resources(
                     _where(artifact.path, name, run), run, cpus, statement.flags
@@ -386,6 +385,27 @@ def statement_from(artifacts: Iterable[Artifact]) -> ComputeStatement:
                 entry.families.setdefault(kind, Amounts()).add(run, gpus, cpus, kept)
     statement.hardware = sorted(found.values(), key=lambda h: -h.total.wall_seconds)
     return statement
+
+
+def _entry_of(run: RunTiming, statement: ComputeStatement, found: dict[str, HardwareCompute],
+              described: Mapping[str, Hardware | None], inside: set[int],
+              ) -> HardwareCompute | None:
+    """The entry of the hardware ``run`` ran on (added on its first run); None, counted in
+    ``statement``, for a run that counts for none: invalid, nested, undescribed."""
+    if not is_valid_seconds(run.seconds):
+        statement.invalid_runs += 1
+        return None
+    if id(run) in inside:  # its time and use are inside its parent's run
+        statement.nested_runs += 1
+        return None
+    hw = described.get(run.hardware_id) if run.hardware_id else None
+    if hw is None or run.hardware_id is None:
+        statement.undescribed_runs += 1
+        return None
+    entry = found.get(run.hardware_id)
+    if entry is None:
+        entry = found[run.hardware_id] = _describe(run.hardware_id, hw, statement.flags)
+    return entry
 
 
 def add_lost(
@@ -400,8 +420,7 @@ def add_lost(
     time). What no description can be given to is counted apart, never dropped."""
     listed = list(found)
     known = described or {}
-    hosts = {hw_id: hw.host for hw_id, hw in known.items() if hw is not None}
-    hardware = attribute(listed, hosts)
+    hardware = attribute(listed, _hosts(known))
     by_id = {hw.hardware_id: hw for hw in statement.hardware}
     for attempt in listed:
         if attempt.state not in ("failed", "killed"):
@@ -409,14 +428,25 @@ def add_lost(
         if attempt.odd:
             statement.odd_attempts += 1
             continue
-        lost = _lost(attempt)
         entry = _entry(statement, by_id, known, hardware[id(attempt)])
-        if entry is None:
-            statement.unattributed_lost_attempts += 1
-            statement.unattributed_lost_seconds += lost
-            continue
-        entry.lost_seconds += lost
-        entry.lost_attempts += 1
+        _book_lost(statement, entry, _lost(attempt))
+
+
+def _hosts(described: Mapping[str, Hardware | None]) -> dict[str, str | None]:
+    """Each hardware id described -> the host it names (what ``attribute`` reads)."""
+    return {hw_id: hw.host for hw_id, hw in described.items() if hw is not None}
+
+
+def _book_lost(statement: ComputeStatement, entry: HardwareCompute | None, lost: float,
+               ) -> None:
+    """Add an attempt's ``lost`` seconds to its hardware's entry, or apart where it has
+    none."""
+    if entry is None:
+        statement.unattributed_lost_attempts += 1
+        statement.unattributed_lost_seconds += lost
+        return
+    entry.lost_seconds += lost
+    entry.lost_attempts += 1
 
 
 def _lost(attempt: Attempt) -> float:

@@ -28,7 +28,7 @@ import datetime
 import heapq
 import random
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 import attrs
 
@@ -119,16 +119,19 @@ def odd_value(attempt: Attempt, now: datetime.datetime) -> str | None:
     failed). The bounds are wide: a clock stepped back or a node's clock ahead of the
     reader's is no reason to leave a run out."""
     start = attempt.started_at
-    if start is not None and not _EPOCH <= start <= now + _CENTURY:
+    if _impossible(start, now):
         return f"started_at {start.isoformat().replace('+00:00', 'Z')}"
     seconds = attempt.seconds
     if seconds is not None and not 0.0 <= seconds <= _CENTURY.total_seconds():  # NaN too
         return f"seconds {seconds:g}"
-    if attempt.ended_between is not None:
-        for end in attempt.ended_between:
-            if end is not None and not _EPOCH <= end <= now + _CENTURY:
-                return f"an end at {end.isoformat().replace('+00:00', 'Z')}"
-    return None
+    end = next((e for e in attempt.ended_between or () if _impossible(e, now)), None)
+    return None if end is None else f"an end at {end.isoformat().replace('+00:00', 'Z')}"
+
+
+def _impossible(moment: datetime.datetime | None, now: datetime.datetime,
+                ) -> TypeGuard[datetime.datetime]:
+    """Whether ``moment`` is before 1970 or a century past ``now``."""
+    return moment is not None and not _EPOCH <= moment <= now + _CENTURY
 
 
 def _left_out(attempt: Attempt, why: str) -> str:
@@ -162,33 +165,41 @@ def _age(attempt: Attempt, now: datetime.datetime) -> float:
 def _observation(attempt: Attempt, now: datetime.datetime) -> tuple[float, bool] | None:
     """``(seconds, ended)`` for Kaplan-Meier: finished attempts end; the others are
     censored at the time they ran (a killed one at its interval's lower end)."""
-    if attempt.state == "finished" and attempt.seconds is not None:
-        return attempt.seconds, True
-    if attempt.state == "running":
+    state = attempt.state
+    if state in ("finished", "failed") and attempt.seconds is not None:
+        return attempt.seconds, state == "finished"
+    if state == "running":
         return _age(attempt, now), False
-    if attempt.state == "failed" and attempt.seconds is not None:
-        return attempt.seconds, False
-    end = _end(attempt)
-    if attempt.state == "killed" and end is not None and attempt.started_at is not None:
-        return max(0.0, (end - attempt.started_at).total_seconds()), False
-    return None
+    end = _end(attempt)  # None where the attempt has no start
+    if state != "killed" or end is None or attempt.started_at is None:
+        return None
+    return max(0.0, (end - attempt.started_at).total_seconds()), False
 
 
 def observed_concurrency(attempts: Iterable[Attempt], now: datetime.datetime) -> int:
     """The most attempts that ran at one instant (running ones up to now)."""
     edges: list[tuple[datetime.datetime, int]] = []
     for attempt in attempts:
-        start = attempt.started_at
-        end = now if attempt.state == "running" else _end(attempt)
-        if start is None or end is None or end < start:
-            continue
-        edges += [(start, 1), (end, -1)]
+        ran = _ran(attempt, now)
+        if ran is not None:
+            edges += [(ran[0], 1), (ran[1], -1)]
     edges.sort(key=lambda edge: (edge[0], edge[1]))  # an end before a start at one instant
     most = current = 0
     for _, step in edges:
         current += step
         most = max(most, current)
     return most
+
+
+def _ran(attempt: Attempt, now: datetime.datetime,
+         ) -> tuple[datetime.datetime, datetime.datetime] | None:
+    """When the attempt started and ended (a running one: now); None where one is unknown
+    or the end comes before the start."""
+    start = attempt.started_at
+    end = now if attempt.state == "running" else _end(attempt)
+    if start is None or end is None or end < start:
+        return None
+    return start, end
 
 
 def _runs(attempts: Sequence[Attempt]) -> dict[tuple[object, object], list[Attempt]]:
@@ -222,8 +233,7 @@ def stage_progress(
     total = len(runs) if expected is None else max(expected, 0)
     pending = max(total - done - running - unknown, 0)
     failed, killed = (sum(a.state == state for a in attempts) for state in ("failed", "killed"))
-    if slots is None or slots < 1:
-        slots = max(observed_concurrency(sound, now), running, 1)
+    slots = _slots(slots, sound, now, running)
     complete = running == 0 and unknown == 0 and pending == 0
     eta = Eta(0.0, 0.0) if complete else _simulated(
         attempts, sound, odd, now, running_ages, pending, slots, simulations)
@@ -234,6 +244,14 @@ def stage_progress(
     )
 
 
+def _slots(slots: int | None, sound: Sequence[Attempt], now: datetime.datetime,
+           running: int) -> int:
+    """The slots given, else the concurrency observed (at least the runs running, and 1)."""
+    if slots is None or slots < 1:
+        return max(observed_concurrency(sound, now), running, 1)
+    return slots
+
+
 def _simulated(attempts: Sequence[Attempt], sound: Sequence[Attempt],
                odd: Sequence[Attempt], now: datetime.datetime, running_ages: list[float],
                pending: int, slots: int, simulations: int) -> Eta | None:
@@ -241,15 +259,21 @@ def _simulated(attempts: Sequence[Attempt], sound: Sequence[Attempt],
     # a running attempt whose start is impossible counts as just started
     ended = [o for a in sound if (o := _observation(a, now)) is not None]
     ended += [(0.0, False) for a in odd if a.state == "running"]
-    failures = sum(a.state in ("failed", "killed") for a in attempts)
-    # Failures are seen only where attempts are tracked (a run saved with its
-    # ``attempt_id``): runs from record_timing or older files say nothing of them.
-    ends = failures + sum(a.state == "finished" and a.attempt_id is not None for a in attempts)
+    failures, ends = _failures(attempts)
     # fewer simulations where each is long (thousands of runs): a refresh stays short
     work = len(ended) + len(running_ages) + pending
     draws = max(_MIN_SIMULATIONS, min(simulations, _WORK // max(work, 1)))
     return time_to_go(ended, running_ages, pending, slots, (failures, ends),
                       simulations=draws)
+
+
+def _failures(attempts: Sequence[Attempt]) -> tuple[int, int]:
+    """The attempts that failed (or were killed), and those that ended, where attempts are
+    tracked: a run saved with its ``attempt_id`` (runs from record_timing or older files
+    say nothing of failures)."""
+    failures = sum(a.state in ("failed", "killed") for a in attempts)
+    return failures, failures + sum(a.state == "finished" and a.attempt_id is not None
+                                    for a in attempts)
 
 
 def _sort_out(attempts: Sequence[Attempt], now: datetime.datetime,
@@ -280,11 +304,17 @@ def _count_runs(runs: dict[tuple[object, object], list[Attempt]], now: datetime.
             done += 1
         elif "running" in states:
             running += 1
-            first = next(a for a in tries if a.state == "running")
-            running_ages.append(_age(first, now) if odd_value(first, now) is None else 0.0)
+            running_ages.append(_running_age(tries, now))
         elif max(tries, key=_start).state == "unknown":
             unknown += 1
     return done, running, unknown, running_ages
+
+
+def _running_age(tries: list[Attempt], now: datetime.datetime) -> float:
+    """A running run's age: its first running attempt's (0 where that attempt's start is
+    impossible)."""
+    first = next(a for a in tries if a.state == "running")
+    return _age(first, now) if odd_value(first, now) is None else 0.0
 
 
 def _start(attempt: Attempt) -> datetime.datetime:
@@ -377,24 +407,31 @@ def time_to_go(
         failure_rate = _failure_rate(failures, rng)
         drawn = [observations[rng.randrange(count)] for _ in range(size)]
         survival = fit(drawn) or whole
-        queue = pending
-        free: list[float] = []
-        for age in running:
-            remaining, failed = _attempt(survival, rng, failure_rate, age)
-            queue += failed
-            free.append(remaining)
-        free += [0.0] * max(slots - len(running), 0)
-        if not free:
-            free.append(0.0)
-        heapq.heapify(free)
-        while queue:
-            start = heapq.heappop(free)
-            remaining, failed = _attempt(survival, rng, failure_rate)
-            queue += failed - 1
-            heapq.heappush(free, start + remaining)
-        finishes.append(max(free))
+        finishes.append(_finish(survival, rng, failure_rate, running, pending, slots))
     finishes.sort()
     return Eta(_quantile(finishes, 0.5), _quantile(finishes, 0.9))
+
+
+def _finish(survival: Durations, rng: random.Random, failure_rate: float,
+            running: Sequence[float], pending: int, slots: int) -> float:
+    """One simulation's finish: the ``running`` attempts end, then the ``pending`` runs
+    (and those queued again after a failure) each take the first free slot."""
+    queue = pending
+    free: list[float] = []
+    for age in running:
+        remaining, failed = _attempt(survival, rng, failure_rate, age)
+        queue += failed
+        free.append(remaining)
+    free += [0.0] * max(slots - len(running), 0)
+    if not free:
+        free.append(0.0)
+    heapq.heapify(free)
+    while queue:
+        start = heapq.heappop(free)
+        remaining, failed = _attempt(survival, rng, failure_rate)
+        queue += failed - 1
+        heapq.heappush(free, start + remaining)
+    return max(free)
 
 
 def _predictive(observations: Sequence[tuple[float, bool]]) -> Survival | None:

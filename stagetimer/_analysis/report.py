@@ -81,21 +81,8 @@ def _stage_stats(
     runs = stage["runs"]
     seconds = raw_seconds(stage)
     run_idxs = list(map(_get, runs, _RUN_IDX))
-    if stage is stored:  # the usual stage: no ranks
-        flags, kept, total = value_flags(name, stage, seconds, run_idxs)
-        flagged = len(seconds) - len(kept)
-    else:
-        every = raw_seconds(stored)
-        flags, every_kept, _ = value_flags(
-            name, stored, every, list(map(_get, stored["runs"], _RUN_IDX))
-        )
-        flagged = len(every) - len(every_kept)
-        kept = valid_durations(seconds)
-        total = sum(kept, 0.0)
-    mean = median = stdev = low = high = None
-    if kept:
-        mean, median, stdev, ordered = moments(kept, total)
-        low, high = ordered[0], ordered[-1]
+    flags, kept, total, flagged = _checked(name, stage, stored, seconds, run_idxs)
+    mean, median, stdev, low, high = _moments(kept, total)
     ids = list(map(_get, runs, _HARDWARE_ID))
     starts = list(map(_get, runs, _STARTED_AT))
     if None in starts:
@@ -111,6 +98,32 @@ def _stage_stats(
         part_name=None if parts is None else parts[2],
     )
     return stats, flags
+
+
+def _checked(
+    name: str, stage: dict[str, Any], stored: dict[str, Any], seconds: list[Any],
+    run_idxs: list[Any],
+) -> tuple[list[str], list[float], float, int]:
+    """The warnings for ``stored``'s values; the valid durations of ``stage`` (``seconds``,
+    a seed once) and their total; how many of ``stored``'s runs were flagged."""
+    if stage is stored:  # the usual stage: no ranks
+        flags, kept, total = value_flags(name, stage, seconds, run_idxs)
+        return flags, kept, total, len(seconds) - len(kept)
+    every = raw_seconds(stored)
+    flags, every_kept, _ = value_flags(
+        name, stored, every, list(map(_get, stored["runs"], _RUN_IDX))
+    )
+    kept = valid_durations(seconds)
+    return flags, kept, sum(kept, 0.0), len(every) - len(every_kept)
+
+
+def _moments(kept: list[float], total: float) -> tuple[float | None, ...]:
+    """The mean, median, standard deviation, least and greatest of the valid durations
+    (None each where there is none)."""
+    if not kept:
+        return None, None, None, None, None
+    mean, median, stdev, ordered = moments(kept, total)
+    return mean, median, stdev, ordered[0], ordered[-1]
 
 
 @attrs.frozen
@@ -137,18 +150,25 @@ def _progress(
                if s.expected_runs is not None and continued_stage(s.name) is None}
     if not tracked:
         return {}
+    by_stage = _attempts_of(artifact, tracked, now)
+    return {
+        name: stage_progress(name, by_stage[name], now, expected=tracked[name])
+        for name in tracked
+    }
+
+
+def _attempts_of(artifact: Artifact, names: Iterable[str], now: datetime.datetime,
+                 ) -> dict[str, list[Attempt]]:
+    """The attempts of each stage of ``names`` in the artifact's own directory."""
     from stagetimer._analysis.attempts.scan import scan_attempts
 
-    by_stage: dict[str, list[Attempt]] = {name: [] for name in tracked}
+    by_stage: dict[str, list[Attempt]] = {name: [] for name in names}
     real = os.path.realpath(artifact.path)
     found, _ = scan_attempts([artifact.path], now)  # what it could not read: said by lost
     for attempt in found:
         if attempt.stage in by_stage and os.path.realpath(attempt.directory) == real:
             by_stage[attempt.stage].append(attempt)
-    return {
-        name: stage_progress(name, by_stage[name], now, expected=tracked[name])
-        for name in tracked
-    }
+    return by_stage
 
 
 def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> ArtifactReport:
@@ -182,12 +202,15 @@ def _analyse(artifact: Artifact, caches: _Caches, now: datetime.datetime) -> Art
         stages=tuple(stages),
         hardware=hardware,
         warnings=tuple(warnings),
-        legacy_top_level={
-            k: v for k, v in data.items() if k in LEGACY_KEYS and not is_stage(v)
-        },
+        legacy_top_level=_legacy_top_level(data),
         legacy_runs=tuple(legacy_runs),
         progress=_progress(artifact, stages, now),
     )
+
+
+def _legacy_top_level(data: dict[str, Any]) -> dict[str, Any]:
+    """The legacy keys at the top of a timings file that hold no stage."""
+    return {k: v for k, v in data.items() if k in LEGACY_KEYS and not is_stage(v)}
 
 
 def _count_nested(

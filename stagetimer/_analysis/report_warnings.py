@@ -45,8 +45,7 @@ def value_flags(
     flags: list[str] = []
     if len(kept) != len(seconds):
         flags += _invalid_seconds(name, seconds, indices)
-    numbered = indices if None not in indices else [i for i in indices if i is not None]
-    if numbered and min(numbered) < 0:
+    if _any_negative(indices):
         flags += _negative_indices(name, indices)
     stored = stage.get("total_seconds")
     if not flags and stored is not None:
@@ -61,6 +60,12 @@ def _invalid_seconds(name: str, seconds: list[float], indices: list[Any]) -> lis
         "it is left out of the statistics"
         for position, value in enumerate(seconds) if not is_valid_seconds(value)
     ]
+
+
+def _any_negative(indices: list[Any]) -> bool:
+    """Whether a run's ``run_idx`` is negative (runs without one aside)."""
+    numbered = indices if None not in indices else [i for i in indices if i is not None]
+    return bool(numbered) and min(numbered) < 0
 
 
 def _negative_indices(name: str, indices: list[Any]) -> list[str]:
@@ -107,11 +112,8 @@ def metadata_warning(
 
 def _mixed(runs: Sequence[dict[str, Any]], key: str) -> str | None:
     """The values of ``key`` in ``runs`` and how many runs hold each, where they differ."""
-    values = [r.get(key, _MISSING) for r in runs]
-    first = values[0]
-    if (type(first) in _PLAIN and values.count(first) == len(values)
-            and len(set(map(type, values))) == 1):
-        return None  # the common case, at C speed (bool is not int here: True == 1)
+    if _one_plain_value([r.get(key, _MISSING) for r in runs]):
+        return None  # the common case
     counts = metadata_values(runs, key)
     if counts is None or len(counts) < 2:
         return None
@@ -119,6 +121,14 @@ def _mixed(runs: Sequence[dict[str, Any]], key: str) -> str | None:
     described = ", ".join(f"{_value_text(key, text)} in {n}" for text, (_, n) in ordered[:4])
     more = f" and {len(ordered) - 4} more values" if len(ordered) > 4 else ""
     return f"{described}{more}"
+
+
+def _one_plain_value(values: list[Any]) -> bool:
+    """Whether every value is one plain value of one type, at C speed (bool is not int
+    here: True == 1)."""
+    first = values[0]
+    return (type(first) in _PLAIN and values.count(first) == len(values)
+            and len(set(map(type, values))) == 1)
 
 
 def _value_text(key: str, text: str) -> str:
@@ -130,19 +140,32 @@ _MISSING = object()
 
 def allocation_note(hw_id: str, hw: Hardware) -> str | None:
     """Where the process could use less than the node: its times do not speak for the node."""
-    parts = []
-    node_cpus = hw.cpu.node_logical_cpus
-    if node_cpus and 0 < hw.cpu.logical_cpus < node_cpus:
-        parts.append(f"ran on {hw.cpu.logical_cpus} of {node_cpus} CPUs")
-    quota = hw.cpu.quota_cpus
-    if quota is not None and hw.cpu.logical_cpus and quota < hw.cpu.logical_cpus:
-        parts.append(f"a CPU quota of {quota:g} of the {hw.cpu.logical_cpus} CPUs it may run on")
-    limit, node = hw.memory.limit_bytes, hw.memory.node_total_bytes
-    if limit is not None and node is not None and limit < node:
-        parts.append(f"{format_bytes(limit)} of the node's {format_bytes(node)} memory")
+    found = (_fewer_cpus(hw), _cpu_quota(hw), _less_memory(hw))
+    parts = [part for part in found if part is not None]
     if not parts:
         return None
     return f"{hw_id}: the allocation was smaller than the node: {', '.join(parts)}"
+
+
+def _fewer_cpus(hw: Hardware) -> str | None:
+    node_cpus = hw.cpu.node_logical_cpus
+    if node_cpus and 0 < hw.cpu.logical_cpus < node_cpus:
+        return f"ran on {hw.cpu.logical_cpus} of {node_cpus} CPUs"
+    return None
+
+
+def _cpu_quota(hw: Hardware) -> str | None:
+    quota = hw.cpu.quota_cpus
+    if quota is not None and hw.cpu.logical_cpus and quota < hw.cpu.logical_cpus:
+        return f"a CPU quota of {quota:g} of the {hw.cpu.logical_cpus} CPUs it may run on"
+    return None
+
+
+def _less_memory(hw: Hardware) -> str | None:
+    limit, node = hw.memory.limit_bytes, hw.memory.node_total_bytes
+    if limit is not None and node is not None and limit < node:
+        return f"{format_bytes(limit)} of the node's {format_bytes(node)} memory"
+    return None
 
 
 def _mixed_warning(

@@ -124,11 +124,16 @@ def _varying_levels(artifacts: Sequence[Artifact], split: list[tuple[str, ...]],
     """The levels whose names vary (else the last), named ``level N``; the last is the
     ``algorithm`` where every directory holds a training stage of that name."""
     depth = len(split[0])
-    varying = [i for i in range(depth) if len({s[i] for s in split}) > 1] or [depth - 1]
+    varying = _varying(split, depth)
     names = [f"level {i + 1}" for i in varying]
     if varying[-1] == depth - 1 and _algorithms(artifacts, split):
         names[-1] = "algorithm"
     return tuple(names), [tuple(s[i] for i in varying) for s in split]
+
+
+def _varying(split: list[tuple[str, ...]], depth: int) -> list[int]:
+    """The levels whose names vary between directories, else the last level."""
+    return [i for i in range(depth) if len({s[i] for s in split}) > 1] or [depth - 1]
 
 
 def _algorithms(artifacts: Sequence[Artifact], split: list[tuple[str, ...]]) -> bool:
@@ -176,9 +181,7 @@ def _nested(data: dict[str, Any], names: Sequence[str], fold: bool) -> tuple[flo
     def column(stage: str | None) -> bool:
         return stage in shown or (fold and continued_stage(stage or "") in shown)
 
-    stage_of = {
-        run.get("attempt_id"): name for name, stage in raw_stages(data) for run in stage["runs"]
-    }
+    stage_of = _stage_of(data)
     seconds, count = 0.0, 0
     for name, stage in raw_stages(data):
         if not column(name):
@@ -188,6 +191,13 @@ def _nested(data: dict[str, Any], names: Sequence[str], fold: bool) -> tuple[flo
             if id(run) in nested and column(stage_of.get(parent_id(run.get("parent")))):
                 seconds, count = seconds + value, count + 1
     return seconds, count
+
+
+def _stage_of(data: dict[str, Any]) -> dict[Any, str]:
+    """Each run's ``attempt_id`` -> the name of its stage."""
+    return {
+        run.get("attempt_id"): name for name, stage in raw_stages(data) for run in stage["runs"]
+    }
 
 
 def _in_order(shown: list[Artifact]) -> list[Artifact]:
@@ -206,13 +216,23 @@ def _columns(samples: list[dict[str, list[float]]], stages: Sequence[str] | None
     seen = dict.fromkeys(name for row in samples for name in row)
     if stages is None:
         return list(seen)
+    _check_stages(stages, seen)
+    return list(dict.fromkeys(stages))
+
+
+def _check_stages(stages: Sequence[str], seen: dict[str, None]) -> None:
+    """Raise ``TableRequestError`` unless every stage of ``stages`` is one ``seen``."""
     unknown = [name for name in stages if name not in seen]
     if unknown:
         known = ", ".join(seen) or "none"
         raise TableRequestError(
             f"--stages: no directory recorded {', '.join(unknown)} (stages: {known})"
         )
-    return list(dict.fromkeys(stages))
+
+
+def _cells(row: dict[str, list[float]], names: Sequence[str]) -> dict[str, Summary]:
+    """A row's cells: the summary of each column's samples the row recorded."""
+    return {n: summarise(row[n]) for n in names if n in row}
 
 
 def build_table(
@@ -232,7 +252,7 @@ def build_table(
     shown = _in_order(list(artifacts))
     samples = [_stage_samples(artifact.data, fold_continuations) for artifact in shown]
     names = _columns(samples, stages)
-    cells = [{n: summarise(row[n]) for n in names if n in row} for row in samples]
+    cells = [_cells(row, names) for row in samples]
     inside = [_nested(a.data, names, fold_continuations) for a in shown]
     totals = [_total(row, nested) for row, (nested, _) in zip(cells, inside, strict=True)]
     label_columns, labels = _labels(shown, levels)

@@ -115,11 +115,17 @@ def _earliest(
 ) -> float | None:
     """The earliest start: of the spans read run by run, and of the summarised stages' first
     starts (in one form across the suite, the first string is the earliest)."""
-    starts: list[float | None] = [span[0] for span in spans]
+    starts = [span[0] for span in spans] + _first_starts(summarised, parsed)
+    return min((t for t in starts if t is not None), default=None)
+
+
+def _first_starts(summarised: list[_Stage], parsed: dict[str, float | None],
+                  ) -> list[float | None]:
+    """The summarised stages' first starts: the least of them alone where all are in the
+    one form and it is readable, else each stage's (``_stage_starts``)."""
     firsts = [stats.first_started_at or "" for _, stats in summarised]
     earliest = _timestamp_in(parsed, min(firsts)) if _one_form(firsts) else None
-    starts += [earliest] if earliest is not None else _stage_starts(summarised, parsed)
-    return min((t for t in starts if t is not None), default=None)
+    return [earliest] if earliest is not None else _stage_starts(summarised, parsed)
 
 
 def _stage_starts(summarised: list[_Stage], parsed: dict[str, float | None],
@@ -141,15 +147,15 @@ def _latest(
     """The latest end: of the spans read run by run, and of the summarised stages, read run by
     run from the one whose bound (last start + longest run) lies latest, while a bound lies
     past the latest end found (a stage whose last start is unreadable: always)."""
-    last = max((span[1] for span in spans), default=None)
+    last = max((span[1] for span in spans), default=-math.inf)  # -inf: none found yet
     for bound, position in _end_bounds(summarised, parsed):
-        if last is not None and bound <= last:
+        if bound <= last:
             break  # no stage left can end later
         report, stats = summarised[position]
         span = _stage_span(report, stats.name)
-        if span is not None and (last is None or span[1] > last):
-            last = span[1]
-    return last
+        if span is not None:
+            last = max(last, span[1])
+    return None if last == -math.inf else last
 
 
 def _end_bounds(summarised: list[_Stage], parsed: dict[str, float | None],
@@ -175,6 +181,16 @@ def wall_span(reports: Iterable[ArtifactReport]) -> tuple[float, float] | None:
     lies past the latest end found so far are read run by run. The other stages are
     always read run by run.
     """
+    summarised, spans = _sorted_out(reports)
+    parsed: dict[str, float | None] = {}
+    first, last = _earliest(summarised, spans, parsed), _latest(summarised, spans, parsed)
+    return None if first is None or last is None else (first, last)
+
+
+def _sorted_out(reports: Iterable[ArtifactReport],
+                ) -> tuple[list[_Stage], list[tuple[float, float]]]:
+    """The stages whose own figures stand for their runs (``_summarised``), and the spans
+    of the others, read run by run."""
     summarised: list[_Stage] = []
     spans: list[tuple[float, float]] = []
     for report in reports:
@@ -185,6 +201,4 @@ def wall_span(reports: Iterable[ArtifactReport]) -> tuple[float, float] | None:
                 summarised.append((report, stats))
             elif (span := _stage_span(report, stats.name)) is not None:
                 spans.append(span)
-    parsed: dict[str, float | None] = {}
-    first, last = _earliest(summarised, spans, parsed), _latest(summarised, spans, parsed)
-    return None if first is None or last is None else (first, last)
+    return summarised, spans

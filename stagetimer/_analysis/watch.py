@@ -58,9 +58,12 @@ class Snapshot:
     @property
     def complete(self) -> bool:
         """Every directory has stages and nothing left in any."""
-        return bool(self.directories) and all(
-            d.stages and all(s.complete for s in d.stages) for d in self.directories
-        )
+        return bool(self.directories) and all(map(_done, self.directories))
+
+
+def _done(directory: DirectoryProgress) -> bool:
+    """Whether the directory has stages and nothing left in any."""
+    return bool(directory.stages) and all(s.complete for s in directory.stages)
 
 
 def _signature(path: str) -> tuple[int, int, int] | None:
@@ -89,6 +92,11 @@ class _Read:
 
     def __attrs_post_init__(self) -> None:
         self.live = any(a.state in ("running", "unknown") for a in self.attempts)
+
+    def stands(self, signature: tuple[object, ...]) -> bool:
+        """Whether it still holds: nothing it was read from changed (``signature``), and
+        nothing was running or unknown."""
+        return self.signature == signature and not self.live
 
 
 def _array_id(attempts: Iterable[Attempt]) -> str | None:
@@ -167,6 +175,24 @@ def _runs_expected(name: str, tries: Sequence[Attempt], expected: dict[str, int]
     return count
 
 
+def _moved_on(progress: DirectoryProgress, now: datetime.datetime) -> DirectoryProgress:
+    """``progress`` as at ``now``: its elapsed times moved on (``at_instant``)."""
+    return DirectoryProgress(progress.path, tuple(
+        at_instant(stage, now) for stage in progress.stages
+    ))
+
+
+def _alone(directories: list[str], attempted: list[str]) -> list[str]:
+    """The directories walked that hold markers and no timings.json yet: those of
+    ``attempted`` not among ``directories``, by name or real path."""
+    listed = set(directories)
+    alone = [d for d in attempted if d not in listed]
+    if not alone:
+        return []
+    known = {os.path.realpath(d) for d in directories}
+    return [d for d in alone if os.path.realpath(d) not in known]
+
+
 class Watcher:
     """Refreshes of the suite under ``paths``; each keeps what did not change."""
 
@@ -192,11 +218,7 @@ class Watcher:
         )
         self._listings.forget_unwalked()
         directories = [f.path for f in found]
-        listed = set(directories)
-        alone = [d for d in attempted if d not in listed]  # markers and no timings.json yet
-        if alone:
-            known = {os.path.realpath(d) for d in directories}
-            directories += [d for d in alone if os.path.realpath(d) not in known]
+        directories += _alone(directories, attempted)
         if directories:  # "nothing here yet" is no problem while the suite starts
             problems += [p.line() for p in walk_problems]
         return directories
@@ -205,7 +227,7 @@ class Watcher:
               slurm: SlurmLookup) -> _Read | None:
         known = self._known.get(directory)
         signature = self._signature_of(directory, known)
-        if known is not None and known.signature == signature and not known.live:
+        if known is not None and known.stands(signature):
             return known
         if signature[0] is None and not os.path.isdir(directory):
             return None
@@ -247,13 +269,16 @@ class Watcher:
             if read is None:
                 continue  # removed since the walk: said below
             shown.append(self._progress(directory, read, now, arrays, problems))
-        for gone in sorted(set(self._known) - {d.path for d in shown}):
-            problems.append(f"{gone}: no longer there (removed while watched)")
-            del self._known[gone]
-
+        self._forget_gone({d.path for d in shown}, problems)
         stages = [s for d in shown for s in d.stages]
         return Snapshot(now, tuple(shown), suite_eta(stages), tuple(problems),
                         _left_out(shown))
+
+    def _forget_gone(self, shown: set[str], problems: list[str]) -> None:
+        """Forget the directories read before and not ``shown`` now, saying so."""
+        for gone in sorted(set(self._known) - shown):
+            problems.append(f"{gone}: no longer there (removed while watched)")
+            del self._known[gone]
 
     def _progress(self, directory: str, read: _Read, now: datetime.datetime,
                   arrays: dict[str, ArrayView | None], problems: list[str],
@@ -265,16 +290,13 @@ class Watcher:
         array = self._array(_array_id(read.attempts), arrays, problems)
         inputs = (self.expect, array)
         if read.drawn is not None and read.drawn[0] == inputs and not read.live:
-            drawn = read.drawn[1]
-            return DirectoryProgress(drawn.path, tuple(
-                at_instant(stage, now) for stage in drawn.stages
-            ))
+            return _moved_on(read.drawn[1], now)
         progress = directory_progress(
             directory, read.attempts, now, expected=read.expected,
             expect=self.expect, array=array,
         )
         read.drawn = (inputs, progress)
-        if progress.stages and all(s.complete for s in progress.stages):
+        if _done(progress):
             read.complete = progress
         return progress
 

@@ -80,17 +80,23 @@ class Detection(NamedTuple):
 
 def log_seeds(seconds: Sequence[float]) -> list[float]:
     """The valid seconds of one point as log-seconds (below 1 µs counted as 1 µs)."""
-    try:  # the usual point: every value a valid float, its logarithm taken in C
-        if (set(map(type, seconds)) <= {float} and min(seconds) >= _FLOOR_SECONDS
-                and sum(seconds) < math.inf):
-            return list(map(math.log, seconds))
-    except (TypeError, ValueError):
-        pass
+    if _usual(seconds):  # their logarithm taken in C
+        return list(map(math.log, seconds))
     return [
         math.log(max(float(s), _FLOOR_SECONDS))
         for s in seconds
         if isinstance(s, (int, float)) and not isinstance(s, bool) and 0 <= s < math.inf
     ]
+
+
+def _usual(seconds: Sequence[float]) -> bool:
+    """Whether every value is a float of 1 µs or more, and their sum finite (the usual
+    point)."""
+    try:
+        return (set(map(type, seconds)) <= {float} and min(seconds) >= _FLOOR_SECONDS
+                and sum(seconds) < math.inf)
+    except (TypeError, ValueError):
+        return False
 
 
 class _Series:
@@ -301,18 +307,28 @@ def _refine(
 ) -> tuple[list[Change], list[float]]:
     """Each split placed again and tested between its neighbours until none moves."""
     for _ in range(20):
-        bounds = [0, *splits, n]
-        moved: list[int] = []
-        for i in range(1, len(bounds) - 1):
-            k, t = series.best_split(moved[-1] if moved else bounds[i - 1], bounds[i + 1])
-            lo = moved[-1] if moved else bounds[i - 1]
-            if series.p_value(t, bounds[i + 1] - lo - 1) <= level:
-                moved.append(k)
-        moved = sorted(set(moved))
+        moved = _placed_again(series, [0, *splits, n], level)
         if moved == splits:
             break
         splits = moved
-    bounds = [0, *splits, n]
+    return _tested(series, [0, *splits, n])
+
+
+def _placed_again(series: _Series, bounds: list[int], level: float) -> list[int]:
+    """One pass of ``_refine``: each split placed again between the one before it (as
+    just placed) and the one after it, kept while it is significant there."""
+    moved: list[int] = []
+    for i in range(1, len(bounds) - 1):
+        lo = moved[-1] if moved else bounds[i - 1]
+        k, t = series.best_split(lo, bounds[i + 1])
+        if series.p_value(t, bounds[i + 1] - lo - 1) <= level:
+            moved.append(k)
+    return sorted(set(moved))
+
+
+def _tested(series: _Series, bounds: list[int]) -> tuple[list[Change], list[float]]:
+    """Each split tested between its neighbours; the p-values of every test made."""
+    n = bounds[-1]
     changes: list[Change] = []
     p_values: list[float] = []
     for i in range(1, len(bounds) - 1):

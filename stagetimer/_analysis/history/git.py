@@ -36,18 +36,24 @@ def _owner_problem(directory: str) -> str | None:
     while True:
         marker = os.path.join(path, ".git")
         if os.path.lexists(marker):
-            for checked in (path, marker):
-                try:
-                    owner = os.stat(checked).st_uid
-                except OSError as exc:
-                    return f"cannot read {checked}: {exc.strerror or exc}"
-                if owner != uid:
-                    return f"the repository {path} belongs to another user (uid {owner})"
-            return None
+            return _not_owned(path, marker, uid)
         parent = os.path.dirname(path)
         if parent == path:
             return None  # no repository: git says so
         path = parent
+
+
+def _not_owned(path: str, marker: str, uid: int) -> str | None:
+    """Why the repository at ``path`` (its ``.git`` ``marker``) is not ``uid``'s, or None
+    when it is."""
+    for checked in (path, marker):
+        try:
+            owner = os.stat(checked).st_uid
+        except OSError as exc:
+            return f"cannot read {checked}: {exc.strerror or exc}"
+        if owner != uid:
+            return f"the repository {path} belongs to another user (uid {owner})"
+    return None
 
 
 class Repository:
@@ -79,13 +85,16 @@ class Repository:
         finally:
             stop(child)
         if child.returncode != 0:
-            message = first_line(err)
-            if "not a git repository" in message:
-                return None, f"{self.directory} is not in a git repository"
-            if "dubious ownership" in message:
-                return None, f"the repository at {self.directory} belongs to another user"
-            return None, f"git {args[0]} failed (exit {child.returncode}): {message}"
+            return None, self._failure(args[0], child.returncode, first_line(err))
         return out, ""
+
+    def _failure(self, command: str, returncode: int, message: str) -> str:
+        """Why a git command failed, from its exit status and first line of errors."""
+        if "not a git repository" in message:
+            return f"{self.directory} is not in a git repository"
+        if "dubious ownership" in message:
+            return f"the repository at {self.directory} belongs to another user"
+        return f"git {command} failed (exit {returncode}): {message}"
 
     def commit_order(self) -> tuple[dict[str, int] | None, str]:
         """Each commit reachable from any ref -> its place, oldest 0 (topological order);

@@ -23,6 +23,7 @@ them, packages, accelerator libraries, and the stage's metadata. Reads only.
 
 from __future__ import annotations
 
+import collections
 import datetime
 import math
 import operator
@@ -79,11 +80,15 @@ class _Gathered:
         self.seeds.extend(seconds)
         self.runs.extend(runs)
         started = [s for s in map(_STARTED, runs) if type(s) is str]
-        if started:
-            earliest = min(started)
-            self.first = earliest if self.first is None else min(self.first, earliest)
-        if directory not in self.directories[-1:] and directory not in self.directories:
+        if self.first is not None:
+            started.append(self.first)
+        self.first = min(started, default=None)
+        if directory not in self.directories:
             self.directories.append(directory)
+
+    def started_since(self, since: str) -> bool:
+        """Whether the point's first run started at ``since`` or later."""
+        return self.first is not None and self.first >= since
 
     def commit(self) -> str | None:
         code = getattr(self.software, "code", None)
@@ -108,8 +113,11 @@ def _check(by: str, threshold: float, since: str | None) -> str | None:
             f"threshold must be a finite fraction >= 0 (0.02 for 2 %), not {threshold!r}",
             threshold,
         )
-    if since is None:
-        return None
+    return None if since is None else _utc(since)
+
+
+def _utc(since: str) -> str:
+    """``since`` as ISO text in UTC, as runs store ``started_at``."""
     try:
         moment = datetime.datetime.fromisoformat(since.replace("Z", "+00:00"))
     except (ValueError, AttributeError):
@@ -171,9 +179,7 @@ def history_of(
     runs store ``started_at``)."""
     gathered, names = _gather(artifacts, stage, by)
     if stage is not None and not gathered:
-        known = ", ".join(sorted(names)) or "none"
-        raise InvalidSettingError(f"no run of stage {stage!r} was found (stages: {known})",
-                                  stage)
+        raise _no_such_stage(stage, names)
     notes: list[str] = []
     if since is not None:
         gathered = _since(gathered, since)
@@ -186,11 +192,16 @@ def history_of(
     return _detected(built, artifacts, repository, threshold, order, notes)
 
 
+def _no_such_stage(stage: str, names: set[str]) -> InvalidSettingError:
+    known = ", ".join(sorted(names)) or "none"
+    return InvalidSettingError(f"no run of stage {stage!r} was found (stages: {known})", stage)
+
+
 def _since(gathered: dict[_SeriesKey, dict[str, _Gathered]], since: str,
            ) -> dict[_SeriesKey, dict[str, _Gathered]]:
     """The points first run at ``since`` or later, and the series left with any."""
     kept = {
-        key: {k: g for k, g in points.items() if g.first is not None and g.first >= since}
+        key: {k: g for k, g in points.items() if g.started_since(since)}
         for key, points in gathered.items()
     }
     return {key: points for key, points in kept.items() if points}
@@ -199,17 +210,18 @@ def _since(gathered: dict[_SeriesKey, dict[str, _Gathered]], since: str,
 def _series_notes(gathered: dict[_SeriesKey, dict[str, _Gathered]], by: str) -> list[str]:
     """The notes on how points and series were drawn: nameless runs, hardware changes."""
     notes = []
-    nameless = any(g.software_id is None for points in gathered.values()
-                   for g in points.values())
-    if by == BY_COMMIT and nameless:
+    if by == BY_COMMIT and any(None in _software_ids(points) for points in gathered.values()):
         notes.append("runs that name no software id are a point per artifact directory, "
                      "in time order")
-    for name in sorted({s for s, _ in gathered}):
-        ids = [hw for s, hw in gathered if s == name]
-        if len(ids) > 1:
-            notes.append(f"stage {name} ran on {len(ids)} hardware descriptions: one series "
-                         "each, a change of hardware is no change point")
+    descriptions = collections.Counter(name for name, _ in gathered)
+    notes += [f"stage {name} ran on {count} hardware descriptions: one series "
+              "each, a change of hardware is no change point"
+              for name, count in sorted(descriptions.items()) if count > 1]
     return notes
+
+
+def _software_ids(points: dict[str, _Gathered]) -> set[str | None]:
+    return {g.software_id for g in points.values()}
 
 
 def _gather(
@@ -239,12 +251,17 @@ def _gather_stage(gathered: dict[_SeriesKey, dict[str, _Gathered]], artifact: Ar
     for (hardware_id, software_id), some, values in groups:
         key = artifact.path if by == BY_TIME or software_id is None else software_id
         points = gathered.setdefault((name, hardware_id), {})
-        point = points.get(key)
-        if point is None:
-            point = points[key] = _Gathered(
-                key, software_id, software.get(software_id) if software_id else None
-            )
+        point = points.get(key) or _new_point(points, key, software_id, software)
         point.add(some, values, artifact.path)
+
+
+def _new_point(points: dict[str, _Gathered], key: str, software_id: str | None,
+               software: dict[str, Any]) -> _Gathered:
+    """A series' point ``key``, made on its first runs."""
+    point = points[key] = _Gathered(
+        key, software_id, software.get(software_id) if software_id else None
+    )
+    return point
 
 
 def _valid_runs(stage: dict[str, Any]) -> tuple[list[float], list[dict[str, Any]]]:
@@ -278,21 +295,31 @@ def _ordering(
     if by == BY_TIME:
         notes.append("points are artifact directories in the order of their first run")
         return None, None
-    commits = {g.commit() for points in gathered.values() for g in points.values()}
-    repository, reason = open_repository(repo) if repo is not None else (None, "no repository")
-    order: dict[str, int] | None = None
-    if repository is not None:
-        order, reason = repository.commit_order()
-        if order is None:
-            repository = None
-    if order is not None:
-        unplaced = _unplaced(commits, order, repo)
-        if unplaced is not None:
-            order, reason = None, unplaced
+    order, repository, reason = _commit_order(gathered, repo)
     if order is None:
         notes.append(f"points in the order of their first run, not of the commit graph: "
                      f"{reason}")
     return order, repository
+
+
+def _commit_order(
+    gathered: dict[_SeriesKey, dict[str, _Gathered]], repo: str | None,
+) -> tuple[dict[str, int] | None, Repository | None, str]:
+    """The commit order (None, with the reason why, when the graph cannot place every
+    point), and the repository when it is at hand."""
+    if repo is None:
+        return None, None, "no repository"
+    repository, reason = open_repository(repo)
+    if repository is None:
+        return None, None, reason
+    order, reason = repository.commit_order()
+    if order is None:
+        return None, None, reason
+    commits = {g.commit() for points in gathered.values() for g in points.values()}
+    unplaced = _unplaced(commits, order, repo)
+    if unplaced is not None:
+        return None, repository, unplaced
+    return order, repository, ""
 
 
 def _unplaced(commits: set[str | None], order: dict[str, int], repo: str | None,
@@ -336,8 +363,7 @@ def _detected(
 ) -> History:
     """Every series with its change points, q-values over every test of the call."""
     detections, tests, q_values = _detections(built)
-    hardware = {hw_id: description for a in artifacts
-                for hw_id, description in a.hardware.hardware.items()}
+    hardware = _descriptions(artifacts)
     software = SoftwareDifferences()
     series: list[Series] = []
     for ((stage, hw_id), points), found in zip(built, detections, strict=True):
@@ -352,6 +378,12 @@ def _detected(
         series.append(Series(stage, hw_id, name, shown, changes))
     return History(tuple(series), BY_COMMIT if order is not None else BY_TIME, tuple(notes),
                    threshold, tests)
+
+
+def _descriptions(artifacts: Sequence[Artifact]) -> dict[Any, Any]:
+    """Every hardware description of the artifacts by its id."""
+    return {hw_id: description for a in artifacts
+            for hw_id, description in a.hardware.hardware.items()}
 
 
 def _detections(built: list[tuple[_SeriesKey, list[_Gathered]]],
@@ -392,8 +424,7 @@ def _change(
     end: int, p_value: float, q_value: float, repository: Repository | None,
     software: SoftwareDifferences,
 ) -> ChangePoint | None:
-    before = [s for g in points[start:at] for s in g.seeds]
-    after = [s for g in points[at:end] for s in g.seeds]
+    before, after = _seeds(points[start:at]), _seeds(points[at:end])
     measured = measure(stage, before, after)
     if measured.ratio is None or measured.ratio <= 0:
         return None
@@ -408,38 +439,47 @@ def _change(
     )
 
 
+def _seeds(points: list[_Gathered]) -> list[float]:
+    """The seeds of consecutive points, as one segment."""
+    return [s for g in points for s in g.seeds]
+
+
 def _what_changed(
     stage: str, last: _Gathered, first: _Gathered, repository: Repository | None,
     software: SoftwareDifferences,
 ) -> WhatChanged:
-    commits: list[str] = []
-    count = 0
-    old, new = last.commit(), first.commit()
-    if repository is not None and old is not None and new is not None and old != new:
-        commits, count = repository.commits_between(old, new)
+    commits, count = _commits_between(repository, last.commit(), first.commit())
     differences: tuple[SoftwareDifference, ...] = ()
     if last.software_id is not None and first.software_id is not None:
         differences = software.of_pair(
-            {last.software_id: last.software} if last.software is not None else {},
-            [last.software_id],
-            {first.software_id: first.software} if first.software is not None else {},
-            [first.software_id],
+            _known(last.software_id, last.software), [last.software_id],
+            _known(first.software_id, first.software), [first.software_id],
         )
     metadata = metadata_differences([(stage, {"runs": last.runs}, {"runs": first.runs})])
     return WhatChanged(tuple(commits), count, differences, metadata)
+
+
+def _commits_between(repository: Repository | None, old: str | None, new: str | None,
+                     ) -> tuple[list[str], int]:
+    """The commits from ``old`` to ``new`` and their count (none without both, or a
+    repository)."""
+    if repository is None or old is None or new is None or old == new:
+        return [], 0
+    return repository.commits_between(old, new)
+
+
+def _known(software_id: str, record: Any) -> dict[str, Any]:
+    """A point's software record by its id, as ``SoftwareDifferences`` reads it."""
+    return {software_id: record} if record is not None else {}
 
 
 def _hardware_name(description: Any) -> str:
     """The hardware in a few words: host, CPU model, GPUs."""
     if description is None:
         return ""
-    words = []
     host = getattr(description, "host", None)
-    if host:
-        words.append(str(host))
     cpu = getattr(getattr(description, "cpu", None), "model_name", None)
-    if cpu:
-        words.append(str(cpu))
+    words = [str(word) for word in (host, cpu) if word]
     gpus = [g.name for g in getattr(description, "gpus", ()) if getattr(g, "name", None)]
     if gpus:
         words.append(f"{len(gpus)}x {gpus[0]}")
