@@ -91,22 +91,25 @@ def _mark(stage: str, run: dict[str, Any], seconds: float) -> Mark:
 def _row(name: str, runs: list[tuple[float, dict[str, Any]]]) -> Row:
     """The row of a stage's runs (seconds, the run as stored): each run a mark with its
     tooltip, or (past ``MARKS_PER_ROW``, drawn as a histogram) its value alone."""
+    if not runs:
+        return Row(name, (), summary=f"{name}: no valid run")
     values = [seconds for seconds, _ in runs]
     if len(runs) > MARKS_PER_ROW:
         marks = [Mark(seconds, "") for seconds in values]
     else:
         marks = [_mark(name, run, seconds) for seconds, run in runs]
-    if not values:
-        return Row(name, (), summary=f"{name}: no valid run")
     median = statistics.median(values)
     low, high = min(values), max(values)
-    parts = run_parts([run.get("run_idx") for _, run in runs],
-                      [run.get("label") for _, run in runs])
-    counted = (f"{len(values)} runs" if parts is None
-               else f"{parts[0]} runs ({len(values)} {parts[2]})")
-    summary = (f"{name}: {counted}, median {format_duration(median)}, from "
+    summary = (f"{name}: {_counted(runs)}, median {format_duration(median)}, from "
                f"{format_duration(low)} to {format_duration(high)}")
     return Row(name, tuple(marks), median, (low, high), summary)
+
+
+def _counted(runs: list[tuple[float, dict[str, Any]]]) -> str:
+    """``5 runs``, or, where runs repeat a seed or label, how many seeds they are of."""
+    parts = run_parts([run.get("run_idx") for _, run in runs],
+                      [run.get("label") for _, run in runs])
+    return f"{len(runs)} runs" if parts is None else f"{parts[0]} runs ({len(runs)} {parts[2]})"
 
 
 def _stage_runs(report: ArtifactReport, name: str) -> list[tuple[float, dict[str, Any]]]:
@@ -249,13 +252,17 @@ def _timeline_section(reports: Sequence[ArtifactReport],
     placed = [a for a in attempts if drawable(a)]
     if not placed:
         return ["<p>No run has a start time to draw.</p>"]
-    hosts = {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
-             if hw is not None and hw.host}
-    svg, sentence = timeline(placed, hosts)
+    svg, sentence = timeline(placed, _hosts(reports))
     return [f"<p>{html_text(sentence)} Each attempt a bar on its node and rank: "
             "finished in blue, failed in red, killed in purple up to its last sign "
             "of life (its faint end: the interval the evidence leaves; a dashed "
             "end: nothing bounds when it ended), running or unknown in grey.</p>", svg]
+
+
+def _hosts(reports: Sequence[ArtifactReport]) -> dict[str, str]:
+    """Hardware id -> the host its description names, for the descriptions that name one."""
+    return {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
+            if hw is not None and hw.host}
 
 
 def render_html(
