@@ -63,18 +63,21 @@ def stage_table(reports: Sequence[ArtifactReport]) -> str:
         '<table id="stages"><thead><tr><th scope="col" class="t">stage</th>'
         f"{head}</tr></thead>",
     ]
-    for r in reports:
-        parts.append(f'<tbody><tr><th scope="rowgroup" colspan="8" class="path">'
-                     f"{html_text(r.path)}</th></tr>")
-        parts.extend(
-            f'<tr><th scope="row">{html_text(s.name)}</th>{_cells(s)}</tr>' for s in r.stages
-        )
-        parts.append("</tbody>")
+    parts.extend(_directory_rows(r) for r in reports)
     parts.append("</table>")
     if any(s.flagged_runs for r in reports for s in r.stages):
         parts.append('<p class="note">* some runs hold values no writer stores; they are '
                      "left out of the figures (see the warnings).</p>")
     return "\n".join(parts) + "\n"
+
+
+def _directory_rows(r: ArtifactReport) -> str:
+    """A directory's ``<tbody>``: its path, then a row per stage."""
+    rows = "".join(
+        f'\n<tr><th scope="row">{html_text(s.name)}</th>{_cells(s)}</tr>' for s in r.stages
+    )
+    return (f'<tbody><tr><th scope="rowgroup" colspan="8" class="path">'
+            f"{html_text(r.path)}</th></tr>{rows}\n</tbody>")
 
 
 def _mark(stage: str, run: dict[str, Any], seconds: float) -> Mark:
@@ -125,17 +128,22 @@ def _stage_runs(report: ArtifactReport, name: str) -> list[tuple[float, dict[str
 def _chart_groups(reports: Sequence[ArtifactReport]) -> tuple[str, list[tuple[str, list[Row]]]]:
     """What the runs' charts say they show, and their rows: one chart per directory, or
     one for the suite with each stage name's runs pooled."""
-    if len(reports) <= PER_DIRECTORY:
-        groups = [(r.path, [_row(s.name, _stage_runs(r, s.name)) for s in r.stages])
-                  for r in reports]
-        return "Each stage's runs per directory", groups
+    if len(reports) > PER_DIRECTORY:
+        intro = (f"Each stage's runs, the {len(reports)} directories' runs of a stage name "
+                 "pooled in one row")
+        return intro, [("", _pooled_rows(reports))]
+    groups = [(r.path, [_row(s.name, _stage_runs(r, s.name)) for s in r.stages])
+              for r in reports]
+    return "Each stage's runs per directory", groups
+
+
+def _pooled_rows(reports: Sequence[ArtifactReport]) -> list[Row]:
+    """A row per stage name, of every directory's runs of it."""
     pooled: dict[str, list[tuple[float, dict[str, Any]]]] = {}
     for r in reports:
         for s in r.stages:
             pooled.setdefault(s.name, []).extend(_stage_runs(r, s.name))
-    intro = (f"Each stage's runs, the {len(reports)} directories' runs of a stage name "
-             "pooled in one row")
-    return intro, [("", [_row(name, runs) for name, runs in pooled.items()])]
+    return [_row(name, runs) for name, runs in pooled.items()]
 
 
 def _group_chart(title: str, rows: list[Row]) -> list[str]:
