@@ -160,14 +160,18 @@ def _reason(exc: BaseException) -> str:
     """The innermost cause's first line (``attempt to write a readonly database``,
     ``Connection refused``): what the layers above it wrap in longer words."""
     seen = {id(exc)}
-    while True:
-        inner = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
-        if not isinstance(inner, BaseException) or id(inner) in seen:
-            break
+    while (inner := _wrapped(exc)) is not None and id(inner) not in seen:
         seen.add(id(inner))
         exc = inner
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {_sentences(text[0]) if text else ''}"
+
+
+def _wrapped(exc: BaseException) -> BaseException | None:
+    """What ``exc`` wraps: a database driver's error (SQLAlchemy's ``orig``), else its
+    cause, else its context; None for none."""
+    inner = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
+    return inner if isinstance(inner, BaseException) else None
 
 
 def _sentences(line: str, limit: int = 2000) -> str:
