@@ -21,20 +21,24 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from stagetimer._analysis.doctor import doctor
 
     reports = [doctor(d) for d in args.directories]
-    status = 0
-    for directory, report in zip(args.directories, reports, strict=True):
-        wrong = [f for f in report.findings if f.kind == "not_a_directory"]
-        if wrong:
-            error("doctor", f"{escape_text(directory)}: {wrong[0].message}")
-            status = 1
-        elif not report.exists:
-            error("doctor", f"{escape_text(directory)}: no such directory")
-            status = 1
-        elif any(f.kind == "corrupt_sidecar" for f in report.findings):
-            status = 1  # a sidecar that cannot be read (the report names it)
+    status = max((_status(d, r) for d, r in zip(args.directories, reports, strict=True)),
+                 default=0)
     out = render_doctor_json(reports) if args.json else render_doctor_text(reports)
     sys.stdout.write(out)
     return status
+
+
+def _status(directory: str, report: DirectoryReport) -> int:
+    """1, said on standard error, when the directory is missing or not one; 1 when a
+    sidecar cannot be read (the report names it); else 0."""
+    wrong = [f for f in report.findings if f.kind == "not_a_directory"]
+    if wrong:
+        error("doctor", f"{escape_text(directory)}: {wrong[0].message}")
+        return 1
+    if not report.exists:
+        error("doctor", f"{escape_text(directory)}: no such directory")
+        return 1
+    return 1 if any(f.kind == "corrupt_sidecar" for f in report.findings) else 0
 
 
 # --- the output: a short block per directory, or JSON for scripts ---
@@ -45,13 +49,7 @@ _VERDICT = {"yes": "yes", "no": "NO", "unknown": "unknown"}
 def _one(report: DirectoryReport) -> list[str]:
     from stagetimer.hardware import format_bytes
 
-    fs = report.fs_type or "unknown"
-    lines = [f"{report.path}"]
-    if report.mount_point is not None:
-        lines.append(f"  file system:   {fs} from {report.mount_source} on {report.mount_point}")
-        lines.append(f"  mount options: {','.join(report.mount_options) or '(none)'}")
-    else:
-        lines.append(f"  file system:   {fs}")
+    lines = [f"{report.path}", *_file_system(report)]
     lines.append(
         f"  locks exclude other clients: {_VERDICT[report.locks_across_clients]} "
         f"({report.locks_reason})"
@@ -59,11 +57,18 @@ def _one(report: DirectoryReport) -> list[str]:
     lines.append(f"  saves use:     {report.protocol}: {report.protocol_reason}")
     if report.free_bytes is not None:
         lines.append(f"  free space:    {format_bytes(report.free_bytes)}")
-    if not report.findings:
-        lines.append("  nothing found that would stop or slow a save")
-    for finding in report.findings:
-        lines.append(f"  {finding.severity}: {finding.message}")
+    lines += [f"  {finding.severity}: {finding.message}" for finding in report.findings] \
+        or ["  nothing found that would stop or slow a save"]
     return [escape_text(line) for line in lines]
+
+
+def _file_system(report: DirectoryReport) -> list[str]:
+    """The directory's file system, and where it is mounted from with which options."""
+    fs = report.fs_type or "unknown"
+    if report.mount_point is None:
+        return [f"  file system:   {fs}"]
+    return [f"  file system:   {fs} from {report.mount_source} on {report.mount_point}",
+            f"  mount options: {','.join(report.mount_options) or '(none)'}"]
 
 
 def render_doctor_text(reports: Sequence[DirectoryReport]) -> str:

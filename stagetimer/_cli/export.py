@@ -7,8 +7,13 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from stagetimer._cli.stderr import error
+
+if TYPE_CHECKING:
+    from stagetimer._analysis.tree import Problem
+    from stagetimer._export.runs import Exported
 
 __all__ = ["run"]
 
@@ -16,29 +21,11 @@ __all__ = ["run"]
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Export; 1 when a path is unreadable, an extra is missing or DEST refuses."""
     from stagetimer._errors import MissingExtraError
-    from stagetimer._export.runs import ExportError, read_groups
+    from stagetimer._export.runs import ExportError
 
     command = f"export {args.destination}"
     try:
-        if args.destination == "otlp":
-            from stagetimer._export.otlp import export_otlp
-
-            exported, problems = export_otlp(args.paths, args.to)
-            unit, read_count = "spans", exported.runs
-        else:
-            read = read_groups(args.paths)
-            problems, read_count = read.problems, read.runs  # those left out included
-            if args.destination == "mlflow":
-                _quiet_mlflow()
-                from stagetimer._export.mlflow import export_mlflow
-
-                exported = export_mlflow(read.groups, args.to, args.experiment)
-                unit = "metric points"
-            else:
-                from stagetimer._export.tensorboard import export_tensorboard
-
-                exported = export_tensorboard(read.groups, args.to)
-                unit = "scalars"
+        exported, problems, unit, read_count = _export(args)
     except (MissingExtraError, ExportError) as exc:
         error(command, str(exc))
         return 1
@@ -49,6 +36,29 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         f"{'attempts' if args.destination == 'otlp' else 'runs'} to {args.to}\n"
     )
     return 1 if problems else 0
+
+
+def _export(args: argparse.Namespace) -> tuple[Exported, list[Problem], str, int]:
+    """Export to ``args.destination``: what was exported, the problems met reading, what
+    its points are called, and how many runs (attempts for OTLP) were read (those left
+    out included)."""
+    from stagetimer._export.runs import read_groups
+
+    if args.destination == "otlp":
+        from stagetimer._export.otlp import export_otlp
+
+        exported, problems = export_otlp(args.paths, args.to)
+        return exported, problems, "spans", exported.runs
+    read = read_groups(args.paths)
+    if args.destination == "mlflow":
+        _quiet_mlflow()
+        from stagetimer._export.mlflow import export_mlflow
+
+        exported = export_mlflow(read.groups, args.to, args.experiment)
+        return exported, read.problems, "metric points", read.runs
+    from stagetimer._export.tensorboard import export_tensorboard
+
+    return export_tensorboard(read.groups, args.to), read.problems, "scalars", read.runs
 
 
 #: The loggers MLflow sets up when imported (``mlflow.utils.logging_utils``).

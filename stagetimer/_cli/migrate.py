@@ -20,6 +20,8 @@ _VERBS = {
     "copied": ("copied", "would copy"),
     "merged": ("merged", "would merge"),
 }
+#: each action's words in a dry run's summary
+_DRY_RUN = {a: verbs[True] for a, verbs in _VERBS.items()} | {"unchanged": "up to date"}
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -68,7 +70,10 @@ def _summary(outcomes: Sequence[Outcome], counts: collections.Counter[str],
             "sources' stages"
         )
     if args.dry_run:
-        words = {a: verbs[True] for a, verbs in _VERBS.items()} | {"unchanged": "up to date"}
-        summary = ", ".join(f"{words.get(a, a)} {n}" for a, n in counts.items())
-        return f"dry run, nothing written: {summary}"
+        return f"dry run, nothing written: {_would(counts)}"
     return ", ".join(f"{n} {action}" for action, n in counts.items())
+
+
+def _would(counts: collections.Counter[str]) -> str:
+    """What a dry run would do, action by action: ``would copy 2, up to date 1``."""
+    return ", ".join(f"{_DRY_RUN.get(a, a)} {n}" for a, n in counts.items())

@@ -41,27 +41,38 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def plan_text(suggestions: Sequence[Suggestion], quantile: float) -> str:
     """``train on 3f2a...: --time=02:41:00 --mem=12G  (...margin...)`` per suggestion."""
-    from stagetimer._analysis.plan import slurm_memory, slurm_time
-    from stagetimer._render.duration import format_duration
-
     if not suggestions:
         return "no finished run to plan from\n"
     lines = [f"so that {quantile:.0%} of runs fit:"]
     for s in suggestions:
-        where = s.hardware_id or "unknown hardware"
-        ask = f"--time={slurm_time(s.time_seconds)}"
-        if s.memory_bytes is not None:
-            ask += f" --mem={slurm_memory(s.memory_bytes)}"
-        lines.append(f"  {s.stage} on {where}: {ask}")
-        plain = "" if s.quantile_seconds is None else \
-            f"the plain {s.quantile:.0%} quantile is {format_duration(s.quantile_seconds)}; "
-        lines.append(f"    time: {plain}{s.margin()}")
-        if s.memory_bytes is not None and s.memory_quantile_bytes is not None:
-            lines.append(f"    memory: from {s.memory_runs} recorded peaks, the plain "
-                         f"quantile is {slurm_memory(s.memory_quantile_bytes)}")
-        elif s.memory_runs == 0:
-            lines.append("    memory: no peak recorded; --mem not suggested")
+        lines += _suggestion_lines(s)
     return "\n".join(escape_text(line) for line in lines) + "\n"
+
+
+def _suggestion_lines(s: Suggestion) -> list[str]:
+    """One suggestion: what to ask for, how its time was found, and its memory's."""
+    from stagetimer._analysis.plan import slurm_memory, slurm_time
+    from stagetimer._render.duration import format_duration
+
+    where = s.hardware_id or "unknown hardware"
+    ask = f"--time={slurm_time(s.time_seconds)}"
+    if s.memory_bytes is not None:
+        ask += f" --mem={slurm_memory(s.memory_bytes)}"
+    plain = "" if s.quantile_seconds is None else \
+        f"the plain {s.quantile:.0%} quantile is {format_duration(s.quantile_seconds)}; "
+    return [f"  {s.stage} on {where}: {ask}", f"    time: {plain}{s.margin()}", *_memory_lines(s)]
+
+
+def _memory_lines(s: Suggestion) -> list[str]:
+    """Where a suggestion's --mem comes from, or that none is suggested for lack of peaks."""
+    from stagetimer._analysis.plan import slurm_memory
+
+    if s.memory_bytes is not None and s.memory_quantile_bytes is not None:
+        return [f"    memory: from {s.memory_runs} recorded peaks, the plain "
+                f"quantile is {slurm_memory(s.memory_quantile_bytes)}"]
+    if s.memory_runs == 0:
+        return ["    memory: no peak recorded; --mem not suggested"]
+    return []
 
 
 def plan_json(suggestions: Sequence[Suggestion]) -> dict[str, Any]:

@@ -66,12 +66,16 @@ def _say(item: Recovered, directory: str, target: str) -> int:
             f"rescued {where}' to store them in place of the stored runs, or "
             f"'stagetimer recover --prefer stored {where}' to keep the stored runs "
             "and drop them"))
-    print(
-        f"{path}: {item.stored} record(s) stored into {target}"
-        + (f", {item.already} already there or superseded by newer runs"
-           if item.already else "")
-        + ("; rescue file kept (refused records)" if item.refused else
-           "; rescue file kept (records that cannot be ordered)" if item.unordered
-           else "; rescue file removed")
-    )
+    print(f"{path}: {item.stored} record(s) stored into {target}{_outcome(item)}")
     return 1 if item.refused or item.unordered else 0
+
+
+def _outcome(item: Recovered) -> str:
+    """The rest of the stored count's line: the records already there, and what became
+    of the rescue file."""
+    already = f", {item.already} already there or superseded by newer runs" if item.already else ""
+    if item.refused:
+        return f"{already}; rescue file kept (refused records)"
+    if item.unordered:
+        return f"{already}; rescue file kept (records that cannot be ordered)"
+    return f"{already}; rescue file removed"

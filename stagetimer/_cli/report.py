@@ -32,11 +32,18 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         error("report", problem.line())
     _say_rescued(rescued)
     reports = _printed(artifacts, args, drawn=plot is not None or args.html is not None)
-    if plot is not None and not _draw(plot, reports, args.plot):
-        return 1
-    if args.html is not None and not _page(reports, args):
+    if not _drawn(plot, reports, args):
         return 1
     return 1 if problems else 0
+
+
+def _drawn(plot: ModuleType | None, reports: list[ArtifactReport],
+           args: argparse.Namespace) -> bool:
+    """Draw the plot and write the page asked for; False after saying why one could not
+    be."""
+    if plot is not None and not _draw(plot, reports, args.plot):
+        return False
+    return args.html is None or _page(reports, args)
 
 
 def _check_html(path: str | None, parser: argparse.ArgumentParser) -> None:

@@ -92,18 +92,25 @@ def store_path(tracking_uri: str) -> str | None:
     from urllib.parse import unquote, urlsplit
 
     if tracking_uri.startswith("sqlite:"):
-        rest = tracking_uri[len("sqlite:"):]
-        if not rest.startswith("///"):
-            return None  # sqlite:// is an in-memory database
-        path = rest[3:].split("?", 1)[0]
-        if path.startswith("file:"):  # a SQLite URI filename (``?uri=true``)
-            path = unquote(urlsplit(path).path)
-        return path if path not in ("", ":memory:") else None
+        return _sqlite_path(tracking_uri[len("sqlite:"):])
     if tracking_uri.startswith("file:"):
         return unquote(urlsplit(tracking_uri).path) or None
     if re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", tracking_uri):
         return None  # http, https, databricks, postgresql, ...
     return tracking_uri
+
+
+def _sqlite_path(rest: str) -> str | None:
+    """The database file of a ``sqlite:`` URI (``rest`` follows the scheme), or None for
+    an in-memory database."""
+    from urllib.parse import unquote, urlsplit
+
+    if not rest.startswith("///"):
+        return None  # sqlite:// is an in-memory database
+    path = rest[3:].split("?", 1)[0]
+    if path.startswith("file:"):  # a SQLite URI filename (``?uri=true``)
+        path = unquote(urlsplit(path).path)
+    return path if path not in ("", ":memory:") else None
 
 
 def _check_sqlite_writable(path: str, tracking_uri: str) -> None:
@@ -153,14 +160,18 @@ def _reason(exc: BaseException) -> str:
     """The innermost cause's first line (``attempt to write a readonly database``,
     ``Connection refused``): what the layers above it wrap in longer words."""
     seen = {id(exc)}
-    while True:
-        inner = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
-        if not isinstance(inner, BaseException) or id(inner) in seen:
-            break
+    while (inner := _wrapped(exc)) is not None and id(inner) not in seen:
         seen.add(id(inner))
         exc = inner
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {_sentences(text[0]) if text else ''}"
+
+
+def _wrapped(exc: BaseException) -> BaseException | None:
+    """What ``exc`` wraps: a database driver's error (SQLAlchemy's ``orig``), else its
+    cause, else its context; None for none."""
+    inner = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
+    return inner if isinstance(inner, BaseException) else None
 
 
 def _sentences(line: str, limit: int = 2000) -> str:
@@ -204,20 +215,25 @@ def _create(client: Any, experiment_id: str, group: Group) -> str:
     after a failure finds it) and its params."""
     from mlflow.entities import Param
 
-    starts = [s for s in (posix_seconds(r["started_at"]) for r in group.rows) if s is not None]
-    run = client.create_run(
-        experiment_id, start_time=int(min(starts) * 1000) if starts else None,
-        tags=_run_tags(group),
-    )
+    start, end = _span_ms(group)
+    run = client.create_run(experiment_id, start_time=start, tags=_run_tags(group))
     run_id: str = run.info.run_id
     params = [Param(k, _short(v)) for k, v in group.described().items()]
     _log_batches(client, run_id, "params", params, 100)
-    ends = [
-        s + float(r["seconds"])
+    client.set_terminated(run_id, "FINISHED", end_time=end)
+    return run_id
+
+
+def _span_ms(group: Group) -> tuple[int | None, int | None]:
+    """The group's first start and last end, in ms since the epoch; None for both where
+    no run has a start."""
+    spans = [
+        (s, s + float(r["seconds"]))
         for r in group.rows if (s := posix_seconds(r["started_at"])) is not None
     ]
-    client.set_terminated(run_id, "FINISHED", end_time=int(max(ends) * 1000) if ends else None)
-    return run_id
+    if not spans:
+        return None, None
+    return int(min(s for s, _ in spans) * 1000), int(max(e for _, e in spans) * 1000)
 
 
 def _run_tags(group: Group) -> dict[str, str]:
@@ -278,10 +294,17 @@ def _new_tags(new: list[tuple[str, str, float, int, int]], group: Group,
         RunTag(_stage_tag(key), _short(stage))
         for key, stage in {(p[0], p[1]) for p in new} if key != stage
     ]
-    hardware = sorted({r["hardware_id"] for r in group.rows if r.get("hardware_id")})
-    if hardware and held.get("stagetimer.hardware_ids") != ",".join(hardware):
-        tags.append(RunTag("stagetimer.hardware_ids", _short(",".join(hardware))))
-    return tags
+    return tags + _hardware_tags(group, held)
+
+
+def _hardware_tags(group: Group, held: dict[str, str]) -> list[Any]:
+    """The tag naming the group's hardware ids, where the run's does not say them yet."""
+    from mlflow.entities import RunTag
+
+    hardware = ",".join(sorted({r["hardware_id"] for r in group.rows if r.get("hardware_id")}))
+    if not hardware or held.get("stagetimer.hardware_ids") == hardware:
+        return []
+    return [RunTag("stagetimer.hardware_ids", _short(hardware))]
 
 
 def _log_batches(client: Any, run_id: str, kind: str, items: list[Any], size: int) -> None:

@@ -69,12 +69,18 @@ def _times(attempt: Attempt, now: float) -> tuple[float, float, str | None] | st
     if attempt.seconds is not None:
         why = implausible(start, attempt.seconds, now)
         end = start + attempt.seconds
-    else:  # killed: it ended at the lower end of its interval (at its start, if none)
-        low, high = attempt.ended_between or (None, None)
-        end = max(start, low.timestamp()) if low is not None else start
+    else:
+        end, upper = _killed_end(attempt, start)
         why = implausible(start, end - start, now)
-        upper = None if high is None else high.isoformat()
     return why if why is not None else (start, end, upper)
+
+
+def _killed_end(attempt: Attempt, start: float) -> tuple[float, str | None]:
+    """A killed attempt's end, the lower end of its interval (its start, if none), and the
+    upper end as text (None if nothing bounds it)."""
+    low, high = attempt.ended_between or (None, None)
+    end = max(start, low.timestamp()) if low is not None else start
+    return end, None if high is None else high.isoformat()
 
 
 def _exportable(attempt: Attempt) -> bool:
@@ -132,13 +138,18 @@ def _held(destination: str) -> set[str]:
     held: set[str] = set()
     for line in lines:
         try:
-            request = json.loads(line)
-            for resource in request.get("resourceSpans", ()):
-                for scope in resource.get("scopeSpans", ()):
-                    held.update(span["spanId"].lower() for span in scope.get("spans", ()))
+            _add_span_ids(json.loads(line), held)
         except (ValueError, AttributeError, KeyError, TypeError):
             continue
     return held
+
+
+def _add_span_ids(request: Any, held: set[str]) -> None:
+    """Add the span ids of one line's request to ``held``, up to where it is malformed
+    (which raises)."""
+    for resource in request.get("resourceSpans", ()):
+        for scope in resource.get("scopeSpans", ()):
+            held.update(span["spanId"].lower() for span in scope.get("spans", ()))
 
 
 def _why(exc: BaseException) -> str:

@@ -31,9 +31,7 @@ def implausible(
     if problem is not None:
         return problem
     if started is None:
-        if duration > latest:
-            return f"seconds {short_repr(seconds)} is longer than the time since 1970"
-        return None
+        return _longer_than_epoch(duration, seconds, latest)
     if not math.isfinite(started) or started < 0:
         return f"it started before 1970 ({_moment(started)})"
     if started + duration > latest:
@@ -41,6 +39,14 @@ def implausible(
             f"it ends after the time of the export ({_moment(started)} "
             f"+ {short_repr(seconds)} s)"
         )
+    return None
+
+
+def _longer_than_epoch(duration: float, seconds: object, latest: float) -> str | None:
+    """Why a duration with no start cannot be exported: it is longer than the time since
+    1970 (up to ``latest``); None when it can."""
+    if duration > latest:
+        return f"seconds {short_repr(seconds)} is longer than the time since 1970"
     return None
 
 

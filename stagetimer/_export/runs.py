@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from stagetimer._analysis.rows import HARDWARE_COLUMNS, WHO_COLUMNS, records_from
-from stagetimer._analysis.tree import Problem, scan_tree
+from stagetimer._analysis.tree import Artifact, Problem, scan_tree
 from stagetimer._errors import ExportError, MissingExtraError
 
 __all__ = [
@@ -119,11 +119,7 @@ def read_groups(paths: Iterable[str | os.PathLike[str]]) -> Read:
     from stagetimer._format import TIMINGS_FILE
 
     artifacts, problems = scan_tree(paths)
-    relpaths = {
-        a.path: readable(a.relpath if a.relpath != "." else os.path.basename(
-            os.path.abspath(a.path)) or a.path)
-        for a in artifacts
-    }
+    relpaths = {a.path: _relpath(a) for a in artifacts}
     by_key: dict[tuple[str, int | None, int | None], list[dict[str, Any]]] = {}
     rows = records_from(artifacts)
     now = time.time()
@@ -141,6 +137,14 @@ def read_groups(paths: Iterable[str | os.PathLike[str]]) -> Read:
         for (path, run_idx, rank), found in by_key.items()
     ]
     return Read(groups, problems, len(rows))
+
+
+def _relpath(artifact: Artifact) -> str:
+    """A directory's name in the export: its path below the one given, or, for the one
+    given itself, its own name."""
+    if artifact.relpath != ".":
+        return readable(artifact.relpath)
+    return readable(os.path.basename(os.path.abspath(artifact.path)) or artifact.path)
 
 
 def _run_name(row: dict[str, Any]) -> str:

@@ -67,12 +67,7 @@ def _add_missing(
     for run, points in sorted(by_run.items()):
         path = os.path.join(destination, *run.split("/"))
         try:
-            held_points = _held(path)
-            new = [(p, v) for p, v in points if p not in held_points]
-            if new:
-                created += not held_points
-                _write(path, sorted(new, key=lambda pv: (pv[0][1], pv[0][2], pv[0][0])))
-                written += len(new)
+            added, new_run = _add_run(path, points)
         except ExportError:
             raise
         except Exception as exc:  # the writer's and the file system's errors: one line
@@ -80,7 +75,20 @@ def _add_missing(
             raise ExportError(
                 f"cannot write TensorBoard events into {path!r}: {type(exc).__name__}: {reason}"
             ) from exc
+        written += added
+        created += new_run
     return written, created
+
+
+def _add_run(path: str, points: list[tuple[_Point, float]]) -> tuple[int, bool]:
+    """What one run's event files in ``path`` lack, added: (points written, whether the
+    run was created)."""
+    held_points = _held(path)
+    new = [(p, v) for p, v in points if p not in held_points]
+    if not new:
+        return 0, False
+    _write(path, sorted(new, key=lambda pv: (pv[0][1], pv[0][2], pv[0][0])))
+    return len(new), not held_points
 
 
 def _held(path: str) -> set[_Point]:

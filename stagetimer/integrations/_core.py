@@ -99,12 +99,22 @@ def _check_settings(
             "(its continuation, <name>_auto_resume, times a resumed fit)",
             train_stage,
         )
+    _check_run_idx(run_idx)
+
+
+def _check_run_idx(run_idx: int | None) -> None:
     if run_idx is not None and (
         isinstance(run_idx, bool) or not isinstance(run_idx, int) or run_idx < 0
     ):
         raise InvalidSettingError(
             f"run_idx {run_idx!r} is not valid: expected None or an int >= 0", run_idx
         )
+
+
+def _declare(rank: int | None, world_size: int | None) -> None:
+    """Declare the rank of a fit among several processes (not one of one)."""
+    if rank is not None and world_size is not None and world_size > 1:
+        declare_rank(rank, world_size)
 
 
 class FitTimer:
@@ -157,8 +167,7 @@ class FitTimer:
         self.settle()
         shown = _shown()
         self._shown_before = None if shown is None else id(shown)
-        if rank is not None and world_size is not None and world_size > 1:
-            declare_rank(rank, world_size)
+        _declare(rank, world_size)
         self._choose_run(seed)
         self._continuing = self._cut_short and not resumed
         self._shift = {}

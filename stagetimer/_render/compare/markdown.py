@@ -30,10 +30,11 @@ from stagetimer._render.compare.text import (
     metadata_words,
     software_unknown,
     software_words,
+    stage_unit,
     times,
     why_no_verdict,
 )
-from stagetimer._render.duration import Unit, unit_for
+from stagetimer._render.duration import Unit
 from stagetimer._render.markdown_text import markdown_text
 
 __all__ = ["render_markdown"]
@@ -68,8 +69,7 @@ def _table(rows: Sequence[_Row], comparison: Comparison, several: bool) -> list[
         "| " + " | ".join(["---"] * (1 + several) + ["---:"] * 3 + ["---", "---:"]) + " |",
     ]
     for pair, stage in rows:
-        means = [s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None]
-        unit = unit_for(means)
+        unit = stage_unit(stage)
         cells = [
             markdown_text(stage.name), _side(stage.base, unit), _side(stage.new, unit),
             _change(stage), interval_words(stage.ratio_ci), _q(stage, comparison),
@@ -93,18 +93,18 @@ _MANY, _SMALL = "\N{DAGGER}", "\N{DOUBLE DAGGER}"
 
 def _notes(rows: Sequence[_Row], comparison: Comparison) -> list[str]:
     """What the marks beside a q-value mean, for the marks used."""
-    reasons = {
-        why_no_verdict(stage, comparison.threshold, comparison.comparisons)
-        for _, stage in rows
-    }
+    reasons = [
+        reason for _, stage in rows
+        if (reason := why_no_verdict(stage, comparison.threshold, comparison.comparisons))
+    ]
     notes = []
-    if any(r is not None and r.startswith("the 95 %") for r in reasons):
+    if any(r.startswith("the 95 %") for r in reasons):
         notes.append(
             f"{_MANY} The 95 % interval excludes 1, but q > {SIGNIFICANCE:g} after adjusting "
             f"over {comparison.comparisons} comparisons: among that many, some intervals "
             "exclude 1 by chance."
         )
-    if any(r is not None and r.startswith("the interval") for r in reasons):
+    if any(r.startswith("the interval") for r in reasons):
         notes.append(
             f"{_SMALL} The interval excludes 1, but the change is below the "
             f"{comparison.threshold * 100:g} % threshold."
@@ -137,17 +137,22 @@ def _summary(comparison: Comparison, rows: Sequence[_Row]) -> str:
 def _pair_differences(pair: Pair, several: bool) -> list[str]:
     """A pair's hardware, software and metadata differences as list items."""
     where = f"{markdown_text(pair.relpath or pair.new)}: " if several else ""
-    lines: list[str] = []
-    if pair.hardware_differences:
-        lines.extend(f"- {where}hardware: {markdown_text(w)}" for w in hardware_words(pair))
-    elif not pair.base_hardware_ids or not pair.new_hardware_ids:
-        lines.append(f"- {where}hardware not described on one side")
     side = software_unknown(pair)
-    if side is not None:
-        lines.append(f"- {where}software not described on the {side} side")
-    lines.extend(f"- {where}software: {markdown_text(w)}" for w in software_words(pair))
-    lines.extend(f"- {where}metadata: {markdown_text(w)}" for w in metadata_words(pair))
-    return lines
+    unknown = [] if side is None else [f"- {where}software not described on the {side} side"]
+    return [
+        *_hardware_items(pair, where), *unknown,
+        *(f"- {where}software: {markdown_text(w)}" for w in software_words(pair)),
+        *(f"- {where}metadata: {markdown_text(w)}" for w in metadata_words(pair)),
+    ]
+
+
+def _hardware_items(pair: Pair, where: str) -> list[str]:
+    """A pair's hardware differences as list items, or that one side is not described."""
+    if pair.hardware_differences:
+        return [f"- {where}hardware: {markdown_text(w)}" for w in hardware_words(pair)]
+    if not pair.base_hardware_ids or not pair.new_hardware_ids:
+        return [f"- {where}hardware not described on one side"]
+    return []
 
 
 def _differences(comparison: Comparison, several: bool) -> list[str]:
@@ -180,10 +185,14 @@ def _verdict_tables(rows: Sequence[_Row], comparison: Comparison, several: bool)
             lines += [f"#### {title} ({len(chosen)})", "",
                       *_table(chosen, comparison, several), ""]
     rest = [row for row in rows if row[1].verdict not in (SLOWER, FASTER)]
+    return lines + _folded(rest, comparison, several)
+
+
+def _folded(rest: Sequence[_Row], comparison: Comparison, several: bool) -> list[str]:
+    """The stages with neither verdict, their table folded away; nothing for none."""
     if not rest:
-        return lines
+        return []
     return [
-        *lines,
         f"<details><summary>{len(rest)} other stage{'s' if len(rest) != 1 else ''}: "
         f"{NO_DIFFERENCE} or {TOO_FEW_RUNS}</summary>", "",
         *_table(rest, comparison, several), *_notes(rest, comparison), "", "</details>", "",

@@ -74,18 +74,27 @@ def _caption(comparison: Comparison) -> str:
 def _short_labels(paths: list[str], width: int = 28) -> list[str]:
     """The pairs' paths without the components all share, the middle elided past ``width``."""
     parts = [path.split("/") for path in paths]
+    shared = _shared(parts)
+    return [_elided_path(p[shared:], width) for p in parts]
+
+
+def _shared(parts: list[list[str]]) -> int:
+    """How many leading components all the paths (two or more) share, leaving each at
+    least one."""
     shared = 0
     while len(parts) > 1 and all(len(p) > shared + 1 for p in parts):
         if len({p[shared] for p in parts}) != 1:
             break
         shared += 1
-    labels = []
-    for p in parts:
-        label = "/".join(p[shared:])
-        if len(label) > width and len(p) - shared > 2:
-            label = f"{p[shared]}/…/{p[-1]}"
-        labels.append(label)
-    return labels
+    return shared
+
+
+def _elided_path(components: list[str], width: int) -> str:
+    """A path, its middle elided past ``width`` where it has more than two components."""
+    label = "/".join(components)
+    if len(label) > width and len(components) > 2:
+        return f"{components[0]}/…/{components[-1]}"
+    return label
 
 
 def _label(pair: Pair) -> str:
@@ -129,16 +138,21 @@ def _ratio_axis(axes: Any, rows: list[tuple[Pair, StageComparison]]) -> None:
         values.extend(map(_shown, stage.ratio_ci or ()))
     low, high = math.log(min(values)), math.log(max(values))
     span = max(high - low, math.log(1.1))
-    axes.set_xlim(math.exp(low - 0.08 * span), math.exp(high + 0.3 * span))
     left, right = math.exp(low - 0.08 * span), math.exp(high + 0.3 * span)
-    # Wide ranges get the coarse ticks only, so that the labels never overlap.
-    ticks: tuple[float, ...] = _TICKS if right / left < 4 else _COARSE_TICKS
-    if right / left > 1e4:  # beyond the listed ticks: powers of ten
-        ticks = tuple(10.0**k for k in range(math.floor(low / math.log(10)),
-                                             math.ceil(high / math.log(10)) + 1))
-    shown = [t for t in ticks if left <= t <= right]
+    axes.set_xlim(left, right)
+    shown = [t for t in _ticks(low, high, right / left) if left <= t <= right]
     axes.set_xticks(shown, [f"{t:g}x" for t in shown])
     axes.xaxis.set_minor_locator(_null_locator())
+
+
+def _ticks(low: float, high: float, width: float) -> tuple[float, ...]:
+    """The ticks for ratios from e**``low`` to e**``high`` on an axis ``width`` times as
+    wide at its right as at its left: wide ranges get the coarse ticks only, so that the
+    labels never overlap; beyond the listed ticks, powers of ten."""
+    if width > 1e4:
+        return tuple(10.0**k for k in range(math.floor(low / math.log(10)),
+                                            math.ceil(high / math.log(10)) + 1))
+    return _TICKS if width < 4 else _COARSE_TICKS
 
 
 def _null_locator() -> Any:

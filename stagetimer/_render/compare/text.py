@@ -116,18 +116,32 @@ def _counts(stage: StageComparison) -> str:
     return counts
 
 
+def stage_unit(stage: StageComparison) -> Unit:
+    """The unit both sides of a stage are written in: the one the larger mean reads best in."""
+    return unit_for([s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None])
+
+
+def _both(stage: StageComparison) -> str:
+    """``base ... -> new ...``: both sides in one unit (``stage_unit``)."""
+    unit = stage_unit(stage)
+    return f"{_side_text('base', stage.base, unit)} -> {_side_text('new', stage.new, unit)}"
+
+
+#: why a stage has too few runs for a ratio, and what an interval needs; by whether its
+#: runs were paired
+_TOO_FEW = {True: ("no run is matched", "2 pairs of runs"),
+            False: ("a side has no valid run", "2 runs per side")}
+
+
 def _stage_line(stage: StageComparison, threshold: float, comparisons: int) -> str:
-    # Both sides in one unit: the one the larger mean reads best in.
-    unit = unit_for([s.mean_seconds for s in (stage.base, stage.new) if s.mean_seconds is not None])
-    both = f"{_side_text('base', stage.base, unit)} -> {_side_text('new', stage.new, unit)}"
+    both = _both(stage)
     name = escape_text(stage.name)
     counts = _counts(stage)
+    why, need = _TOO_FEW[stage.pairs_of_runs is not None]
     if stage.ratio is None:
-        why = "no run is matched" if stage.pairs_of_runs is not None else "a side has no valid run"
         return f"{name}: {both}: {TOO_FEW_RUNS} ({why})"
     ratio = f"new/base {format_ratio(stage.ratio)}"
     if stage.ratio_ci is None or stage.q_value is None:
-        need = "2 pairs of runs" if stage.pairs_of_runs is not None else "2 runs per side"
         return (
             f"{name}: {both}: {TOO_FEW_RUNS} for a verdict ({ratio}; {counts}; "
             f"an interval needs {need})"
@@ -226,26 +240,26 @@ def _hardware_lines(pair: Pair) -> list[str]:
     if not pair.base_hardware_ids or not pair.new_hardware_ids:
         side = "base" if not pair.base_hardware_ids else "new"
         return [f"Hardware unknown: the {side} side's runs name no hardware description."]
-    unknown = []
-    if pair.undescribed_hardware_ids:
-        listed = ", ".join(escape_text(i) for i in pair.undescribed_hardware_ids)
-        unknown = [f"Hardware unknown for {listed}: no description in timings_hardware.json."]
+    unknown = _undescribed(pair)
     words = hardware_words(pair)
-    if not words:
-        if unknown:
-            return [*unknown, "No difference among the descriptions there are."]
-        return [SAME_HARDWARE[0].upper() + SAME_HARDWARE[1:] + "."]
-    return [*unknown, "Hardware differs:", *(f"  {escape_text(w)}" for w in words)]
+    if words:
+        return [*unknown, "Hardware differs:", *(f"  {escape_text(w)}" for w in words)]
+    if unknown:
+        return [*unknown, "No difference among the descriptions there are."]
+    return [SAME_HARDWARE[0].upper() + SAME_HARDWARE[1:] + "."]
+
+
+def _undescribed(pair: Pair) -> list[str]:
+    """The line naming the hardware ids the runs name that have no description, if any."""
+    if not pair.undescribed_hardware_ids:
+        return []
+    listed = ", ".join(escape_text(i) for i in pair.undescribed_hardware_ids)
+    return [f"Hardware unknown for {listed}: no description in timings_hardware.json."]
 
 
 def _pair_block(pair: Pair, comparison: Comparison, *, header: bool) -> list[str]:
     lines = [f"{escape_text(pair.base)} (base) -> {escape_text(pair.new)} (new)"] if header else []
-    if not pair.stages:
-        lines.append("no stage is recorded on both sides")
-    for stage in pair.stages:
-        lines.append(_stage_line(stage, comparison.threshold, comparison.comparisons))
-        if stage.resources is not None:
-            lines.append(f"  used: {used_side_by_side(stage.resources)}")
+    lines.extend(_stage_lines(pair, comparison))
     for side, names in (("base", pair.base_only_stages), ("new", pair.new_only_stages)):
         if names:
             listed = ", ".join(escape_text(name) for name in names)
@@ -256,27 +270,42 @@ def _pair_block(pair: Pair, comparison: Comparison, *, header: bool) -> list[str
     return lines
 
 
+def _stage_lines(pair: Pair, comparison: Comparison) -> list[str]:
+    """A line per stage on both sides, with what it used where it recorded resources."""
+    if not pair.stages:
+        return ["no stage is recorded on both sides"]
+    lines = []
+    for stage in pair.stages:
+        lines.append(_stage_line(stage, comparison.threshold, comparison.comparisons))
+        if stage.resources is not None:
+            lines.append(f"  used: {used_side_by_side(stage.resources)}")
+    return lines
+
+
 def format_comparison(comparison: Comparison) -> str:
     """The comparison as text, one paragraph per pair, then the unpaired directories and
     a count of the verdicts."""
-    blocks = []
-    single = len(comparison.pairs) == 1 and not (
-        comparison.unpaired.base or comparison.unpaired.new
-    )
-    if single:
-        pair = comparison.pairs[0]
-        head = [f"base: {escape_text(pair.base)}", f"new:  {escape_text(pair.new)}"]
-        blocks.append("\n".join([*head, "", *_pair_block(pair, comparison, header=False)]))
-    else:
-        blocks.extend(
-            "\n".join(_pair_block(pair, comparison, header=True)) for pair in comparison.pairs
-        )
+    blocks = _pair_blocks(comparison)
     for side, paths in (("base", comparison.unpaired.base), ("new", comparison.unpaired.new)):
         if paths:
             listed = "\n".join(f"  {escape_text(path)}" for path in paths)
             blocks.append(f"Only in {side} ({len(paths)}), not compared:\n{listed}")
     blocks.append(_verdicts_line(comparison))
     return "\n\n".join(blocks) + "\n"
+
+
+def _pair_blocks(comparison: Comparison) -> list[str]:
+    """A paragraph per pair: one pair and nothing unpaired under a ``base:``/``new:``
+    head, else each pair under its own line."""
+    single = len(comparison.pairs) == 1 and not (
+        comparison.unpaired.base or comparison.unpaired.new
+    )
+    if not single:
+        return ["\n".join(_pair_block(pair, comparison, header=True))
+                for pair in comparison.pairs]
+    pair = comparison.pairs[0]
+    head = [f"base: {escape_text(pair.base)}", f"new:  {escape_text(pair.new)}"]
+    return ["\n".join([*head, "", *_pair_block(pair, comparison, header=False)])]
 
 
 def _verdicts_line(comparison: Comparison) -> str:

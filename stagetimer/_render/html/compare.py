@@ -9,6 +9,7 @@ order; what differs between the sides' hardware, software and metadata.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 from stagetimer._analysis.compare.model import (
@@ -93,8 +94,7 @@ def _times(ratio: float) -> str:
 
 def _ratio_chart(rows: Sequence[tuple[str, StageComparison]]) -> str:
     measured = [(n, s) for n, s in rows if s.ratio is not None]
-    values = [v for _, s in measured for v in (s.ratio, *(s.ratio_ci or ())) if v is not None]
-    scale = _scale(values)
+    scale = _scale([v for _, s in measured for v in _ends(s)])
     shown = measured[:ROWS]
     lines = [_ratio_mark(i, s, scale) for i, (_, s) in enumerate(shown)]
     one = number(scale.x(1.0))
@@ -105,9 +105,12 @@ def _ratio_chart(rows: Sequence[tuple[str, StageComparison]]) -> str:
     # the rows' labels and axis come from chart(); its own dots are not drawn (no marks)
     drawn = chart([Row(n, ()) for n, _ in shown], scale, alt=alt, what="stages",
                   shown=_times, extra="".join(lines))
-    if len(measured) <= ROWS:
-        return drawn
-    return drawn + _all_ratios(measured, scale)
+    return drawn if len(measured) <= ROWS else drawn + _all_ratios(measured, scale)
+
+
+def _ends(s: StageComparison) -> list[float]:
+    """A stage's ratio and its interval's ends: what the ratio axis must hold."""
+    return [v for v in (s.ratio, *(s.ratio_ci or ())) if v is not None]
 
 
 def _ratio_mark(i: int, s: StageComparison, scale: Scale) -> str:
@@ -134,14 +137,16 @@ def _all_ratios(measured: Sequence[tuple[str, StageComparison]], scale: Scale) -
     return note + every
 
 
+def _ratio_cell(value: float | None) -> str:
+    return "-" if value is None else format_ratio(value)
+
+
 def _row(name: str, s: StageComparison, resources: bool) -> str:
     interval = interval_words(s.ratio_ci)
     cells = [
         str(s.base.runs), format_duration(s.base.median_seconds),
         str(s.new.runs), format_duration(s.new.median_seconds),
-        "-" if s.ratio is None else format_ratio(s.ratio), interval,
-        "-" if s.p_value is None else format_ratio(s.p_value),
-        "-" if s.q_value is None else format_ratio(s.q_value),
+        _ratio_cell(s.ratio), interval, _ratio_cell(s.p_value), _ratio_cell(s.q_value),
     ]
     verdict = times(s.ratio) if s.verdict in _ORDER and s.ratio is not None else s.verdict
     kind = {SLOWER: ' class="slower"', FASTER: ' class="faster"'}.get(s.verdict, "")
@@ -181,17 +186,18 @@ def _pair_words(pair: Pair) -> list[str]:
 
 
 def _differences(comparison: Comparison) -> str:
-    items = []
-    for pair in comparison.pairs:
-        if words := _pair_words(pair):
-            listed = "".join(f"<li>{html_text(w)}</li>" for w in words[:ROWS])
-            items.append(f'<h3 class="path">{html_text(pair.relpath or pair.new)}</h3>'
-                         f"<ul>{listed}</ul>")
+    items = [_pair_item(pair) for pair in comparison.pairs if _pair_words(pair)]
     for side, paths in (("base", comparison.unpaired.base), ("new", comparison.unpaired.new)):
         if paths:
             listed = "".join(f'<li class="path">{html_text(p)}</li>' for p in paths[:ROWS])
             items.append(f"<h3>Only on the {side} side</h3><ul>{listed}</ul>")
     return "<h2>What differs</h2>\n" + "\n".join(items) + "\n" if items else ""
+
+
+def _pair_item(pair: Pair) -> str:
+    """A pair's heading and the list of what differs between its sides."""
+    listed = "".join(f"<li>{html_text(w)}</li>" for w in _pair_words(pair)[:ROWS])
+    return f'<h3 class="path">{html_text(pair.relpath or pair.new)}</h3><ul>{listed}</ul>'
 
 
 def _pairs(count: int) -> str:
@@ -212,7 +218,7 @@ def _chart_rows(comparison: Comparison,
 def render_html(comparison: Comparison, base: str, new: str) -> str:
     """The comparison of ``base`` and ``new`` as one self-contained page."""
     stages = [s for p in comparison.pairs for s in p.stages]
-    counts = {v: sum(1 for s in stages if s.verdict == v) for v in (SLOWER, FASTER)}
+    counts = Counter(s.verdict for s in stages)
     body = [
         "<h1>stagetimer compare</h1>",
         f'<p>base: <span class="path">{html_text(base)}</span><br>new: '

@@ -148,19 +148,24 @@ def render_html(history: History) -> str:
         parts.append("<ul>" + "".join(f"<li>{html_text(n)}</li>" for n in history.notes)
                      + "</ul>\n")
     parts.append("<h2>Change points, newest first</h2>\n")
-    if changes:
-        parts.append(
-            "<table><thead><tr><th>series</th><th>last before</th><th>first after</th>"
-            "<th>median before</th><th>median after</th><th>ratio</th><th>95 % interval</th>"
-            "<th>q</th><th>what changed</th></tr></thead><tbody>\n"
-            + "".join(_change_row(s, c) for s, c in changes) + "</tbody></table>\n"
-        )
-    else:
-        parts.append("<p>None.</p>\n")
-    for series in history.series:
-        parts.append(f"<h2>{html_text(series_label(series))}</h2>\n")
-        if series.note:
-            parts.append(f'<p class="note">{html_text(series.note)}</p>\n')
-        if series.points:
-            parts.append(_chart(series))
+    parts.append(_changes_table(changes))
+    parts += (_series_section(series) for series in history.series)
     return page("stagetimer history", "".join(parts))
+
+
+def _changes_table(changes: list[tuple[Series, ChangePoint]]) -> str:
+    if not changes:
+        return "<p>None.</p>\n"
+    return (
+        "<table><thead><tr><th>series</th><th>last before</th><th>first after</th>"
+        "<th>median before</th><th>median after</th><th>ratio</th><th>95 % interval</th>"
+        "<th>q</th><th>what changed</th></tr></thead><tbody>\n"
+        + "".join(_change_row(s, c) for s, c in changes) + "</tbody></table>\n"
+    )
+
+
+def _series_section(series: Series) -> str:
+    """A series' heading, its note and its chart."""
+    note = f'<p class="note">{html_text(series.note)}</p>\n' if series.note else ""
+    drawn = _chart(series) if series.points else ""
+    return f"<h2>{html_text(series_label(series))}</h2>\n{note}{drawn}"

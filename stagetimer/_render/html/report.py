@@ -63,18 +63,21 @@ def stage_table(reports: Sequence[ArtifactReport]) -> str:
         '<table id="stages"><thead><tr><th scope="col" class="t">stage</th>'
         f"{head}</tr></thead>",
     ]
-    for r in reports:
-        parts.append(f'<tbody><tr><th scope="rowgroup" colspan="8" class="path">'
-                     f"{html_text(r.path)}</th></tr>")
-        parts.extend(
-            f'<tr><th scope="row">{html_text(s.name)}</th>{_cells(s)}</tr>' for s in r.stages
-        )
-        parts.append("</tbody>")
+    parts.extend(_directory_rows(r) for r in reports)
     parts.append("</table>")
     if any(s.flagged_runs for r in reports for s in r.stages):
         parts.append('<p class="note">* some runs hold values no writer stores; they are '
                      "left out of the figures (see the warnings).</p>")
     return "\n".join(parts) + "\n"
+
+
+def _directory_rows(r: ArtifactReport) -> str:
+    """A directory's ``<tbody>``: its path, then a row per stage."""
+    rows = "".join(
+        f'\n<tr><th scope="row">{html_text(s.name)}</th>{_cells(s)}</tr>' for s in r.stages
+    )
+    return (f'<tbody><tr><th scope="rowgroup" colspan="8" class="path">'
+            f"{html_text(r.path)}</th></tr>{rows}\n</tbody>")
 
 
 def _mark(stage: str, run: dict[str, Any], seconds: float) -> Mark:
@@ -91,22 +94,25 @@ def _mark(stage: str, run: dict[str, Any], seconds: float) -> Mark:
 def _row(name: str, runs: list[tuple[float, dict[str, Any]]]) -> Row:
     """The row of a stage's runs (seconds, the run as stored): each run a mark with its
     tooltip, or (past ``MARKS_PER_ROW``, drawn as a histogram) its value alone."""
+    if not runs:
+        return Row(name, (), summary=f"{name}: no valid run")
     values = [seconds for seconds, _ in runs]
     if len(runs) > MARKS_PER_ROW:
         marks = [Mark(seconds, "") for seconds in values]
     else:
         marks = [_mark(name, run, seconds) for seconds, run in runs]
-    if not values:
-        return Row(name, (), summary=f"{name}: no valid run")
     median = statistics.median(values)
     low, high = min(values), max(values)
-    parts = run_parts([run.get("run_idx") for _, run in runs],
-                      [run.get("label") for _, run in runs])
-    counted = (f"{len(values)} runs" if parts is None
-               else f"{parts[0]} runs ({len(values)} {parts[2]})")
-    summary = (f"{name}: {counted}, median {format_duration(median)}, from "
+    summary = (f"{name}: {_counted(runs)}, median {format_duration(median)}, from "
                f"{format_duration(low)} to {format_duration(high)}")
     return Row(name, tuple(marks), median, (low, high), summary)
+
+
+def _counted(runs: list[tuple[float, dict[str, Any]]]) -> str:
+    """``5 runs``, or, where runs repeat a seed or label, how many seeds they are of."""
+    parts = run_parts([run.get("run_idx") for _, run in runs],
+                      [run.get("label") for _, run in runs])
+    return f"{len(runs)} runs" if parts is None else f"{parts[0]} runs ({len(runs)} {parts[2]})"
 
 
 def _stage_runs(report: ArtifactReport, name: str) -> list[tuple[float, dict[str, Any]]]:
@@ -122,17 +128,22 @@ def _stage_runs(report: ArtifactReport, name: str) -> list[tuple[float, dict[str
 def _chart_groups(reports: Sequence[ArtifactReport]) -> tuple[str, list[tuple[str, list[Row]]]]:
     """What the runs' charts say they show, and their rows: one chart per directory, or
     one for the suite with each stage name's runs pooled."""
-    if len(reports) <= PER_DIRECTORY:
-        groups = [(r.path, [_row(s.name, _stage_runs(r, s.name)) for s in r.stages])
-                  for r in reports]
-        return "Each stage's runs per directory", groups
+    if len(reports) > PER_DIRECTORY:
+        intro = (f"Each stage's runs, the {len(reports)} directories' runs of a stage name "
+                 "pooled in one row")
+        return intro, [("", _pooled_rows(reports))]
+    groups = [(r.path, [_row(s.name, _stage_runs(r, s.name)) for s in r.stages])
+              for r in reports]
+    return "Each stage's runs per directory", groups
+
+
+def _pooled_rows(reports: Sequence[ArtifactReport]) -> list[Row]:
+    """A row per stage name, of every directory's runs of it."""
     pooled: dict[str, list[tuple[float, dict[str, Any]]]] = {}
     for r in reports:
         for s in r.stages:
             pooled.setdefault(s.name, []).extend(_stage_runs(r, s.name))
-    intro = (f"Each stage's runs, the {len(reports)} directories' runs of a stage name "
-             "pooled in one row")
-    return intro, [("", [_row(name, runs) for name, runs in pooled.items()])]
+    return [_row(name, runs) for name, runs in pooled.items()]
 
 
 def _group_chart(title: str, rows: list[Row]) -> list[str]:
@@ -249,13 +260,17 @@ def _timeline_section(reports: Sequence[ArtifactReport],
     placed = [a for a in attempts if drawable(a)]
     if not placed:
         return ["<p>No run has a start time to draw.</p>"]
-    hosts = {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
-             if hw is not None and hw.host}
-    svg, sentence = timeline(placed, hosts)
+    svg, sentence = timeline(placed, _hosts(reports))
     return [f"<p>{html_text(sentence)} Each attempt a bar on its node and rank: "
             "finished in blue, failed in red, killed in purple up to its last sign "
             "of life (its faint end: the interval the evidence leaves; a dashed "
             "end: nothing bounds when it ended), running or unknown in grey.</p>", svg]
+
+
+def _hosts(reports: Sequence[ArtifactReport]) -> dict[str, str]:
+    """Hardware id -> the host its description names, for the descriptions that name one."""
+    return {hw_id: hw.host for r in reports for hw_id, hw in r.hardware.items()
+            if hw is not None and hw.host}
 
 
 def render_html(

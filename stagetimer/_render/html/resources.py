@@ -22,24 +22,28 @@ _ROWS = 200
 def uses(reports: Sequence[ArtifactReport], *, pooled: bool) -> list[tuple[str, StageUse]]:
     """``(row name, use)`` per directory and stage that recorded resources; ``pooled``: per
     stage name, over every directory's runs."""
-    found: list[tuple[str, StageUse]] = []
     if pooled:
-        runs: dict[str, list[object]] = {}
-        hardware: dict[str, Hardware | None] = {}
-        for r in reports:
-            hardware.update(r.hardware)
-            for s in r.stages:
-                runs.setdefault(s.name, []).extend(r.stored_runs(s.name))
-        for name, stored in runs.items():
-            if (use := stage_use(name, stored, hardware)) is not None:  # type: ignore[arg-type]
-                found.append((name, use))
-        return found
+        return _pooled_uses(reports)
+    found: list[tuple[str, StageUse]] = []
     for r in reports:
         for s in r.stages:
             use = stage_use(s.name, r.stored_runs(s.name), r.hardware)
             if use is not None:
                 found.append((s.name if len(reports) == 1 else f"{r.relpath}: {s.name}", use))
     return found
+
+
+def _pooled_uses(reports: Sequence[ArtifactReport]) -> list[tuple[str, StageUse]]:
+    """``(stage name, use)`` per stage name, over every directory's runs."""
+    runs: dict[str, list[object]] = {}
+    hardware: dict[str, Hardware | None] = {}
+    for r in reports:
+        hardware.update(r.hardware)
+        for s in r.stages:
+            runs.setdefault(s.name, []).extend(r.stored_runs(s.name))
+    found = ((name, stage_use(name, stored, hardware))  # type: ignore[arg-type]
+             for name, stored in runs.items())
+    return [(name, use) for name, use in found if use is not None]
 
 
 def _cell(value: float | None, shown: Callable[[float], str]) -> str:

@@ -121,10 +121,15 @@ def _linear_ticks(scale: Scale, count: int) -> list[float]:
     raw = span / count
     if raw < 1e-300:  # a span of a few subnormals: no round steps to be had
         return [scale.low, scale.high]
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    step = _round_step(raw)
     start = math.ceil(scale.low / step)
     return [k * step for k in range(start, start + count + 2) if k * step <= scale.high]
+
+
+def _round_step(raw: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten at least ``raw`` (> 0)."""
+    power: float = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 
 @attrs.frozen
@@ -271,19 +276,23 @@ def bars(
     scale = Scale(0.0, min(top * 1.05, _MAX), False)
     height = _TOP + len(rows) * _ROW + _AXIS
     body = [axis(scale, _TOP + len(rows) * _ROW, _TOP, shown)]
-    for i, r in enumerate(rows):
-        y = _TOP + i * _ROW
-        body.append(
-            f'<text x="{_LABEL_WIDTH - 6}" y="{number(y + _ROW / 2 + 4)}" text-anchor="end">'
-            f"<title>{html_text(r.name)}</title>{label(r.name)}</text>"
-            f'<rect class="{kind}" x="{_LABEL_WIDTH}" y="{number(y + 3)}" '
-            f'width="{number(max(scale.x(r.value) - _LABEL_WIDTH, 1.0))}" '
-            f'height="{_ROW - 6}"><title>{html_text(r.tooltip)}</title></rect>'
-        )
-        if r.limit is not None:
-            x = number(scale.x(r.limit))
-            body.append(
-                f'<line class="limit" x1="{x}" x2="{x}" y1="{number(y + 1)}" '
-                f'y2="{number(y + _ROW - 1)}"><title>{html_text(r.limit_tooltip)}</title></line>'
-            )
+    body.extend(_bar(r, _TOP + i * _ROW, scale, kind) for i, r in enumerate(rows))
     return svg(alt, height, "".join(body))
+
+
+def _bar(r: Bar, y: float, scale: Scale, kind: str) -> str:
+    """A bar's row at height ``y``: its label, its bar, and its limit where it has one."""
+    drawn = (
+        f'<text x="{_LABEL_WIDTH - 6}" y="{number(y + _ROW / 2 + 4)}" text-anchor="end">'
+        f"<title>{html_text(r.name)}</title>{label(r.name)}</text>"
+        f'<rect class="{kind}" x="{_LABEL_WIDTH}" y="{number(y + 3)}" '
+        f'width="{number(max(scale.x(r.value) - _LABEL_WIDTH, 1.0))}" '
+        f'height="{_ROW - 6}"><title>{html_text(r.tooltip)}</title></rect>'
+    )
+    if r.limit is None:
+        return drawn
+    x = number(scale.x(r.limit))
+    return drawn + (
+        f'<line class="limit" x1="{x}" x2="{x}" y1="{number(y + 1)}" '
+        f'y2="{number(y + _ROW - 1)}"><title>{html_text(r.limit_tooltip)}</title></line>'
+    )

@@ -12,11 +12,12 @@ are drawn instead (the attempts that did not finish are still drawn one by one).
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import attrs
 
-from stagetimer._analysis.attempts.scan import Attempt
+from stagetimer._analysis.attempts.scan import Attempt, State
 from stagetimer._render.duration import format_duration
 from stagetimer._render.html.page import html_text, number
 from stagetimer._render.html.svg import WIDTH, Scale, axis, label, svg
@@ -34,6 +35,8 @@ _TRACKS = 8
 _LEFT = 230
 _TOP = 8
 _AXIS = 34
+#: the states an attempt can be in, in the order the sentence under the timeline counts them
+_STATES: tuple[State, ...] = ("finished", "failed", "killed", "running", "unknown")
 
 
 def _node(attempt: Attempt, hosts: Mapping[str, str]) -> str:
@@ -89,14 +92,17 @@ def _tooltip(attempt: Attempt) -> str:
     cause = f" ({attempt.cause})" if attempt.cause else ""
     took = f", {format_duration(attempt.seconds)}" if attempt.seconds is not None else ""
     exception = f", {attempt.exception}" if attempt.exception else ""
-    low, high = attempt.ended_between or (None, None)
-    if low is not None and high is not None:
-        after = f", ended between {_stamp(low)} and {_stamp(high)}"
-    elif low is not None:
-        after = f", ended after {_stamp(low)} (nothing bounds its end)"
-    else:
-        after = ""
+    after = _ended(*(attempt.ended_between or (None, None)))
     return f"{head}{took}, {attempt.state}{cause}{exception}{after}; {attempt.evidence}"
+
+
+def _ended(low: datetime.datetime | None, high: datetime.datetime | None) -> str:
+    """What the files say of when an attempt that did not finish ended."""
+    if low is None:
+        return ""
+    if high is None:
+        return f", ended after {_stamp(low)} (nothing bounds its end)"
+    return f", ended between {_stamp(low)} and {_stamp(high)}"
 
 
 def _busy(spans: list[tuple[float, float]]) -> list[tuple[float, float, int]]:
@@ -140,15 +146,22 @@ def _placed(
     # attempt's interval may be the moment of reading (its process gone, no beat), which
     # would make the page change with the clock; its tail is drawn up to the horizon.
     t1 = max(end for _, _, end, _ in spans)
-    finished = [p for p in spans if p[0].state == "finished"]
-    aggregated = len(finished) > BARS
-    drawn: list[_Drawn] = []
-    if aggregated:
-        drawn += _busy_bars(finished, hosts, t0)
-        spans = [p for p in spans if p[0].state != "finished"]
-    drawn += (_attempt_bar(a, start, end, tail, t1, hosts)
-              for a, start, end, tail in spans[: 2 * BARS])
+    drawn, aggregated = _bars(spans, hosts, t0, t1)
     return drawn, t0, t1, aggregated
+
+
+def _bars(
+    spans: list[tuple[Attempt, float, float, float | None]], hosts: Mapping[str, str],
+    t0: float, t1: float,
+) -> tuple[list[_Drawn], bool]:
+    """The bars to draw, and whether finished attempts were drawn as their lanes' busy
+    spans (past ``BARS`` of them)."""
+    finished = [p for p in spans if p[0].state == "finished"]
+    if len(finished) <= BARS:
+        return [_attempt_bar(*p, t1, hosts) for p in spans[: 2 * BARS]], False
+    unfinished = [p for p in spans if p[0].state != "finished"]
+    return (_busy_bars(finished, hosts, t0)
+            + [_attempt_bar(*p, t1, hosts) for p in unfinished[: 2 * BARS]]), True
 
 
 def _busy_bars(
@@ -190,15 +203,23 @@ def _tracks(drawn: list[_Drawn]) -> tuple[list[int], dict[_Key, int]]:
     track = [0] * len(drawn)
     for i in sorted(range(len(drawn)), key=lambda k: (drawn[k].start, drawn[k].end)):
         bar, lane = drawn[i], ends.setdefault(drawn[i].lane, [])
-        free = next((t for t, end in enumerate(lane) if end <= bar.start), None)
-        if free is None and len(lane) < _TRACKS:
-            lane.append(bar.end)
-            free = len(lane) - 1
-        elif free is None:
-            free = min(range(len(lane)), key=lane.__getitem__)
+        free = _free_track(lane, bar)
         lane[free] = max(lane[free], bar.tail or bar.end)
         track[i] = free
     return track, {key: len(lane) for key, lane in ends.items()}
+
+
+def _free_track(lane: list[float], bar: _Drawn) -> int:
+    """The track of ``lane`` (each track's end) for ``bar``: the first free at its start,
+    else a new one while the lane has fewer than ``_TRACKS``, else the one that frees
+    first."""
+    free = next((t for t, end in enumerate(lane) if end <= bar.start), None)
+    if free is not None:
+        return free
+    if len(lane) < _TRACKS:
+        lane.append(bar.end)
+        return len(lane) - 1
+    return min(range(len(lane)), key=lane.__getitem__)
 
 
 def timeline(attempts: Sequence[Attempt], hosts: Mapping[str, str]) -> tuple[str, str]:
@@ -253,23 +274,26 @@ def _sentence(
     attempts: Sequence[Attempt], lanes: int, t0: float, t1: float, aggregated: bool
 ) -> str:
     """What the timeline shows, and what it aggregated or left out."""
-    counts = {s: sum(1 for a in attempts if a.state == s)
-              for s in ("finished", "failed", "killed", "running", "unknown")}
-    said = ", ".join(f"{n:,} {s}" for s, n in counts.items() if n)
+    counts = Counter(a.state for a in attempts)
+    said = ", ".join(f"{counts[s]:,} {s}" for s in _STATES if counts[s])
     sentence = (
         f"{len(attempts):,} attempts ({said}) on {lanes} node and rank "
         f"lane{'' if lanes == 1 else 's'}, from "
         f"{_stamp(datetime.datetime.fromtimestamp(t0, datetime.timezone.utc))}, over "
         f"{format_duration(t1 - t0)}."
     )
-    if aggregated:
-        sentence += (f" More than {BARS:,} finished attempts: each lane's busy spans are "
-                     "drawn instead of each attempt; failed and killed ones are still drawn "
-                     "each.")
-    unfinished = len(attempts) - counts["finished"] if aggregated else len(attempts)
-    if unfinished > 2 * BARS:
-        sentence += f" The first {2 * BARS:,} of {unfinished:,} attempts are drawn."
-    return sentence
+    if not aggregated:
+        return sentence + _left_out(len(attempts))
+    return (sentence + f" More than {BARS:,} finished attempts: each lane's busy spans are "
+            "drawn instead of each attempt; failed and killed ones are still drawn each."
+            + _left_out(len(attempts) - counts["finished"]))
+
+
+def _left_out(drawable: int) -> str:
+    """The sentence on the attempts past the ``2 * BARS`` drawn one by one, if any."""
+    if drawable <= 2 * BARS:
+        return ""
+    return f" The first {2 * BARS:,} of {drawable:,} attempts are drawn."
 
 
 def _open_end(scale: Scale, start: float, end: float, y: float, tooltip: str) -> str:
