@@ -117,7 +117,12 @@ def _index(entry: str, ordinal: int | None, uuids: list[str | None]) -> int | No
         return ordinal if ordinal < len(uuids) else None
     if entry[:4].upper() != "GPU-" or len(entry) <= 4:
         return None
-    prefix = entry.lower()
+    return _only_match(entry.lower(), uuids)
+
+
+def _only_match(prefix: str, uuids: list[str | None]) -> int | None:
+    """The index of the one UUID that starts with ``prefix`` (lower case); None when no
+    UUID or several do."""
     matches = [i for i, u in enumerate(uuids) if u and u.lower().startswith(prefix)]
     return matches[0] if len(matches) == 1 else None
 
@@ -272,14 +277,20 @@ def _summary(
     summary = f"NVML: {len(gpus)} of {found.listed} GPUs; {found.note}"
     if lost:
         summary += "; " + "; ".join(lost)
-    ordinals = [entry for _, entry in found.chosen if entry and entry[:4].upper() != "GPU-"]
-    names = {gpu.name for gpu in gpus}
-    if ordinals and environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(names) > 1:
-        # CUDA numbers FASTEST_FIRST by default; NVML numbers by PCI bus (CUDA docs).
+    if _cuda_may_renumber(found, gpus, environ):
         summary += (
             "; ordinals taken as NVML indices, which CUDA's FASTEST_FIRST order may not match"
         )
     return summary
+
+
+def _cuda_may_renumber(found: Visible, gpus: list[GpuInfo], environ: Mapping[str, str]) -> bool:
+    """Whether CUDA may number the GPUs chosen by ordinal otherwise than NVML: it numbers
+    FASTEST_FIRST by default, NVML by PCI bus (CUDA docs), which differ only among
+    different models."""
+    if environ.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID" or len({gpu.name for gpu in gpus}) < 2:
+        return False
+    return any(entry and entry[:4].upper() != "GPU-" for _, entry in found.chosen)
 
 
 def probe_gpus(
@@ -295,6 +306,13 @@ def probe_gpus(
             nvml = load_nvml()
         except ImportError:
             return _none("pynvml (nvidia-ml-py) is not installed")
+    return _probe(nvml, environ)
+
+
+def _probe(
+    nvml: Any, environ: Mapping[str, str]
+) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
+    """``probe_gpus`` with NVML loaded: initialise it, enumerate, and shut it down."""
     reader = Reader(nvml)
     try:
         nvml.nvmlInit()
