@@ -30,6 +30,20 @@ def _launched_module(path: str) -> str | None:
     """The file of the module a console-script launcher at ``path`` runs, or None when
     ``path`` is no such launcher (a launcher lives in the environment's ``bin/``, outside
     the program's work tree; the module it imports is the program's code)."""
+    head = _head(path)
+    # The launcher's own line, which a program's script does not hold: it strips the
+    # suffix of Windows launchers from sys.argv[0].
+    if head is None or not head.startswith(b"#!") or _LAUNCHER_MARK not in head:
+        return None
+    found = _LAUNCHER_IMPORT.search(head.decode("utf-8", "replace"))
+    module = sys.modules.get(found.group(1)) if found else None
+    where = getattr(module, "__file__", None)
+    return where if isinstance(where, str) and where else None
+
+
+def _head(path: str) -> bytes | None:
+    """The first 4 KiB of the regular file ``path``, or None when it is no readable
+    regular file."""
     try:
         # Without blocking, and a regular file only: a program read from a pipe
         # (``python /dev/stdin``, ``python <(...)``) names one whose writer may still
@@ -38,21 +52,11 @@ def _launched_module(path: str) -> str | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        head = os.read(fd, 4096)
+        return os.read(fd, 4096) if stat.S_ISREG(os.fstat(fd).st_mode) else None
     except OSError:
         return None
     finally:
         os.close(fd)
-    # The launcher's own line, which a program's script does not hold: it strips the
-    # suffix of Windows launchers from sys.argv[0].
-    if not head.startswith(b"#!") or _LAUNCHER_MARK not in head:
-        return None
-    found = _LAUNCHER_IMPORT.search(head.decode("utf-8", "replace"))
-    module = sys.modules.get(found.group(1)) if found else None
-    where = getattr(module, "__file__", None)
-    return where if isinstance(where, str) and where else None
 
 
 def entry_directory() -> tuple[str, str]:
