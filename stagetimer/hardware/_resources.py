@@ -59,6 +59,15 @@ def _kernel_release(root: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def _before_peak_reset(root: str) -> str | None:
+    """Why the kernel's ``memory.peak`` does not reset per open file, None where it does."""
+    release = _kernel_release(root)
+    if release is not None and release >= _PEAK_RESET_SINCE:
+        return None
+    said = "unknown" if release is None else f"{release[0]}.{release[1]}"
+    return f"memory.peak resets per open file only since Linux 6.12; this kernel: {said}"
+
+
 def memory_peak_file(root: str, cgroups: Cgroups | str | None = None) -> tuple[str | None, str]:
     """``(path, source)``: the process's cgroup v2 ``memory.peak`` that resets per open
     file (the system path; open it as ``host_path(root, path)``), or ``(None, why not)``
@@ -71,13 +80,9 @@ def memory_peak_file(root: str, cgroups: Cgroups | str | None = None) -> tuple[s
             f"{_HWM} (memory is on cgroup v1, whose memory.max_usage_in_bytes "
             "resets for every reader: never written)"
         )
-    release = _kernel_release(root)
-    if release is None or release < _PEAK_RESET_SINCE:
-        said = "unknown" if release is None else f"{release[0]}.{release[1]}"
-        return None, (
-            f"{_HWM} (memory.peak resets per open file only since Linux 6.12; "
-            f"this kernel: {said})"
-        )
+    too_old = _before_peak_reset(root)
+    if too_old is not None:
+        return None, f"{_HWM} ({too_old})"
     path = posixpath.join(located.dirs[0], "memory.peak")
     if read_text(root, path) is None:
         # The root group has no memory.peak (cgroup-v2.rst: "exists on non-root cgroups").
