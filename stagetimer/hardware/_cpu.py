@@ -129,11 +129,9 @@ def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
     """``cpu``'s siblings or (package, die, core), and the file(s) read; or why neither is known."""
     topology = f"{_CPU_DIR}/cpu{cpu}/topology"
     for name in ("core_cpus_list", "thread_siblings_list"):
-        text = read_text(root, f"{topology}/{name}")
-        if text is not None:
-            siblings = parse_cpu_list(text)
-            if siblings:
-                return siblings, name
+        siblings = parse_cpu_list(read_text(root, f"{topology}/{name}") or "")
+        if siblings:  # () where the file is missing or empty
+            return siblings, name
     found = read_ints_or_reason(root, f"{topology}/physical_package_id", f"{topology}/core_id")
     if isinstance(found, str):
         return found
@@ -234,7 +232,7 @@ def _model_names(blocks: list[dict[str, str]], cpus: tuple[int, ...]) -> list[st
     affine), in the order of ``/proc/cpuinfo``."""
     affine = set(cpus)
     chosen = [b for b in blocks if _processor(b) in affine] or blocks
-    return [name for name in dict.fromkeys(b.get("model name") for b in chosen) if name]
+    return list(filter(None, dict.fromkeys(b.get("model name") for b in chosen)))
 
 
 def _processor(block: dict[str, str]) -> int | None:
@@ -245,24 +243,27 @@ def _processor(block: dict[str, str]) -> int | None:
 
 def _v2_quota(root: str, directory: str) -> tuple[float | None, str]:
     path = f"{directory}/cpu.max"
-    fields = (read_text(root, path) or "").split()
-    if len(fields) != 2 or fields[0] == "max":
-        return None, path
     try:
-        quota, period = int(fields[0]), int(fields[1])
-    except ValueError:
+        quota, period = map(int, (read_text(root, path) or "").split())
+    except ValueError:  # not two numbers: "max" (no quota), unreadable or malformed
         return None, path
-    return (quota / period if min(quota, period) > 0 else None), path
+    return _in_cpus(quota, period), path
 
 
 def _v1_quota(root: str, directory: str) -> tuple[float | None, str]:
     path = f"{directory}/cpu.cfs_quota_us"
-    quota = read_int(root, path)
-    period = read_int(root, f"{directory}/cpu.cfs_period_us")
     # cpu.cfs_quota_us is -1 when there is no quota (sched-bwc.rst).
-    if quota is None or period is None or quota <= 0 or period <= 0:
+    quota = _in_cpus(read_int(root, path), read_int(root, f"{directory}/cpu.cfs_period_us"))
+    if quota is None:
         return None, path
-    return quota / period, f"{path} / cpu.cfs_period_us"
+    return quota, f"{path} / cpu.cfs_period_us"
+
+
+def _in_cpus(quota: int | None, period: int | None) -> float | None:
+    """A quota in CPUs: ``quota / period``; None where either is unknown or not > 0."""
+    if quota is None or period is None or min(quota, period) <= 0:
+        return None
+    return quota / period
 
 
 def cpu_quota(root: str, cgroups: Cgroups | str | None = None) -> tuple[float | None, str]:
