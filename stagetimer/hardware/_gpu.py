@@ -74,8 +74,8 @@ def select_visible(
         if skipped is not None:
             notes.append(skipped)
             continue
-        index = _index(entry, ordinal, uuids)
-        if index is None or index in (i for i, _ in chosen):
+        index = _new_index(entry, ordinal, uuids, chosen)
+        if index is None:
             notes.append(f"entry {entry!r} is invalid and ends the list")
             break
         chosen.append((index, entry))
@@ -108,6 +108,17 @@ def _mig_skipped(entry: str, mig_exists: Callable[[str], bool | None] | None) ->
         return None
     checked = "" if exists else " (not checked)"
     return f"MIG instance {entry!r}{checked} skipped: not described"
+
+
+def _new_index(
+    entry: str, ordinal: int | None, uuids: list[str | None], chosen: list[tuple[int, str]]
+) -> int | None:
+    """The NVML index a valid entry names: one not ``chosen`` before; None for an entry
+    that is invalid (it ends the list)."""
+    index = _index(entry, ordinal, uuids)
+    if index is None or index in (i for i, _ in chosen):
+        return None
+    return index
 
 
 def _index(entry: str, ordinal: int | None, uuids: list[str | None]) -> int | None:
