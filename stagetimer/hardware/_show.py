@@ -29,8 +29,8 @@ def _mhz(value: Any) -> str:
     return f"{value:g} MHz"
 
 
-def _cpus(value: Any) -> str:
-    return ",".join(str(c) for c in value) if value else "(none)"
+def _listed(value: Any) -> str:
+    return ",".join(str(item) for item in value) if value else "(none)"
 
 
 _TIMES = "\N{MULTIPLICATION SIGN}"
@@ -44,7 +44,7 @@ _FORMATS: dict[str, Callable[[Any], str]] = {
     "cpu.clock_max_mhz": _mhz,
     "max_memory_clock_mhz": _mhz,
     "peak_memory_bandwidth_bytes_per_s": format_rate,
-    "cpu.affinity": _cpus,
+    "cpu.affinity": _listed,
     "memory_bus_width_bits": lambda v: f"{v} bits",
     "cpu.quota_cpus": lambda v: f"{v:g} CPUs",
 }
@@ -106,7 +106,7 @@ def _plain(value: Any) -> str:
     if isinstance(value, dict):
         return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
     if isinstance(value, list):
-        return ",".join(str(v) for v in value) if value else "(none)"
+        return _listed(value)
     return plain_words(str(value))
 
 
