@@ -135,12 +135,25 @@ def kvm_cpuinfo_mhz(
         return None, blocks
     if not blocks:
         return None, "/proc/cpuinfo lists no processor"
+    readings = _declared_readings(blocks)
+    if isinstance(readings, str):
+        return None, readings
+    return _agreed(readings)
+
+
+def _declared_readings(blocks: list[dict[str, str]]) -> list[float] | str:
+    """Every vCPU's declared ``cpu MHz``, or why the first one that has none has none."""
     readings: list[float] = []
     for block in blocks:
         reading = _declared_mhz(block)
         if isinstance(reading, str):
-            return None, reading
+            return reading
         readings.append(reading)
+    return readings
+
+
+def _agreed(readings: list[float]) -> tuple[float | None, str]:
+    """The vCPUs' one ``cpu MHz`` where all ``readings`` agree, else None and why not."""
     spread = max(readings) - min(readings)
     if spread > _KVM_TOLERANCE_MHZ + 1e-9:
         return None, (
