@@ -166,15 +166,13 @@ def imported_packages() -> tuple[dict[str, str], str]:
     (``Foo_Bar`` and ``foo-bar`` are one distribution, PEP 503).
     """
     imported = imported_top_level()
-    packages: dict[str, str] = {}
-    seen: set[str] = set()  # the names found so far, normalized
+    found: dict[str, tuple[str, str]] = {}  # normalized name -> (name, version)
     for directory in _metadata_directories():
         if provides(*_file_lists(directory), imported):
-            found = _name_and_version(directory)
-            if found is not None and (name := normalized_name(found[0])) not in seen:
-                seen.add(name)
-                packages[found[0]] = found[1]
-    return dict(sorted(packages.items())), _SOURCE
+            named = _name_and_version(directory)
+            if named is not None:
+                found.setdefault(normalized_name(named[0]), named)
+    return dict(sorted(found.values())), _SOURCE
 
 
 def _file_lists(directory: str) -> tuple[str | None, str | None]:
