@@ -85,15 +85,17 @@ def _os_name(value: Any) -> Any:
     return value.split(" ", 1)[0]
 
 
-def _number(value: Any) -> float | None:
+def _finite(value: Any) -> float | None:
+    """``value`` as a float where it is a finite int or float (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def _clock_differs(base: Any, new: Any) -> bool:
-    low, high = _number(base), _number(new)
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+    low, high = _finite(base), _finite(new)
+    if low is None or high is None:
         return not _same(base, new)
     scale = max(abs(low), abs(high))
     return scale > 0 and abs(low - high) > CLOCK_TOLERANCE * scale
@@ -215,8 +217,8 @@ def format_value(field: str, value: Any) -> str:
     """``value`` of ``field`` in units a person reads: ``17179869184`` bytes → ``"16 GiB"``."""
     if value is None:
         return _NONE_MEANS.get(field, "unknown")
-    number, unit = _number(value), _unit(field)
-    if unit is None or number is None or not math.isfinite(number):
+    number, unit = _finite(value), _unit(field)
+    if unit is None or number is None:
         return str(value)
     return unit(number)
 
