@@ -128,10 +128,9 @@ def sysfs_cpus(root: str) -> tuple[int, ...]:
 def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
     """``cpu``'s siblings or (package, die, core), and the file(s) read; or why neither is known."""
     topology = f"{_CPU_DIR}/cpu{cpu}/topology"
-    for name in ("core_cpus_list", "thread_siblings_list"):
-        siblings = parse_cpu_list(read_text(root, f"{topology}/{name}") or "")
-        if siblings:  # () where the file is missing or empty
-            return siblings, name
+    siblings = _siblings(root, topology)
+    if siblings is not None:
+        return siblings
     found = read_ints_or_reason(root, f"{topology}/physical_package_id", f"{topology}/core_id")
     if isinstance(found, str):
         return found
@@ -139,6 +138,16 @@ def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
     die = read_int(root, f"{topology}/die_id")
     # core_id alone repeats across packages (cputopology.rst): key on the triple.
     return (package, die if die is not None else 0, core), _TRIPLE
+
+
+def _siblings(root: str, topology: str) -> tuple[tuple[int, ...], str] | None:
+    """The CPUs sharing the core of the ``topology`` directory, and the file that lists
+    them; None where neither file lists any."""
+    for name in ("core_cpus_list", "thread_siblings_list"):
+        siblings = parse_cpu_list(read_text(root, f"{topology}/{name}") or "")
+        if siblings:  # () where the file is missing or empty
+            return siblings, name
+    return None
 
 
 def any_cpu(reason: str, cpu: int) -> str:
