@@ -16,11 +16,20 @@ from typing import Any, NamedTuple
 from stagetimer._system.nvml import load as load_nvml
 from stagetimer.hardware._model import GpuInfo
 
-__all__ = ["Reader", "Visible", "peak_bandwidth", "probe_gpus", "select_visible", "visible"]
+__all__ = [
+    "Reader",
+    "Visible",
+    "energy_counters",
+    "energy_handles",
+    "peak_bandwidth",
+    "probe_gpus",
+    "select_visible",
+    "visible",
+]
 
 _log = logging.getLogger("stagetimer")
 
-#: Where the energy per stage comes from, or why there is none (see _resources.py).
+#: Where the energy per stage comes from, or why there is none (see energy_handles).
 _ENERGY = "resources.gpu_energy_joules"
 # pynvml.NVML_CLOCK_MEM; read from the module when it defines it.
 _NVML_CLOCK_MEM = 2
@@ -255,6 +264,49 @@ def visible(reader: Reader, environ: Mapping[str, str]) -> Visible | str:
     return Visible(int(count), handles, uuids, chosen, note)
 
 
+def _counter(nvml: Any, handle: Any) -> int | None:
+    error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
+    try:
+        value = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+    except (error, AttributeError):
+        return None
+    return int(value) if value else None  # 0: a part without the counter (pre-Volta)
+
+
+def energy_handles(nvml: Any, environ: Mapping[str, str]) -> tuple[list[Any] | None, str]:
+    """``(handles, source)`` of the visible GPUs (``visible``: the GPU probe's
+    selection) when every one has the energy counter, else ``(None, why not)``. NVML
+    must be initialised by the caller."""
+    if _emptied(environ):
+        return None, "no GPU visible (CUDA_VISIBLE_DEVICES is empty)"
+    try:
+        found = visible(Reader(nvml), environ)
+    except (OSError, ValueError) as err:  # OSError: a broken library inside ctypes
+        return None, f"NVML cannot list the GPUs: {type(err).__name__}"
+    if isinstance(found, str):
+        return None, found
+    return energy_counters(nvml, found.chosen_handles())
+
+
+def energy_counters(nvml: Any, chosen: list[Any]) -> tuple[list[Any] | None, str]:
+    """``(chosen, source)`` when every one of the ``chosen`` GPUs' handles has the energy
+    counter, else ``(None, why not)``."""
+    if not chosen:
+        return None, "no GPU visible"
+    if None in chosen:
+        return None, "NVML gave no handle for a visible GPU (nvmlDeviceGetHandleByIndex failed)"
+    for slot, handle in enumerate(chosen):
+        if _counter(nvml, handle) is None:
+            return None, (
+                f"gpus[{slot}] has no energy counter (nvmlDeviceGetTotalEnergyConsumption "
+                "not supported or 0: NVIDIA Volta and later have one)"
+            )
+    return chosen, (
+        f"nvmlDeviceGetTotalEnergyConsumption (millijoules) summed over the {len(chosen)} "
+        "visible GPU(s) at the stage's entry and exit"
+    )
+
+
 def _enumerate(
     reader: Reader, environ: Mapping[str, str]
 ) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str], list[Any]]:
@@ -308,8 +360,7 @@ def probe_gpus(
     environ: Mapping[str, str], nvml: Any = None
 ) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
     """``(gpus, gpu_reason, sources)``: the GPUs visible to the process, or why there are none."""
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and not visible.strip():
+    if _emptied(environ):
         return _none("CUDA_VISIBLE_DEVICES is empty: no GPU is visible")
     if nvml is None:
         try:
@@ -332,8 +383,6 @@ def _probe(
     try:
         gpus, reason, sources, handles = _enumerate(reader, environ)
         if reason is None:
-            from stagetimer.hardware._resources import energy_counters
-
             sources[_ENERGY] = energy_counters(nvml, handles)[1]
     finally:
         try:
@@ -344,6 +393,12 @@ def _probe(
         return _none(reason)
     sources["gpu_reason"] = "GPUs are listed"
     return gpus, None, sources
+
+
+def _emptied(environ: Mapping[str, str]) -> bool:
+    """Whether ``CUDA_VISIBLE_DEVICES`` is set and empty (blanks aside): no GPU is visible."""
+    value = environ.get("CUDA_VISIBLE_DEVICES")
+    return value is not None and not value.strip()
 
 
 def _none(reason: str) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:

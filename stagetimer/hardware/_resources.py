@@ -14,7 +14,8 @@ the hardware capture states once, in ``sources``, which of them this process use
   are what the program and Slurm's accounting read.
 - GPU energy: NVML's ``nvmlDeviceGetTotalEnergyConsumption`` (millijoules since the
   driver loaded, Volta and later), summed over the visible GPUs. Older parts raise
-  ``NVMLError_NotSupported`` or report 0 (codecarbon#1316): no counter.
+  ``NVMLError_NotSupported`` or report 0 (codecarbon#1316): no counter. The GPUs'
+  counters are found with the GPUs, in ``_gpu.py`` (``energy_handles``).
 """
 
 from __future__ import annotations
@@ -22,19 +23,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from stagetimer._system.files import host_path, read_text
 from stagetimer.hardware._cgroup import Cgroups, locate
-from stagetimer.hardware._gpu import Reader
-from stagetimer.hardware._gpu import visible as gpu_visible
 
 __all__ = [
     "CHILDREN_SOURCE",
     "CPU_SOURCE",
-    "energy_counters",
-    "energy_handles",
     "memory_peak_file",
     "resource_sources",
 ]
@@ -92,50 +87,6 @@ def memory_peak_file(root: str, cgroups: Cgroups | str | None = None) -> tuple[s
         # groups belong to root) cannot be reset by the job's own processes.
         return None, f"{_HWM} ({path} is not writable by this user: no per-stage reset)"
     return path, f"{path} of the process's cgroup, reset per open file at each stage's entry"
-
-
-def _counter(nvml: Any, handle: Any) -> int | None:
-    error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
-    try:
-        value = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
-    except (error, AttributeError):
-        return None
-    return int(value) if value else None  # 0: a part without the counter (pre-Volta)
-
-
-def energy_handles(nvml: Any, environ: Mapping[str, str]) -> tuple[list[Any] | None, str]:
-    """``(handles, source)`` of the visible GPUs (``_gpu.visible``: the GPU probe's
-    selection) when every one has the energy counter, else ``(None, why not)``. NVML
-    must be initialised by the caller."""
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and not visible.strip():
-        return None, "no GPU visible (CUDA_VISIBLE_DEVICES is empty)"
-    try:
-        found = gpu_visible(Reader(nvml), environ)
-    except (OSError, ValueError) as err:  # OSError: a broken library inside ctypes
-        return None, f"NVML cannot list the GPUs: {type(err).__name__}"
-    if isinstance(found, str):
-        return None, found
-    return energy_counters(nvml, found.chosen_handles())
-
-
-def energy_counters(nvml: Any, chosen: list[Any]) -> tuple[list[Any] | None, str]:
-    """``(chosen, source)`` when every one of the ``chosen`` GPUs' handles has the energy
-    counter, else ``(None, why not)``."""
-    if not chosen:
-        return None, "no GPU visible"
-    if None in chosen:
-        return None, "NVML gave no handle for a visible GPU (nvmlDeviceGetHandleByIndex failed)"
-    for slot, handle in enumerate(chosen):
-        if _counter(nvml, handle) is None:
-            return None, (
-                f"gpus[{slot}] has no energy counter (nvmlDeviceGetTotalEnergyConsumption "
-                "not supported or 0: NVIDIA Volta and later have one)"
-            )
-    return chosen, (
-        f"nvmlDeviceGetTotalEnergyConsumption (millijoules) summed over the {len(chosen)} "
-        "visible GPU(s) at the stage's entry and exit"
-    )
 
 
 def resource_sources(peak_source: str) -> dict[str, str]:
