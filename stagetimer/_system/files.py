@@ -57,13 +57,17 @@ def read_regular(
         # ValueError: a NUL in the path, which names no file either.
         return None, "does not exist"
     except OSError as err:
-        return None, f"is unreadable ({err.strerror or type(err).__name__})"
+        return None, _unreadable(err)
     try:
         return _read_open(fd, limit, stop)
     except OSError as err:
-        return None, f"is unreadable ({err.strerror or type(err).__name__})"
+        return None, _unreadable(err)
     finally:
         os.close(fd)
+
+
+def _unreadable(err: OSError) -> str:
+    return f"is unreadable ({err.strerror or type(err).__name__})"
 
 
 def _read_open(fd: int, limit: int, stop: bytes | None) -> tuple[bytes | None, str]:
