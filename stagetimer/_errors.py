@@ -61,6 +61,12 @@ def short_repr(value: object, limit: int = 80) -> str:
         shown = None
     if shown is not None and len(shown) <= limit:
         return shown
+    return _shortened(value, limit)
+
+
+def _shortened(value: object, limit: int) -> str:
+    """``short_repr`` of a value whose ``repr`` is too long or fails: ``reprlib``'s,
+    cut to ``limit`` characters."""
     import reprlib  # only on the error path
 
     class Brief(reprlib.Repr):

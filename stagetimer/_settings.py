@@ -27,7 +27,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from stagetimer._errors import InvalidSettingError, short_repr
 from stagetimer._format import HEARTBEAT_SECONDS, MAX_RUN_IDX, POLICIES
@@ -82,21 +82,18 @@ CLAIM_STALE_SECONDS = "STAGETIMER_CLAIM_STALE_SECONDS"
 _ON = frozenset({"1", "true", "yes", "on"})
 _OFF = frozenset({"0", "false", "no", "off"})
 _SWITCH = "1, true, yes or on (on); 0, false, no or off (off); or empty"
+_SWITCH_WORDS = {**dict.fromkeys(_ON, True), **dict.fromkeys(_OFF, False)}
 _CLAIMS = ("auto", "always")
 _STALE_DEFAULT = 30.0
 
 
 def switch(variable: str, raw: str | None, default: bool) -> bool:
     """The value ``raw`` of the switch ``variable`` (None: unset), by the one rule above."""
-    if raw is None:
+    if raw is None or not raw.strip():
         return default
-    word = raw.strip().lower()
-    if word in _ON:
-        return True
-    if word in _OFF:
-        return False
-    if not word:
-        return default
+    value = _SWITCH_WORDS.get(raw.strip().lower())
+    if value is not None:
+        return value
     raise InvalidSettingError(
         f"{variable}={short_repr(raw)} is not valid: expected {_SWITCH} for the default "
         f"({'on' if default else 'off'})",
@@ -153,9 +150,7 @@ def _heartbeat() -> float | None:
     """``STAGETIMER_HEARTBEAT``: seconds between beats (``HEARTBEAT_SECONDS``); None (no
     beats) when unset, empty, ``0`` or another off word of a switch."""
     raw = os.environ.get(HEARTBEAT)
-    if raw is None:
-        return None
-    word = raw.strip().lower()
+    word = (raw or "").strip().lower()
     if not word or word in _OFF:
         return None
     value = _number(word)
@@ -312,6 +307,16 @@ def as_path(directory: str | os.PathLike[str]) -> str:
     return path
 
 
+def _whole(value: object) -> TypeGuard[int]:
+    """Whether ``value`` is an int, not a bool: ``True`` is not a count."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _real(value: object) -> TypeGuard[int | float]:
+    """Whether ``value`` is an int or a float, not a bool: ``True`` is not a number."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def check_directory(instance: object, attribute: Any, value: str) -> None:
     if os.path.lexists(value) and not os.path.isdir(value):
         raise InvalidSettingError(
@@ -322,7 +327,7 @@ def check_directory(instance: object, attribute: Any, value: str) -> None:
 
 
 def check_completed_runs(instance: object, attribute: Any, value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+    if value is not None and (not _whole(value) or value < 0):
         raise InvalidSettingError(
             f"completed_runs {short_repr(value)} is not valid: expected an int >= 0", value
         )
@@ -344,9 +349,7 @@ def check_resume(resume_partial_runs: bool, completed_runs: int | None) -> None:
 
 
 def check_expected_runs(instance: object, attribute: Any, value: object) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RUN_IDX
-    ):
+    if value is not None and (not _whole(value) or not 1 <= value <= MAX_RUN_IDX):
         raise InvalidSettingError(
             f"expected_runs {short_repr(value)} is not valid: expected None or an int from 1 "
             "to 2**63 - 1",
@@ -366,11 +369,7 @@ def check_lock_timeout(value: object) -> float:
     that fits a float, or infinity (wait as long as it takes); else
     ``InvalidSettingError``. A save adds it to the clock: an int of 400 digits made every
     save fail with ``OverflowError``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (0 <= value <= _FLOAT_MAX or value == math.inf)
-    ):
+    if not _real(value) or not (0 <= value <= _FLOAT_MAX or value == math.inf):
         raise InvalidSettingError(
             f"lock_timeout {short_repr(value)} is not valid: expected a number of seconds >= 0 "
             "that fits a float (float('inf') waits as long as it takes)",
@@ -397,7 +396,7 @@ def check_interval(value: object) -> float | None:
     ``InvalidSettingError`` naming the value."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _beats_at(value):
+    if not _real(value) or not _beats_at(value):
         raise InvalidSettingError(
             f"heartbeat {short_repr(value)} is not valid: expected None or the seconds between "
             f"beats, a number from {_BEATS_TEXT}",

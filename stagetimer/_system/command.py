@@ -32,16 +32,7 @@ def run_bounded(
     """Run ``argv`` (standard input empty) for at most ``timeout`` seconds: its exit
     status, standard output and standard error, or :class:`CommandUnavailable`."""
     name = argv[0]
-    try:
-        child = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=None if env is None else dict(env),
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        raise CommandUnavailable(f"{name} is not installed here") from None
-    except OSError as exc:
-        raise CommandUnavailable(f"{name} could not be run: {exc.strerror or exc}") from None
+    child = _start(argv, env)
     try:
         out, err = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -57,6 +48,20 @@ def run_bounded(
         stop(child)  # an interrupt: nothing it started outlives the wait
         raise
     return child.returncode, out, err
+
+
+def _start(argv: Sequence[str], env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+    """The command started in its own session, or :class:`CommandUnavailable`."""
+    try:
+        return subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=None if env is None else dict(env),
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise CommandUnavailable(f"{argv[0]} is not installed here") from None
+    except OSError as exc:
+        raise CommandUnavailable(f"{argv[0]} could not be run: {exc.strerror or exc}") from None
 
 
 def stop(child: subprocess.Popen[bytes]) -> None:

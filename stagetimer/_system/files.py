@@ -57,19 +57,28 @@ def read_regular(
         # ValueError: a NUL in the path, which names no file either.
         return None, "does not exist"
     except OSError as err:
-        return None, f"is unreadable ({err.strerror or type(err).__name__})"
+        return None, _unreadable(err)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            return None, f"is unreadable ({_kind(mode)}, not a regular file)"
-        data = _read_up_to(fd, limit, stop)
-        if data is None:
-            return None, f"is unreadable (larger than {limit} bytes)"
-        return data, ""
+        return _read_open(fd, limit, stop)
     except OSError as err:
-        return None, f"is unreadable ({err.strerror or type(err).__name__})"
+        return None, _unreadable(err)
     finally:
         os.close(fd)
+
+
+def _unreadable(err: OSError) -> str:
+    return f"is unreadable ({err.strerror or type(err).__name__})"
+
+
+def _read_open(fd: int, limit: int, stop: bytes | None) -> tuple[bytes | None, str]:
+    """``read_regular`` of the file open as ``fd``; raises ``OSError``."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        return None, f"is unreadable ({_kind(mode)}, not a regular file)"
+    data = _read_up_to(fd, limit, stop)
+    if data is None:
+        return None, f"is unreadable (larger than {limit} bytes)"
+    return data, ""
 
 
 def _read_up_to(fd: int, limit: int, stop: bytes | None) -> bytes | None:

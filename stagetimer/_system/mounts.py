@@ -78,29 +78,34 @@ class Mount:
 
 def parse_mountinfo(text: str) -> list[Mount]:
     """Every well-formed line of a mountinfo text, in order (later lines mount on top)."""
-    mounts = []
-    for line in kernel_lines(text):  # a line ends at "\n" only: see kernel_lines
-        fields = line.split(" ")
-        try:
-            sep = fields.index("-", 6)
-        except ValueError:
-            continue
-        if len(fields) < sep + 3:
-            continue
-        per_mount = fields[5].split(",")
-        per_super = fields[sep + 3].split(",") if len(fields) > sep + 3 else []
-        mounts.append(
-            Mount(
-                mount_point=_unescape(fields[4]),
-                root=_unescape(fields[3]),
-                fs_type=fields[sep + 1],
-                source=_unescape(fields[sep + 2]),
-                mount_options=tuple(o for o in per_mount if o),
-                super_options=tuple(o for o in per_super if o),
-                device=fields[2],
-            )
-        )
-    return mounts
+    # A line ends at "\n" only: see kernel_lines.
+    parsed = (_mount(line.split(" ")) for line in kernel_lines(text))
+    return [mount for mount in parsed if mount is not None]
+
+
+def _mount(fields: list[str]) -> Mount | None:
+    """The mount one mountinfo line describes (split at spaces); None when malformed."""
+    try:
+        sep = fields.index("-", 6)
+    except ValueError:
+        return None
+    if len(fields) < sep + 3:
+        return None
+    per_super = fields[sep + 3] if len(fields) > sep + 3 else ""
+    return Mount(
+        mount_point=_unescape(fields[4]),
+        root=_unescape(fields[3]),
+        fs_type=fields[sep + 1],
+        source=_unescape(fields[sep + 2]),
+        mount_options=_options(fields[5]),
+        super_options=_options(per_super),
+        device=fields[2],
+    )
+
+
+def _options(field: str) -> tuple[str, ...]:
+    """The options of a comma-separated list, empty ones left out."""
+    return tuple(option for option in field.split(",") if option)
 
 
 def _inside(path: str, mount_point: str) -> bool:
@@ -250,11 +255,6 @@ def _holds(outer: str, inner: str) -> bool:
     return inner == outer or inner.startswith(outer.rstrip("/") + "/")
 
 
-def _related(a: str, b: str) -> bool:
-    """Whether one of two absolute paths is the other or lies inside it."""
-    return _holds(a, b) or _holds(b, a)
-
-
 def fuse_views(path: str, mounts: list[Mount]) -> list[Mount]:
     """The FUSE mounts of this host that may show the resolved ``path`` from elsewhere.
 
@@ -267,19 +267,23 @@ def fuse_views(path: str, mounts: list[Mount]) -> list[Mount]:
     mountinfo), and such a mount counts too, as it may show anything.
     """
     here = location(path, mounts)
-    views = []
-    for mount in mounts:
-        if not _is_fuse(mount.fs_type):
-            continue
-        if mount.source.startswith("/"):
-            there = location(mount.source, mounts)
-            if here is not None and there is not None and there[0] == here[0] and (
-                _related(here[1], there[1])
-            ):
-                views.append(mount)
-        elif mount.fs_type == "fuse.bindfs":
-            views.append(mount)
-    return views
+    return [m for m in mounts if _is_fuse(m.fs_type) and _may_show(m, here, mounts)]
+
+
+def _may_show(fuse: Mount, here: tuple[str, str] | None, mounts: list[Mount]) -> bool:
+    """Whether the FUSE mount ``fuse`` may show the location ``here`` (see ``fuse_views``)."""
+    if not fuse.source.startswith("/"):
+        return fuse.fs_type == "fuse.bindfs"
+    there = location(fuse.source, mounts)
+    return _holds_place(here, there) or _holds_place(there, here)
+
+
+def _holds_place(outer: tuple[str, str] | None, inner: tuple[str, str] | None) -> bool:
+    """Whether the location ``inner`` is ``outer`` or lies inside it: one file system, and
+    a path inside (None, no location, holds nothing and lies nowhere)."""
+    if outer is None or inner is None or outer[0] != inner[0]:
+        return False
+    return _holds(outer[1], inner[1])
 
 
 def parse_etab(text: str) -> list[str]:
@@ -305,10 +309,4 @@ def under_exports(path: str, exports: list[str], mounts: list[Mount]) -> str | N
     mount shows here counts too.
     """
     here = location(path, mounts)
-    for export in exports:
-        there = location(export, mounts)
-        if here is not None and there is not None and there[0] == here[0] and (
-            _holds(there[1], here[1])
-        ):
-            return export
-    return None
+    return next((e for e in exports if _holds_place(location(e, mounts), here)), None)

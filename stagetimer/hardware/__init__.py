@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from stagetimer.hardware._differences import (
         as_description as as_description,
     )
+    from stagetimer.hardware._gpu import (
+        energy_counters as energy_counters,
+    )
+    from stagetimer.hardware._gpu import (
+        energy_handles as energy_handles,
+    )
     from stagetimer.hardware._model import (
         CpuInfo,
         GpuInfo,
@@ -25,12 +31,6 @@ if TYPE_CHECKING:
         SchedulerInfo,
         description,
         hardware_id,
-    )
-    from stagetimer.hardware._resources import (
-        energy_counters as energy_counters,
-    )
-    from stagetimer.hardware._resources import (
-        energy_handles as energy_handles,
     )
     from stagetimer.hardware._resources import (
         memory_peak_file as memory_peak_file,
@@ -56,8 +56,8 @@ _LAZY = {
     "SchedulerInfo": "stagetimer.hardware._model",
     "description": "stagetimer.hardware._model",
     "hardware_id": "stagetimer.hardware._model",
-    "energy_counters": "stagetimer.hardware._resources",
-    "energy_handles": "stagetimer.hardware._resources",
+    "energy_counters": "stagetimer.hardware._gpu",
+    "energy_handles": "stagetimer.hardware._gpu",
     "memory_peak_file": "stagetimer.hardware._resources",
     "resource_sources": "stagetimer.hardware._resources",
     "job_identity": "stagetimer.hardware._scheduler",

@@ -178,20 +178,22 @@ def capture_hardware(
     >>> hw.cpu.logical_cpus >= 1
     True
     """
-    global _live
-    live = root == "/" and environ is None and nvml is None
-    if not live:
+    if root != "/" or environ is not None or nvml is not None:
         return _capture(root, os.environ if environ is None else environ, nvml)
     cached = _live
-    if cached is not None:
-        return cached
+    return cached if cached is not None else _capture_live()
+
+
+def _capture_live() -> Hardware:
+    """The live description, captured once per process under ``_live_lock``."""
+    global _live
     if getattr(_in_capture, "active", False):
-        return _capture(root, os.environ, None)  # re-entered: see _live_lock
+        return _capture("/", os.environ, None)  # re-entered: see _live_lock
     _in_capture.active = True
     try:
         with _live_lock:
             if _live is None:
-                _live = _capture(root, os.environ, None)
+                _live = _capture("/", os.environ, None)
             return _live
     finally:
         _in_capture.active = False

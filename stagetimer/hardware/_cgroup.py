@@ -113,10 +113,8 @@ def parse_cgroup_file(text: str) -> list[tuple[str, tuple[str, ...], str]]:
         if len(parts) != 3:
             continue
         hierarchy, controllers, path = parts
-        if path.endswith(_DELETED):
-            path = path[: -len(_DELETED)]
         names = tuple(c for c in controllers.split(",") if c)
-        entries.append((hierarchy, names, path))
+        entries.append((hierarchy, names, path.removesuffix(_DELETED)))
     return entries
 
 
@@ -212,6 +210,12 @@ def _walk(version: int, mounts: list[Mount], path: str) -> tuple[Located, Mount]
         mount = _pick_mount(mounts, path)
         point = mount.mount_point
         return Located(version, point, (point,), _fallback_note(mount, path)), mount
+    return _located(version, path, shown)
+
+
+def _located(version: int, path: str, shown: list[tuple[str, Mount]]) -> tuple[Located, Mount]:
+    """``_walk``'s answer where mounts show the group or ancestors (``shown``, nearest
+    first): the directories, and the mount of the nearest, with the others noted."""
     dirs = tuple(directory for directory, _ in shown)
     first, *more = dict.fromkeys(mount for _, mount in shown)  # each mount once, in order
     note = ""
@@ -281,8 +285,7 @@ class Cgroups:
         if not v2:
             return "cgroup v2 is in use but no cgroup2 mount is visible"
         located, mount = _walk(2, v2, path)
-        listed = self.v2_controllers(mount.mount_point)
-        if listed is None or controller not in listed:
+        if controller not in (self.v2_controllers(mount.mount_point) or ()):
             return (
                 f"the {controller} controller is not enabled on cgroup v2 "
                 f"({posixpath.join(mount.mount_point, 'cgroup.controllers')} does not list it)"

@@ -80,6 +80,14 @@ def _cppc_read(root: str, cpu: int) -> float | str:
     nominal = read_int(root, f"{base}/nominal_perf")
     if nominal_freq is None or highest is None or nominal is None:
         return f"no ACPI CPPC: {base}/{{nominal_freq,highest_perf,nominal_perf}} unreadable"
+    problem = _cppc_problem(base, nominal_freq, highest, nominal)
+    if problem is not None:
+        return problem
+    return nominal_freq * highest / nominal
+
+
+def _cppc_problem(base: str, nominal_freq: int, highest: int, nominal: int) -> str | None:
+    """Why the CPPC values read under ``base`` give no estimate, or None when they do."""
     if nominal_freq <= 0:
         return f"{base}/nominal_freq is {nominal_freq}, which means missing"
     if highest <= 0 or nominal <= 0:
@@ -88,7 +96,7 @@ def _cppc_read(root: str, cpu: int) -> float | str:
         return f"{base}/highest_perf is 255, a meaningless firmware value"
     if highest < nominal:
         return f"{base}/highest_perf {highest} is below nominal_perf {nominal}"
-    return nominal_freq * highest / nominal
+    return None
 
 
 def cppc_max_mhz(root: str, cpus: tuple[int, ...]) -> tuple[float | None, str]:
@@ -127,12 +135,25 @@ def kvm_cpuinfo_mhz(
         return None, blocks
     if not blocks:
         return None, "/proc/cpuinfo lists no processor"
+    readings = _declared_readings(blocks)
+    if isinstance(readings, str):
+        return None, readings
+    return _agreed(readings)
+
+
+def _declared_readings(blocks: list[dict[str, str]]) -> list[float] | str:
+    """Every vCPU's declared ``cpu MHz``, or why the first one that has none has none."""
     readings: list[float] = []
     for block in blocks:
         reading = _declared_mhz(block)
         if isinstance(reading, str):
-            return None, reading
+            return reading
         readings.append(reading)
+    return readings
+
+
+def _agreed(readings: list[float]) -> tuple[float | None, str]:
+    """The vCPUs' one ``cpu MHz`` where all ``readings`` agree, else None and why not."""
     spread = max(readings) - min(readings)
     if spread > _KVM_TOLERANCE_MHZ + 1e-9:
         return None, (
@@ -179,14 +200,7 @@ def probe_clock(
     low, high, freq_where = cpufreq_range(root, cpus)
     cppc, cppc_where = cppc_max_mhz(root, cpus)
     if high is not None:
-        if cppc is not None and cppc > high:
-            where = f"{freq_where}; max extended by {cppc_where}"
-            return low, cppc, "cpufreq+cppc", _sources(freq_where, where, where)
-        if cppc is not None:
-            freq_where_max = f"{freq_where} (CPPC estimate {cppc:g} MHz is not higher)"
-        else:
-            freq_where_max = f"{freq_where} ({cppc_where})"
-        return low, high, "cpufreq", _sources(freq_where, freq_where_max, freq_where)
+        return _cpufreq_clock(low, high, freq_where, cppc, cppc_where)
     if cppc is not None:
         reason = (
             f"{freq_where}; ACPI CPPC alone suggests up to {cppc:g} MHz ({cppc_where}), "
@@ -198,6 +212,21 @@ def probe_clock(
         return mhz, mhz, "kvm_cpuinfo", _sources(kvm_where, kvm_where, kvm_where)
     reason = f"{freq_where}; {cppc_where}; {kvm_where}"
     return None, None, None, _sources(reason, reason, reason)
+
+
+def _cpufreq_clock(
+    low: float | None, high: float, freq_where: str, cppc: float | None, cppc_where: str
+) -> tuple[float | None, float | None, str | None, dict[str, str]]:
+    """``probe_clock``'s answer where cpufreq gives a range: its maximum extended by the
+    CPPC estimate where that is higher."""
+    if cppc is not None and cppc > high:
+        where = f"{freq_where}; max extended by {cppc_where}"
+        return low, cppc, "cpufreq+cppc", _sources(freq_where, where, where)
+    if cppc is not None:
+        freq_where_max = f"{freq_where} (CPPC estimate {cppc:g} MHz is not higher)"
+    else:
+        freq_where_max = f"{freq_where} ({cppc_where})"
+    return low, high, "cpufreq", _sources(freq_where, freq_where_max, freq_where)
 
 
 def _sources(low: str, high: str, source: str) -> dict[str, str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from itertools import groupby
 
 from stagetimer._system.files import (
     find_field,
@@ -39,13 +41,7 @@ def affinity(root: str) -> tuple[tuple[int, ...], str]:
     of ``/proc/self/status``. Neither reflects a CPU quota (see ``cpu_quota``).
     """
     if root == "/":
-        getaffinity = getattr(os, "sched_getaffinity", None)
-        if getaffinity is not None:
-            return tuple(sorted(getaffinity(0))), "os.sched_getaffinity(0)"
-        count = os.cpu_count()
-        if count:
-            return tuple(range(count)), "os.cpu_count() (no CPU affinity interface here)"
-        return (), "no CPU affinity interface and os.cpu_count() is unknown"
+        return _live_affinity()
     text, why = read_or_reason(root, "/proc/self/status")
     if text is None:
         return (), why
@@ -56,6 +52,17 @@ def affinity(root: str) -> tuple[tuple[int, ...], str]:
     if cpus is None:
         return (), f"/proc/self/status Cpus_allowed_list {value!r} is malformed"
     return cpus, "/proc/self/status Cpus_allowed_list"
+
+
+def _live_affinity() -> tuple[tuple[int, ...], str]:
+    """The live process's CPUs: ``os.sched_getaffinity(0)``, else ``os.cpu_count()``."""
+    getaffinity = getattr(os, "sched_getaffinity", None)
+    if getaffinity is not None:
+        return tuple(sorted(getaffinity(0))), "os.sched_getaffinity(0)"
+    count = os.cpu_count()
+    if count:
+        return tuple(range(count)), "os.cpu_count() (no CPU affinity interface here)"
+    return (), "no CPU affinity interface and os.cpu_count() is unknown"
 
 
 def node_cpus(root: str) -> tuple[int | None, str]:
@@ -97,32 +104,33 @@ def numa_nodes(root: str, cpus: tuple[int, ...]) -> tuple[int | None, str]:
 
 def _node_numbers(root: str) -> list[int] | str:
     """The NUMA nodes of ``/sys/devices/system/node``, sorted, or why there are none."""
-    try:
-        names = os.listdir(host_path(root, _NODE_DIR))
-    except OSError:
+    nodes = _numbered(root, _NODE_DIR, "node")
+    if nodes is None:
         return f"{_NODE_DIR} does not exist (a kernel without NUMA support)"
-    nodes = sorted(int(n[4:]) for n in names if n.startswith("node") and n[4:].isdigit())
     return nodes or f"{_NODE_DIR} lists no node"
+
+
+def _numbered(root: str, directory: str, prefix: str) -> list[int] | None:
+    """The numbers N of ``directory``'s ``{prefix}N`` entries, sorted; None when unreadable."""
+    try:
+        names = os.listdir(host_path(root, directory))
+    except OSError:
+        return None
+    start = len(prefix)
+    return sorted(int(n[start:]) for n in names if n.startswith(prefix) and n[start:].isdigit())
 
 
 def sysfs_cpus(root: str) -> tuple[int, ...]:
     """The CPU numbers with a ``/sys/devices/system/cpu/cpuN`` directory."""
-    try:
-        names = os.listdir(host_path(root, _CPU_DIR))
-    except OSError:
-        return ()
-    return tuple(sorted(int(n[3:]) for n in names if n.startswith("cpu") and n[3:].isdigit()))
+    return tuple(_numbered(root, _CPU_DIR, "cpu") or ())
 
 
 def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
     """``cpu``'s siblings or (package, die, core), and the file(s) read; or why neither is known."""
     topology = f"{_CPU_DIR}/cpu{cpu}/topology"
-    for name in ("core_cpus_list", "thread_siblings_list"):
-        text = read_text(root, f"{topology}/{name}")
-        if text is not None:
-            siblings = parse_cpu_list(text)
-            if siblings:
-                return siblings, name
+    siblings = _siblings(root, topology)
+    if siblings is not None:
+        return siblings
     found = read_ints_or_reason(root, f"{topology}/physical_package_id", f"{topology}/core_id")
     if isinstance(found, str):
         return found
@@ -130,6 +138,16 @@ def _core_key(root: str, cpu: int) -> tuple[tuple[int, ...], str] | str:
     die = read_int(root, f"{topology}/die_id")
     # core_id alone repeats across packages (cputopology.rst): key on the triple.
     return (package, die if die is not None else 0, core), _TRIPLE
+
+
+def _siblings(root: str, topology: str) -> tuple[tuple[int, ...], str] | None:
+    """The CPUs sharing the core of the ``topology`` directory, and the file that lists
+    them; None where neither file lists any."""
+    for name in ("core_cpus_list", "thread_siblings_list"):
+        siblings = parse_cpu_list(read_text(root, f"{topology}/{name}") or "")
+        if siblings:  # () where the file is missing or empty
+            return siblings, name
+    return None
 
 
 def any_cpu(reason: str, cpu: int) -> str:
@@ -176,21 +194,18 @@ def cpuinfo_blocks(root: str) -> list[dict[str, str]] | str:
     text, why = read_or_reason(root, "/proc/cpuinfo")
     if text is None:
         return why
-    blocks: list[dict[str, str]] = []
-    current: dict[str, str] = {}
-    for line in kernel_lines(text):
-        if not line.strip():
-            if current:
-                blocks.append(current)
-                current = {}
-            continue
-        key, sep, value = line.partition(":")
-        if sep:
-            current[key.strip()] = value.strip()
-    if current:
-        blocks.append(current)
+    lines = kernel_lines(text)
+    # A blank line ends a processor block.
+    runs = groupby(lines, key=lambda line: bool(line.strip()))
+    blocks = [_fields(group) for filled, group in runs if filled]
     # ARM kernels print shared lines (Hardware, Revision) in a block without "processor".
     return [b for b in blocks if "processor" in b]
+
+
+def _fields(lines: Iterable[str]) -> dict[str, str]:
+    """The ``key: value`` lines of one ``/proc/cpuinfo`` block, both sides stripped."""
+    pairs = (line.partition(":") for line in lines)
+    return {key.strip(): value.strip() for key, sep, value in pairs if sep}
 
 
 def model_name(
@@ -209,48 +224,55 @@ def model_name(
         return None, False, blocks, blocks
     names = _model_names(blocks, cpus)
     guest = any("hypervisor" in block.get("flags", "").split() for block in blocks)
-    guest_source = (
-        "/proc/cpuinfo flags: hypervisor"
-        if guest
-        else "/proc/cpuinfo flags: no hypervisor flag"
-    )
+    guest_source = _GUEST_SOURCES[guest]
     if not names:
         return None, guest, "/proc/cpuinfo has no \"model name\" line", guest_source
     return " / ".join(names), guest, "/proc/cpuinfo model name", guest_source
+
+
+_GUEST_SOURCES = {
+    True: "/proc/cpuinfo flags: hypervisor",
+    False: "/proc/cpuinfo flags: no hypervisor flag",
+}
 
 
 def _model_names(blocks: list[dict[str, str]], cpus: tuple[int, ...]) -> list[str]:
     """The distinct model names of the affine CPUs' blocks (of every block when none is
     affine), in the order of ``/proc/cpuinfo``."""
     affine = set(cpus)
-    chosen = [b for b in blocks if b.get("processor", "").isdigit()]
-    chosen = [b for b in chosen if int(b["processor"]) in affine] or blocks
-    return [name for name in dict.fromkeys(b.get("model name") for b in chosen) if name]
+    chosen = [b for b in blocks if _processor(b) in affine] or blocks
+    return list(filter(None, dict.fromkeys(b.get("model name") for b in chosen)))
+
+
+def _processor(block: dict[str, str]) -> int | None:
+    """The block's ``processor`` number, or None when it has none or it is not a number."""
+    number = block.get("processor", "")
+    return int(number) if number.isdigit() else None
 
 
 def _v2_quota(root: str, directory: str) -> tuple[float | None, str]:
     path = f"{directory}/cpu.max"
-    text = read_text(root, path)
-    if text is None:
-        return None, path
-    fields = text.split()
-    if len(fields) != 2 or fields[0] == "max":
-        return None, path
     try:
-        quota, period = int(fields[0]), int(fields[1])
-    except ValueError:
+        quota, period = map(int, (read_text(root, path) or "").split())
+    except ValueError:  # not two numbers: "max" (no quota), unreadable or malformed
         return None, path
-    return (quota / period if quota > 0 and period > 0 else None), path
+    return _in_cpus(quota, period), path
 
 
 def _v1_quota(root: str, directory: str) -> tuple[float | None, str]:
     path = f"{directory}/cpu.cfs_quota_us"
-    quota = read_int(root, path)
-    period = read_int(root, f"{directory}/cpu.cfs_period_us")
     # cpu.cfs_quota_us is -1 when there is no quota (sched-bwc.rst).
-    if quota is None or period is None or quota <= 0 or period <= 0:
+    quota = _in_cpus(read_int(root, path), read_int(root, f"{directory}/cpu.cfs_period_us"))
+    if quota is None:
         return None, path
-    return quota / period, f"{path} / cpu.cfs_period_us"
+    return quota, f"{path} / cpu.cfs_period_us"
+
+
+def _in_cpus(quota: int | None, period: int | None) -> float | None:
+    """A quota in CPUs: ``quota / period``; None where either is unknown or not > 0."""
+    if quota is None or period is None or min(quota, period) <= 0:
+        return None
+    return quota / period
 
 
 def cpu_quota(root: str, cgroups: Cgroups | str | None = None) -> tuple[float | None, str]:

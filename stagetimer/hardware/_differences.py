@@ -85,15 +85,17 @@ def _os_name(value: Any) -> Any:
     return value.split(" ", 1)[0]
 
 
-def _number(value: Any) -> float | None:
+def _finite(value: Any) -> float | None:
+    """``value`` as a float where it is a finite int or float (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def _clock_differs(base: Any, new: Any) -> bool:
-    low, high = _number(base), _number(new)
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+    low, high = _finite(base), _finite(new)
+    if low is None or high is None:
         return not _same(base, new)
     scale = max(abs(low), abs(high))
     return scale > 0 and abs(low - high) > CLOCK_TOLERANCE * scale
@@ -215,18 +217,25 @@ def format_value(field: str, value: Any) -> str:
     """``value`` of ``field`` in units a person reads: ``17179869184`` bytes → ``"16 GiB"``."""
     if value is None:
         return _NONE_MEANS.get(field, "unknown")
-    number = _number(value)
-    if number is None or not math.isfinite(number):
+    number, unit = _finite(value), _unit(field)
+    if unit is None or number is None:
         return str(value)
-    if field.endswith("_bytes_per_s"):
-        return format_rate(number)
-    if field.endswith("_bytes"):
-        return format_bytes(number)
-    if field.endswith("_mhz"):
-        return f"{significant(number)} MHz"
+    return unit(number)
+
+
+#: (the end of a field's name, how its number is written), the first that fits
+_UNITS: tuple[tuple[str, Callable[[float], str]], ...] = (
+    ("_bytes_per_s", format_rate),
+    ("_bytes", format_bytes),
+    ("_mhz", lambda number: f"{significant(number)} MHz"),
+)
+
+
+def _unit(field: str) -> Callable[[float], str] | None:
+    """How a number of ``field`` is written, None where it is written as it is."""
     if field == "cpu.quota_cpus":
-        return f"{significant(number)} CPUs"
-    return str(value)
+        return lambda number: f"{significant(number)} CPUs"
+    return next((unit for end, unit in _UNITS if field.endswith(end)), None)
 
 
 def format_differences(differences: Sequence[Difference]) -> str:

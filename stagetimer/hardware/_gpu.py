@@ -16,11 +16,20 @@ from typing import Any, NamedTuple
 from stagetimer._system.nvml import load as load_nvml
 from stagetimer.hardware._model import GpuInfo
 
-__all__ = ["Reader", "Visible", "peak_bandwidth", "probe_gpus", "select_visible", "visible"]
+__all__ = [
+    "Reader",
+    "Visible",
+    "energy_counters",
+    "energy_handles",
+    "peak_bandwidth",
+    "probe_gpus",
+    "select_visible",
+    "visible",
+]
 
 _log = logging.getLogger("stagetimer")
 
-#: Where the energy per stage comes from, or why there is none (see _resources.py).
+#: Where the energy per stage comes from, or why there is none (see energy_handles).
 _ENERGY = "resources.gpu_energy_joules"
 # pynvml.NVML_CLOCK_MEM; read from the module when it defines it.
 _NVML_CLOCK_MEM = 2
@@ -74,8 +83,8 @@ def select_visible(
         if skipped is not None:
             notes.append(skipped)
             continue
-        index = _index(entry, ordinal, uuids)
-        if index is None or index in (i for i, _ in chosen):
+        index = _new_index(entry, ordinal, uuids, chosen)
+        if index is None:
             notes.append(f"entry {entry!r} is invalid and ends the list")
             break
         chosen.append((index, entry))
@@ -110,6 +119,17 @@ def _mig_skipped(entry: str, mig_exists: Callable[[str], bool | None] | None) ->
     return f"MIG instance {entry!r}{checked} skipped: not described"
 
 
+def _new_index(
+    entry: str, ordinal: int | None, uuids: list[str | None], chosen: list[tuple[int, str]]
+) -> int | None:
+    """The NVML index a valid entry names: one not ``chosen`` before; None for an entry
+    that is invalid (it ends the list)."""
+    index = _index(entry, ordinal, uuids)
+    if index is None or index in (i for i, _ in chosen):
+        return None
+    return index
+
+
 def _index(entry: str, ordinal: int | None, uuids: list[str | None]) -> int | None:
     """The NVML index an entry names: an ordinal in range, or the one GPU whose UUID
     starts with a ``GPU-`` entry (any case); None when it names none."""
@@ -117,7 +137,12 @@ def _index(entry: str, ordinal: int | None, uuids: list[str | None]) -> int | No
         return ordinal if ordinal < len(uuids) else None
     if entry[:4].upper() != "GPU-" or len(entry) <= 4:
         return None
-    prefix = entry.lower()
+    return _only_match(entry.lower(), uuids)
+
+
+def _only_match(prefix: str, uuids: list[str | None]) -> int | None:
+    """The index of the one UUID that starts with ``prefix`` (lower case); None when no
+    UUID or several do."""
     matches = [i for i, u in enumerate(uuids) if u and u.lower().startswith(prefix)]
     return matches[0] if len(matches) == 1 else None
 
@@ -239,6 +264,49 @@ def visible(reader: Reader, environ: Mapping[str, str]) -> Visible | str:
     return Visible(int(count), handles, uuids, chosen, note)
 
 
+def _counter(nvml: Any, handle: Any) -> int | None:
+    error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
+    try:
+        value = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+    except (error, AttributeError):
+        return None
+    return int(value) if value else None  # 0: a part without the counter (pre-Volta)
+
+
+def energy_handles(nvml: Any, environ: Mapping[str, str]) -> tuple[list[Any] | None, str]:
+    """``(handles, source)`` of the visible GPUs (``visible``: the GPU probe's
+    selection) when every one has the energy counter, else ``(None, why not)``. NVML
+    must be initialised by the caller."""
+    if _emptied(environ):
+        return None, "no GPU visible (CUDA_VISIBLE_DEVICES is empty)"
+    try:
+        found = visible(Reader(nvml), environ)
+    except (OSError, ValueError) as err:  # OSError: a broken library inside ctypes
+        return None, f"NVML cannot list the GPUs: {type(err).__name__}"
+    if isinstance(found, str):
+        return None, found
+    return energy_counters(nvml, found.chosen_handles())
+
+
+def energy_counters(nvml: Any, chosen: list[Any]) -> tuple[list[Any] | None, str]:
+    """``(chosen, source)`` when every one of the ``chosen`` GPUs' handles has the energy
+    counter, else ``(None, why not)``."""
+    if not chosen:
+        return None, "no GPU visible"
+    if None in chosen:
+        return None, "NVML gave no handle for a visible GPU (nvmlDeviceGetHandleByIndex failed)"
+    for slot, handle in enumerate(chosen):
+        if _counter(nvml, handle) is None:
+            return None, (
+                f"gpus[{slot}] has no energy counter (nvmlDeviceGetTotalEnergyConsumption "
+                "not supported or 0: NVIDIA Volta and later have one)"
+            )
+    return chosen, (
+        f"nvmlDeviceGetTotalEnergyConsumption (millijoules) summed over the {len(chosen)} "
+        "visible GPU(s) at the stage's entry and exit"
+    )
+
+
 def _enumerate(
     reader: Reader, environ: Mapping[str, str]
 ) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str], list[Any]]:
@@ -272,22 +340,27 @@ def _summary(
     summary = f"NVML: {len(gpus)} of {found.listed} GPUs; {found.note}"
     if lost:
         summary += "; " + "; ".join(lost)
-    ordinals = [entry for _, entry in found.chosen if entry and entry[:4].upper() != "GPU-"]
-    names = {gpu.name for gpu in gpus}
-    if ordinals and environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(names) > 1:
-        # CUDA numbers FASTEST_FIRST by default; NVML numbers by PCI bus (CUDA docs).
+    if _cuda_may_renumber(found, gpus, environ):
         summary += (
             "; ordinals taken as NVML indices, which CUDA's FASTEST_FIRST order may not match"
         )
     return summary
 
 
+def _cuda_may_renumber(found: Visible, gpus: list[GpuInfo], environ: Mapping[str, str]) -> bool:
+    """Whether CUDA may number the GPUs chosen by ordinal otherwise than NVML: it numbers
+    FASTEST_FIRST by default, NVML by PCI bus (CUDA docs), which differ only among
+    different models."""
+    if environ.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID" or len({gpu.name for gpu in gpus}) < 2:
+        return False
+    return any(entry and entry[:4].upper() != "GPU-" for _, entry in found.chosen)
+
+
 def probe_gpus(
     environ: Mapping[str, str], nvml: Any = None
 ) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
     """``(gpus, gpu_reason, sources)``: the GPUs visible to the process, or why there are none."""
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and not visible.strip():
+    if _emptied(environ):
         return _none("CUDA_VISIBLE_DEVICES is empty: no GPU is visible")
     if nvml is None:
         try:
@@ -295,6 +368,13 @@ def probe_gpus(
             nvml = load_nvml()
         except ImportError:
             return _none("pynvml (nvidia-ml-py) is not installed")
+    return _probe(nvml, environ)
+
+
+def _probe(
+    nvml: Any, environ: Mapping[str, str]
+) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:
+    """``probe_gpus`` with NVML loaded: initialise it, enumerate, and shut it down."""
     reader = Reader(nvml)
     try:
         nvml.nvmlInit()
@@ -303,8 +383,6 @@ def probe_gpus(
     try:
         gpus, reason, sources, handles = _enumerate(reader, environ)
         if reason is None:
-            from stagetimer.hardware._resources import energy_counters
-
             sources[_ENERGY] = energy_counters(nvml, handles)[1]
     finally:
         try:
@@ -315,6 +393,12 @@ def probe_gpus(
         return _none(reason)
     sources["gpu_reason"] = "GPUs are listed"
     return gpus, None, sources
+
+
+def _emptied(environ: Mapping[str, str]) -> bool:
+    """Whether ``CUDA_VISIBLE_DEVICES`` is set and empty (blanks aside): no GPU is visible."""
+    value = environ.get("CUDA_VISIBLE_DEVICES")
+    return value is not None and not value.strip()
 
 
 def _none(reason: str) -> tuple[tuple[GpuInfo, ...], str | None, dict[str, str]]:

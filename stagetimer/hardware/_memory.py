@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Callable, Mapping
 
 from stagetimer._system.files import find_field, read_or_reason, read_text
-from stagetimer.hardware._cgroup import Cgroups, locate, smallest
+from stagetimer.hardware._cgroup import Cgroups, Located, locate, smallest
 from stagetimer.hardware._model import MemoryInfo
 from stagetimer.hardware._scheduler import cpus_on_node, gpus_on_node
 
@@ -76,15 +76,31 @@ def cgroup_memory_limit(
     located = locate(root, "memory", cgroups)
     if isinstance(located, str):
         return None, None, None, located, f"no cgroup v2 memory.high: {located}"
-    read = functools.partial(_read_limit, root)
     if located.version == 2:
-        limit, limit_path = located.smallest_over("memory.max", read)
-        high, high_path = located.smallest_over("memory.high", read)
-        if high is None:
-            high_path = located.none_in("finite memory.high")
-        if limit is None:
-            return None, None, high, located.none_in("finite memory.max"), high_path
-        return limit, "cgroup_v2", high, located.noted(limit_path), high_path
+        return _v2_limits(root, located)
+    return _v1_limit(root, located)
+
+
+def _v2_limits(
+    root: str, located: Located
+) -> tuple[int | None, str | None, int | None, str, str]:
+    """``cgroup_memory_limit`` on cgroup v2: ``memory.max`` and ``memory.high``."""
+    read = functools.partial(_read_limit, root)
+    limit, limit_path = located.smallest_over("memory.max", read)
+    high, high_path = located.smallest_over("memory.high", read)
+    if high is None:
+        high_path = located.none_in("finite memory.high")
+    if limit is None:
+        return None, None, high, located.none_in("finite memory.max"), high_path
+    return limit, "cgroup_v2", high, located.noted(limit_path), high_path
+
+
+def _v1_limit(
+    root: str, located: Located
+) -> tuple[int | None, str | None, int | None, str, str]:
+    """``cgroup_memory_limit`` on cgroup v1: ``memory.limit_in_bytes`` and
+    ``hierarchical_memory_limit``; v1 has no ``memory.high``."""
+    read = functools.partial(_read_limit, root)
     leaf = located.dirs[0]
     limit, limit_path = smallest(
         [
@@ -126,34 +142,45 @@ def slurm_memory_limit(environ: Mapping[str, str]) -> tuple[int | None, str]:
     ``--mem=0`` (a value of 0) asks for the whole node, which is no finite limit.
     """
     for name, count in _SLURM_MEMORY:
-        if name not in environ:
-            continue
-        value = _mib_variable(environ, name)
-        if isinstance(value, str):
-            return None, value
-        if value == 0:
-            return None, f"{name}=0 asks for the whole node: no finite limit"
-        if count is None:
-            return value * _MIB, name
-        units, units_source = count(environ)
-        if units is None:
-            return None, f"{name} is set but {units_source}"
-        return value * units * _MIB, f"{name} * {units_source}"
+        if name in environ:
+            return _slurm_request(environ, name, count)
     return None, "no SLURM_MEM_PER_NODE, SLURM_MEM_PER_CPU or SLURM_MEM_PER_GPU"
+
+
+def _slurm_request(
+    environ: Mapping[str, str], name: str, count: _Count | None
+) -> tuple[int | None, str]:
+    """The request on this node of the Slurm memory variable ``name``, which is set."""
+    value = _mib_variable(environ, name)
+    if isinstance(value, str):
+        return None, value
+    if value == 0:
+        return None, f"{name}=0 asks for the whole node: no finite limit"
+    if count is None:
+        return value * _MIB, name
+    units, units_source = count(environ)
+    if units is None:
+        return None, f"{name} is set but {units_source}"
+    return value * units * _MIB, f"{name} * {units_source}"
 
 
 def node_total_bytes(root: str) -> tuple[int | None, str]:
     """Total RAM of the node from ``/proc/meminfo`` ``MemTotal`` (kB), with psutil off Linux."""
     text, reason = read_or_reason(root, "/proc/meminfo")
     if text is not None:
-        fields = (find_field(text, "MemTotal", ":") or "").split()
-        if fields and fields[0].isdecimal():  # not isdigit: int() refuses "²"
-            unit = 1024 if len(fields) > 1 and fields[1] == "kB" else 1
-            return int(fields[0]) * unit, "/proc/meminfo MemTotal"
-        return None, "/proc/meminfo has no MemTotal line"
+        return _mem_total(text)
     if root == "/":
         return _psutil_total(reason)
     return None, reason
+
+
+def _mem_total(meminfo: str) -> tuple[int | None, str]:
+    """``MemTotal`` of ``/proc/meminfo`` in bytes, or why it has none."""
+    fields = (find_field(meminfo, "MemTotal", ":") or "").split()
+    if not fields or not fields[0].isdecimal():  # not isdigit: int() refuses "²"
+        return None, "/proc/meminfo has no MemTotal line"
+    unit = 1024 if fields[1:2] == ["kB"] else 1
+    return int(fields[0]) * unit, "/proc/meminfo MemTotal"
 
 
 def _psutil_total(reason: str) -> tuple[int | None, str]:

@@ -14,7 +14,8 @@ the hardware capture states once, in ``sources``, which of them this process use
   are what the program and Slurm's accounting read.
 - GPU energy: NVML's ``nvmlDeviceGetTotalEnergyConsumption`` (millijoules since the
   driver loaded, Volta and later), summed over the visible GPUs. Older parts raise
-  ``NVMLError_NotSupported`` or report 0 (codecarbon#1316): no counter.
+  ``NVMLError_NotSupported`` or report 0 (codecarbon#1316): no counter. The GPUs'
+  counters are found with the GPUs, in ``_gpu.py`` (``energy_handles``).
 """
 
 from __future__ import annotations
@@ -22,19 +23,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from stagetimer._system.files import host_path, read_text
 from stagetimer.hardware._cgroup import Cgroups, locate
-from stagetimer.hardware._gpu import Reader
-from stagetimer.hardware._gpu import visible as gpu_visible
 
 __all__ = [
     "CHILDREN_SOURCE",
     "CPU_SOURCE",
-    "energy_counters",
-    "energy_handles",
     "memory_peak_file",
     "resource_sources",
 ]
@@ -59,6 +54,15 @@ def _kernel_release(root: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def _before_peak_reset(root: str) -> str | None:
+    """Why the kernel's ``memory.peak`` does not reset per open file, None where it does."""
+    release = _kernel_release(root)
+    if release is not None and release >= _PEAK_RESET_SINCE:
+        return None
+    said = "unknown" if release is None else f"{release[0]}.{release[1]}"
+    return f"memory.peak resets per open file only since Linux 6.12; this kernel: {said}"
+
+
 def memory_peak_file(root: str, cgroups: Cgroups | str | None = None) -> tuple[str | None, str]:
     """``(path, source)``: the process's cgroup v2 ``memory.peak`` that resets per open
     file (the system path; open it as ``host_path(root, path)``), or ``(None, why not)``
@@ -71,13 +75,9 @@ def memory_peak_file(root: str, cgroups: Cgroups | str | None = None) -> tuple[s
             f"{_HWM} (memory is on cgroup v1, whose memory.max_usage_in_bytes "
             "resets for every reader: never written)"
         )
-    release = _kernel_release(root)
-    if release is None or release < _PEAK_RESET_SINCE:
-        said = "unknown" if release is None else f"{release[0]}.{release[1]}"
-        return None, (
-            f"{_HWM} (memory.peak resets per open file only since Linux 6.12; "
-            f"this kernel: {said})"
-        )
+    too_old = _before_peak_reset(root)
+    if too_old is not None:
+        return None, f"{_HWM} ({too_old})"
     path = posixpath.join(located.dirs[0], "memory.peak")
     if read_text(root, path) is None:
         # The root group has no memory.peak (cgroup-v2.rst: "exists on non-root cgroups").
@@ -87,50 +87,6 @@ def memory_peak_file(root: str, cgroups: Cgroups | str | None = None) -> tuple[s
         # groups belong to root) cannot be reset by the job's own processes.
         return None, f"{_HWM} ({path} is not writable by this user: no per-stage reset)"
     return path, f"{path} of the process's cgroup, reset per open file at each stage's entry"
-
-
-def _counter(nvml: Any, handle: Any) -> int | None:
-    error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
-    try:
-        value = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
-    except (error, AttributeError):
-        return None
-    return int(value) if value else None  # 0: a part without the counter (pre-Volta)
-
-
-def energy_handles(nvml: Any, environ: Mapping[str, str]) -> tuple[list[Any] | None, str]:
-    """``(handles, source)`` of the visible GPUs (``_gpu.visible``: the GPU probe's
-    selection) when every one has the energy counter, else ``(None, why not)``. NVML
-    must be initialised by the caller."""
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and not visible.strip():
-        return None, "no GPU visible (CUDA_VISIBLE_DEVICES is empty)"
-    try:
-        found = gpu_visible(Reader(nvml), environ)
-    except (OSError, ValueError) as err:  # OSError: a broken library inside ctypes
-        return None, f"NVML cannot list the GPUs: {type(err).__name__}"
-    if isinstance(found, str):
-        return None, found
-    return energy_counters(nvml, found.chosen_handles())
-
-
-def energy_counters(nvml: Any, chosen: list[Any]) -> tuple[list[Any] | None, str]:
-    """``(chosen, source)`` when every one of the ``chosen`` GPUs' handles has the energy
-    counter, else ``(None, why not)``."""
-    if not chosen:
-        return None, "no GPU visible"
-    if None in chosen:
-        return None, "NVML gave no handle for a visible GPU (nvmlDeviceGetHandleByIndex failed)"
-    for slot, handle in enumerate(chosen):
-        if _counter(nvml, handle) is None:
-            return None, (
-                f"gpus[{slot}] has no energy counter (nvmlDeviceGetTotalEnergyConsumption "
-                "not supported or 0: NVIDIA Volta and later have one)"
-            )
-    return chosen, (
-        f"nvmlDeviceGetTotalEnergyConsumption (millijoules) summed over the {len(chosen)} "
-        "visible GPU(s) at the stage's entry and exit"
-    )
 
 
 def resource_sources(peak_source: str) -> dict[str, str]:

@@ -90,6 +90,15 @@ PBS_IDENTITY: tuple[tuple[str, str], ...] = (
 )
 
 
+#: each scheduler's identity variables
+_IDENTITIES = {"slurm": SLURM_IDENTITY, "pbs": PBS_IDENTITY}
+#: each scheduler's allocation variables, and the source of ``scheduler.kind``
+_ALLOCATIONS = {
+    "slurm": (SLURM_VARIABLES, "SLURM_JOB_ID is set"),
+    "pbs": (PBS_VARIABLES, "PBS_JOBID is set"),
+}
+
+
 def _scheduler_of(environ: Mapping[str, str]) -> str | None:
     """ "slurm", "pbs" or None. Slurm wins when both job ids are set (a Slurm job started
     from a PBS shell keeps the outer variables; the inner job is ours)."""
@@ -125,10 +134,10 @@ def job_identity(environ: Mapping[str, str] | None = None) -> dict[str, str] | N
     if scheduler is None:
         return None
     identity = {"scheduler": scheduler}
-    for key, variable in SLURM_IDENTITY if scheduler == "slurm" else PBS_IDENTITY:
+    for key, variable in _IDENTITIES[scheduler]:
         value = environ.get(variable)
-        if value and key not in identity:
-            identity[key] = json_text(value)  # undecodable bytes as \xNN (see _text.py)
+        if value:  # the first variable set gives the key
+            identity.setdefault(key, json_text(value))  # undecodable bytes as \xNN
     return identity
 
 
@@ -168,14 +177,21 @@ def cpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
     counts = expand_cpus_per_node(packed)
     if counts is None:
         return None, f"SLURM_JOB_CPUS_PER_NODE={packed!r} is malformed"
-    node = _count(environ, "SLURM_NODEID")
-    if node is not None:
-        if node < len(counts):
-            return counts[node], "SLURM_JOB_CPUS_PER_NODE[SLURM_NODEID]"
-        return None, f"SLURM_NODEID={node} is beyond SLURM_JOB_CPUS_PER_NODE={packed!r}"
-    if len(counts) == 1:
-        return counts[0], "SLURM_JOB_CPUS_PER_NODE"
-    return None, f"SLURM_JOB_CPUS_PER_NODE={packed!r} lists several nodes and SLURM_NODEID is unset"
+    return _this_nodes(counts, packed, _count(environ, "SLURM_NODEID"))
+
+
+def _this_nodes(counts: tuple[int, ...], packed: str, node: int | None) -> tuple[int | None, str]:
+    """The entry of ``SLURM_JOB_CPUS_PER_NODE`` (``packed``, expanded to ``counts``) for
+    this node, ``SLURM_NODEID`` (``node``), and where it came from (or why unknown)."""
+    if node is None:
+        if len(counts) == 1:
+            return counts[0], "SLURM_JOB_CPUS_PER_NODE"
+        return None, (
+            f"SLURM_JOB_CPUS_PER_NODE={packed!r} lists several nodes and SLURM_NODEID is unset"
+        )
+    if node < len(counts):
+        return counts[node], "SLURM_JOB_CPUS_PER_NODE[SLURM_NODEID]"
+    return None, f"SLURM_NODEID={node} is beyond SLURM_JOB_CPUS_PER_NODE={packed!r}"
 
 
 def gpus_on_node(environ: Mapping[str, str]) -> tuple[int | None, str]:
@@ -195,10 +211,8 @@ def probe_scheduler(environ: Mapping[str, str]) -> tuple[SchedulerInfo, dict[str
     if kind is None:
         reason = "neither SLURM_JOB_ID nor PBS_JOBID is set: not a batch job"
         return SchedulerInfo(), {"scheduler.kind": reason, "scheduler.env": reason}
-    names = SLURM_VARIABLES if kind == "slurm" else PBS_VARIABLES
+    names, kind_source = _ALLOCATIONS[kind]
     env = {name: json_text(environ[name]) for name in names if name in environ}
     listed = f"environment: {', '.join(sorted(env))}" if env else "no allocation variable is set"
-    return SchedulerInfo(kind=kind, env=env), {
-        "scheduler.kind": "SLURM_JOB_ID is set" if kind == "slurm" else "PBS_JOBID is set",
-        "scheduler.env": listed,
-    }
+    sources = {"scheduler.kind": kind_source, "scheduler.env": listed}
+    return SchedulerInfo(kind=kind, env=env), sources

@@ -13,7 +13,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from stagetimer._system.units import format_bytes, format_rate
-from stagetimer.hardware._model import Hardware, description, hardware_id
+from stagetimer.hardware._model import (
+    CpuInfo,
+    GpuInfo,
+    Hardware,
+    MemoryInfo,
+    description,
+    hardware_id,
+)
 
 __all__ = ["WIDTH", "format_hardware", "plain_words", "summary_line"]
 
@@ -22,8 +29,8 @@ def _mhz(value: Any) -> str:
     return f"{value:g} MHz"
 
 
-def _cpus(value: Any) -> str:
-    return ",".join(str(c) for c in value) if value else "(none)"
+def _listed(value: Any) -> str:
+    return ",".join(str(item) for item in value) if value else "(none)"
 
 
 _TIMES = "\N{MULTIPLICATION SIGN}"
@@ -37,7 +44,7 @@ _FORMATS: dict[str, Callable[[Any], str]] = {
     "cpu.clock_max_mhz": _mhz,
     "max_memory_clock_mhz": _mhz,
     "peak_memory_bandwidth_bytes_per_s": format_rate,
-    "cpu.affinity": _cpus,
+    "cpu.affinity": _listed,
     "memory_bus_width_bits": lambda v: f"{v} bits",
     "cpu.quota_cpus": lambda v: f"{v:g} CPUs",
 }
@@ -99,7 +106,7 @@ def _plain(value: Any) -> str:
     if isinstance(value, dict):
         return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
     if isinstance(value, list):
-        return ",".join(str(v) for v in value) if value else "(none)"
+        return _listed(value)
     return plain_words(str(value))
 
 
@@ -120,7 +127,7 @@ def _rows_of(key: str, value: Any) -> list[tuple[str, Any]]:
     """The rows of one top-level field of the stored description."""
     if isinstance(value, dict):
         return _fields_of(key, value)
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+    if _is_table(value):
         rows: list[tuple[str, Any]] = [(key, f"{len(value)} listed")]
         for slot, item in enumerate(value):
             rows.extend(_fields_of(f"{key}[{slot}]", item))
@@ -128,6 +135,11 @@ def _rows_of(key: str, value: Any) -> list[tuple[str, Any]]:
     if isinstance(value, list) and key == "gpus":
         return [(key, None)]  # no GPU: one row that says why
     return [(key, value)]
+
+
+def _is_table(value: Any) -> bool:
+    """Whether ``value`` is a non-empty list of objects (``gpus``)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
 def _fields_of(prefix: str, section: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -156,16 +168,22 @@ def _note(
     the same field of an earlier list item, or is one of the group's values."""
     if source is None:
         return ""
-    words = plain_words(source)
-    value = group[-1][1]
-    if isinstance(value, dict) and value and words.startswith("environment: "):
-        words = "environment"  # the variables' names are in the value already
+    words = _source_words(source, group[-1][1])
     key = (_ITEM.sub("[*]", group[0][0]), words)
     if key in said or any(words == text for _, _, text in group):
         return ""
     said.add(key)
     missing = all(value in (None, {}, []) for _, value, _ in group)
     return f"({words})" if missing else f"(from {words})"
+
+
+def _source_words(source: str, value: Any) -> str:
+    """``source`` in plain words; ``environment`` alone where ``value`` already names the
+    variables."""
+    words = plain_words(source)
+    if isinstance(value, dict) and value and words.startswith("environment: "):
+        return "environment"
+    return words
 
 
 #: A row as shown: its dotted path, its stored value and that value in words.
@@ -259,20 +277,24 @@ def summary_line(hw: Hardware) -> str:
 
     The ``x`` before the logical CPU count is printed as a multiplication sign.
     """
-    cpu = hw.cpu
+    return ", ".join((_cpu_words(hw.cpu), _memory_words(hw.memory), _gpu_words(hw.gpus)))
+
+
+def _cpu_words(cpu: CpuInfo) -> str:
     cores = f"{cpu.physical_cores} cores" if cpu.physical_cores is not None else "cores unknown"
-    parts = [f"{cpu.model_name or 'unknown CPU'} {_TIMES}{cpu.logical_cpus} ({cores})"]
-    memory = hw.memory
+    return f"{cpu.model_name or 'unknown CPU'} {_TIMES}{cpu.logical_cpus} ({cores})"
+
+
+def _memory_words(memory: MemoryInfo) -> str:
     if memory.limit_bytes is not None:
-        parts.append(f"{format_bytes(memory.limit_bytes)} limit ({memory.source})")
-    elif memory.node_total_bytes is not None:
-        parts.append(f"no memory limit (node {format_bytes(memory.node_total_bytes)})")
-    else:
-        parts.append("memory unknown")
-    if not hw.gpus:
-        parts.append("no GPU")
-    else:
-        counts = Counter(gpu.name or "unknown GPU" for gpu in hw.gpus)
-        counted = [f"{count}{_TIMES} {name}" for name, count in counts.items()]
-        parts.append(" + ".join(counted))
-    return ", ".join(parts)
+        return f"{format_bytes(memory.limit_bytes)} limit ({memory.source})"
+    if memory.node_total_bytes is not None:
+        return f"no memory limit (node {format_bytes(memory.node_total_bytes)})"
+    return "memory unknown"
+
+
+def _gpu_words(gpus: tuple[GpuInfo, ...]) -> str:
+    if not gpus:
+        return "no GPU"
+    counts = Counter(gpu.name or "unknown GPU" for gpu in gpus)
+    return " + ".join(f"{count}{_TIMES} {name}" for name, count in counts.items())

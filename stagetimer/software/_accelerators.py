@@ -111,21 +111,24 @@ def _driver_from_proc(root: str) -> tuple[str | None, str]:
     return match.group(1), f"{_DRIVER_FILE} (the loaded kernel module)"
 
 
+def _nvidia_driver(root: str) -> tuple[str | None, str]:
+    """The NVIDIA driver's version and its source: NVML's where the program has it
+    initialised, else the loaded kernel module's."""
+    driver = _driver_from_nvml()
+    if driver is not None:
+        return driver, "pynvml.nvmlSystemGetDriverVersion()"
+    return _driver_from_proc(root)
+
+
 def loaded_accelerators(root: str = "/") -> tuple[dict[str, str], dict[str, str]]:
     """``({library: version}, {"accelerators.<library>": source})`` of loaded libraries."""
     found: dict[str, str] = {}
     sources: dict[str, str] = {}
     uses_nvidia = _torch(found, sources) or nvml.program_loaded()
     if uses_nvidia:
-        driver = _driver_from_nvml()
+        driver, sources["accelerators.nvidia_driver"] = _nvidia_driver(root)
         if driver is not None:
             found["nvidia_driver"] = driver
-            sources["accelerators.nvidia_driver"] = "pynvml.nvmlSystemGetDriverVersion()"
-        else:
-            driver, where = _driver_from_proc(root)
-            if driver is not None:
-                found["nvidia_driver"] = driver
-            sources["accelerators.nvidia_driver"] = where
     if not found:
         sources["accelerators"] = "no accelerator library loaded (torch, pynvml not imported)"
     return found, sources

@@ -31,6 +31,27 @@ def _launched_module(path: str) -> str | None:
     """The file of the module a console-script launcher at ``path`` runs, or None when
     ``path`` is no such launcher (a launcher lives in the environment's ``bin/``, outside
     the program's work tree; the module it imports is the program's code)."""
+    name = _launcher_import(path)
+    module = sys.modules.get(name) if name is not None else None
+    where = getattr(module, "__file__", None)
+    return where if isinstance(where, str) and where else None
+
+
+def _launcher_import(path: str) -> str | None:
+    """The module a console-script launcher at ``path`` imports, or None when ``path``
+    is no such launcher."""
+    head = _head(path)
+    # The launcher's own line, which a program's script does not hold: it strips the
+    # suffix of Windows launchers from sys.argv[0].
+    if head is None or not head.startswith(b"#!") or _LAUNCHER_MARK not in head:
+        return None
+    found = _LAUNCHER_IMPORT.search(head.decode("utf-8", "replace"))
+    return found.group(1) if found else None
+
+
+def _head(path: str) -> bytes | None:
+    """The first 4 KiB of the regular file ``path``, or None when it is no readable
+    regular file."""
     try:
         # Without blocking, and a regular file only: a program read from a pipe
         # (``python /dev/stdin``, ``python <(...)``) names one whose writer may still
@@ -39,21 +60,11 @@ def _launched_module(path: str) -> str | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        head = os.read(fd, 4096)
+        return os.read(fd, 4096) if stat.S_ISREG(os.fstat(fd).st_mode) else None
     except OSError:
         return None
     finally:
         os.close(fd)
-    # The launcher's own line, which a program's script does not hold: it strips the
-    # suffix of Windows launchers from sys.argv[0].
-    if not head.startswith(b"#!") or _LAUNCHER_MARK not in head:
-        return None
-    found = _LAUNCHER_IMPORT.search(head.decode("utf-8", "replace"))
-    module = sys.modules.get(found.group(1)) if found else None
-    where = getattr(module, "__file__", None)
-    return where if isinstance(where, str) and where else None
 
 
 def entry_directory() -> tuple[str, str]:
@@ -77,6 +88,12 @@ def entry_directory() -> tuple[str, str]:
         return os.getcwd(), "the working directory (no __main__ file: -c or interactive)"
     except OSError:  # the working directory was removed
         return "/", "no __main__ file and no working directory"
+
+
+def _entry_directory(entry: str) -> str:
+    """The absolute directory a given entry names: itself, or the directory of a file."""
+    directory = entry if os.path.isdir(entry) else os.path.dirname(entry)
+    return os.path.abspath(directory or ".")
 
 
 def _capture(directory: str, chosen: str, timeout: float) -> Software:
@@ -128,8 +145,7 @@ def capture_software(*, entry: str | None = None, timeout: float = GIT_TIMEOUT) 
     """
     global _live
     if entry is not None:
-        directory = entry if os.path.isdir(entry) else os.path.dirname(entry)
-        return _capture(os.path.abspath(directory or "."), "the given entry", timeout)
+        return _capture(_entry_directory(entry), "the given entry", timeout)
     if timeout != GIT_TIMEOUT:
         return _capture(*entry_directory(), timeout)
     cached = _live

@@ -9,7 +9,7 @@ Either side may be a :class:`Software` or a description as stored in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stagetimer.hardware import Difference, as_description
@@ -45,21 +45,23 @@ def software_differences(
 Difference(field='packages.torch', base='2.4.1', new='2.5.0')]
     """
     left, right = _as_dict(base), _as_dict(new)
-    found: list[Difference] = []
-    left_code, right_code = _mapping(left, "code"), _mapping(right, "code")
-    for name in _CODE_FIELDS:
-        old_value, new_value = left_code.get(name), right_code.get(name)
-        if old_value != new_value:
-            found.append(Difference(f"code.{name}", old_value, new_value))
-    if left.get("python") != right.get("python"):
-        found.append(Difference("python", left.get("python"), right.get("python")))
+    found = _changed("code.", _mapping(left, "code"), _mapping(right, "code"), _CODE_FIELDS)
+    found += _changed("", left, right, ("python",))
     for group in ("packages", "accelerators"):
         old_map, new_map = _mapping(left, group), _mapping(right, group)
-        for name in sorted(set(old_map) | set(new_map)):
-            old_value, new_value = old_map.get(name), new_map.get(name)
-            if old_value != new_value:
-                found.append(Difference(f"{group}.{name}", old_value, new_value))
+        found += _changed(f"{group}.", old_map, new_map, sorted(set(old_map) | set(new_map)))
     return found
+
+
+def _changed(
+    prefix: str, old: Mapping[str, Any], new: Mapping[str, Any], names: Iterable[str]
+) -> list[Difference]:
+    """A ``Difference`` named ``prefix + name`` for each of ``names`` whose values differ."""
+    return [
+        Difference(f"{prefix}{name}", old.get(name), new.get(name))
+        for name in names
+        if old.get(name) != new.get(name)
+    ]
 
 
 def _side(commit: Any, dirty: Any) -> str:
@@ -115,8 +117,7 @@ def _code_sides(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The code of each side: as its description has it, with what the differences say
     of it, and ``dirty`` where only a diff's hash says so."""
-    base_code = dict(_mapping(_as_dict(base), "code")) if base is not None else {}
-    new_code = dict(_mapping(_as_dict(new), "code")) if new is not None else {}
+    base_code, new_code = _code_of(base), _code_of(new)
     for name in _CODE_FIELDS:  # what differs, from the differences themselves
         if f"code.{name}" in by_field:
             base_code[name] = by_field[f"code.{name}"].base
@@ -125,6 +126,10 @@ def _code_sides(
         if "dirty" not in side and side.get("diff_sha256") is not None:
             side["dirty"] = True  # a diff is only recorded for a dirty work tree
     return base_code, new_code
+
+
+def _code_of(description: Software | Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(_mapping(_as_dict(description), "code")) if description is not None else {}
 
 
 def _words(difference: Difference) -> str:

@@ -101,15 +101,19 @@ class GitProbe:
                 return None, self._head_failed(code, err)
             code, patch, err = self._run(diff)
         except subprocess.TimeoutExpired:
-            if head.poll() is not None and diff.poll() is not None:
-                return None, (
-                    f"git ended but a process it started kept its output open past "
-                    f"{self._timeout:g} s (a helper such as an fsmonitor daemon)"
-                )
-            return None, f"git did not answer within {self._timeout:g} s"
+            return None, self._no_answer(head, diff)
         finally:
             self._stop_all()
         return _code_info(out, code, patch, err)
+
+    def _no_answer(self, head: subprocess.Popen[bytes], diff: subprocess.Popen[bytes]) -> str:
+        """Why git gave no answer in time (its children are not stopped yet)."""
+        if head.poll() is not None and diff.poll() is not None:
+            return (
+                f"git ended but a process it started kept its output open past "
+                f"{self._timeout:g} s (a helper such as an fsmonitor daemon)"
+            )
+        return f"git did not answer within {self._timeout:g} s"
 
     def _head_failed(self, code: int, err: bytes) -> str:
         message = first_line(err)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from itertools import takewhile
 
 from stagetimer._system import nvml
 from stagetimer._system.files import read_regular, read_text
@@ -85,7 +86,11 @@ def _top_name(first: str) -> str:
         separator = ","
     if separator not in first:  # a directory: "/" follows
         return "" if first.startswith(".") or first == "__pycache__" else first
-    path = first.partition(separator)[0]  # a file at the top, "six.py,sha256=...,123"
+    return _module_of(first.partition(separator)[0])  # a file: "six.py,sha256=...,123"
+
+
+def _module_of(path: str) -> str:
+    """The module a file at the top of the install is, ``""`` for none."""
     if path.endswith(".py"):  # "a.b.py" is no module "a": its name "a.b" matches none
         return path[:-3]
     if path.endswith((".so", ".pyd")):  # name.<ABI tag>.so
@@ -121,40 +126,35 @@ def _headers_name_and_version(data: bytes) -> tuple[str, str] | None:
     found: dict[str, str] = {}
     # Universal newlines, as a file opened as text splits them.
     text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-    for line in text.split("\n"):
-        if not line.strip():
-            break  # the headers end; the description follows
+    # A blank line ends the headers; the description follows.
+    for line in takewhile(str.strip, text.split("\n")):
         # Field names are case-insensitive, as in email headers
         # (importlib.metadata reads "name: x" as the Name).
         key, sep, value = line.partition(":")
         key = key.lower()
-        if sep and key in ("name", "version") and key not in found:
-            found[key] = value.strip()
-            if len(found) == 2:
-                return found["name"], found["version"]
-    return None
+        if sep and key in ("name", "version"):
+            found.setdefault(key, value.strip())
+    if len(found) < 2:
+        return None
+    return found["name"], found["version"]
 
 
 def _metadata_directories() -> list[str]:
     """Every ``*.dist-info`` / ``*.egg-info`` directory on ``sys.path``, in path order."""
-    found: list[str] = []
-    seen: set[str] = set()
-    for entry in list(sys.path):
-        if not isinstance(entry, str):
-            # Bytes, a Path or None put there by hand: the import system passes over
-            # every entry that is not a str (importlib's PathFinder), and so does this.
-            continue
-        where = os.path.abspath(entry or ".")
-        if where in seen:
-            continue
-        seen.add(where)
-        try:
-            with os.scandir(where) as listing:
-                names = sorted(e.name for e in listing if e.name.endswith(_SUFFIXES))
-        except OSError:  # a zip file, a missing directory
-            continue
-        found.extend(os.path.join(where, name) for name in names)
-    return found
+    # Bytes, a Path or None put there by hand: the import system passes over every
+    # entry that is not a str (importlib's PathFinder), and so does this.
+    entries = (os.path.abspath(entry or ".") for entry in list(sys.path) if isinstance(entry, str))
+    return [path for where in dict.fromkeys(entries) for path in _metadata_in(where)]
+
+
+def _metadata_in(where: str) -> list[str]:
+    """The ``*.dist-info`` / ``*.egg-info`` directories of one ``sys.path`` entry, sorted."""
+    try:
+        with os.scandir(where) as listing:
+            names = sorted(e.name for e in listing if e.name.endswith(_SUFFIXES))
+    except OSError:  # a zip file, a missing directory
+        return []
+    return [os.path.join(where, name) for name in names]
 
 
 def imported_packages() -> tuple[dict[str, str], str]:
@@ -166,15 +166,13 @@ def imported_packages() -> tuple[dict[str, str], str]:
     (``Foo_Bar`` and ``foo-bar`` are one distribution, PEP 503).
     """
     imported = imported_top_level()
-    packages: dict[str, str] = {}
-    seen: set[str] = set()  # the names found so far, normalized
+    found: dict[str, tuple[str, str]] = {}  # normalized name -> (name, version)
     for directory in _metadata_directories():
         if provides(*_file_lists(directory), imported):
-            found = _name_and_version(directory)
-            if found is not None and (name := normalized_name(found[0])) not in seen:
-                seen.add(name)
-                packages[found[0]] = found[1]
-    return dict(sorted(packages.items())), _SOURCE
+            named = _name_and_version(directory)
+            if named is not None:
+                found.setdefault(normalized_name(named[0]), named)
+    return dict(sorted(found.values())), _SOURCE
 
 
 def _file_lists(directory: str) -> tuple[str | None, str | None]:
