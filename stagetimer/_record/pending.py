@@ -206,7 +206,7 @@ _serials = itertools.count(1)
 class Pending:
     """One finished run waiting to be saved; its hardware is filled in by the first save.
 
-    ``attempted``: it went through a write whose outcome may be unknown (an interrupt),
+    ``written``: it went through a write whose outcome may be unknown (an interrupt),
     so a save first looks whether the file already holds it. ``serial``: the record's
     identity in this process (its rescue file ``id``, what the last resort printed),
     never reused, unlike ``id()`` of a freed object. Equality is identity (``eq=False``):
@@ -216,7 +216,7 @@ class Pending:
     finished: Finished
     run: dict[str, Any] | None = None
     hardware: Live | None = None
-    attempted: bool = False
+    written: bool = False
     serial: int = attrs.field(factory=_serials.__next__, init=False)
     #: whether to capture software (the recorder's setting with the environment's)
     with_software: bool = True

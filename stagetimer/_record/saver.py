@@ -351,9 +351,9 @@ class Saver:
         run = pending.run
         assert run is not None
         name = pending.name
-        if pending.attempted and run_is_stored(data, name, run):
+        if pending.written and run_is_stored(data, name, run):
             return False  # an interrupted write of this process stored it already
-        pending.attempted = True
+        pending.written = True
         s = self.settings
         policy = pending.policy or s.policy
         notes: list[Noted] = []  # read before the run changes the stage

@@ -208,7 +208,7 @@ def blocked(info: ClaimInfo) -> str | None:
     )
 
 
-#: The first wait between attempts on a held lock or claim, doubled up to a most: a save
+#: The first wait between tries of a held lock or claim, doubled up to a most: a save
 #: takes about a millisecond, a hung writer holds the lock for minutes.
 POLL_FIRST = 0.0005
 _POLL_MAX = 0.05
@@ -430,7 +430,7 @@ def pause(
     reason: Callable[[], str | None] | None = None,
 ) -> float:
     """Wait ``delay`` seconds (never past the monotonic ``deadline``) before the next
-    attempt on the held lock or claim ``path``; the next delay, doubled up to ``most``.
+    try of the held lock or claim ``path``; the next delay, doubled up to ``most``.
     Raises ``LockTimeoutError`` naming ``path`` (and who holds it, from ``reason``) once
     the deadline has passed."""
     now = time.monotonic()

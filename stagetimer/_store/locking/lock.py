@@ -43,7 +43,7 @@ __all__ = ["acquire", "release", "release_mine", "reset_after_fork"]
 # O_NONBLOCK: a FIFO planted as a lock file must not block the open.
 _OPEN_RW = os.O_RDWR | os.O_CREAT | NOFOLLOW | CLOEXEC | NONBLOCK
 
-#: The longest wait between attempts on a held lock (see ``claims.pause``).
+#: The longest wait between tries of a held lock (see ``claims.pause``).
 _POLL_MAX = 0.02
 
 
