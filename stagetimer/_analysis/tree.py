@@ -354,13 +354,8 @@ def _listed_below(directory: str, parts: tuple[str, ...], names: _Listing,
     below: list[tuple[str, tuple[str, ...], os.stat_result]] = []
     for name in subdirs:
         path = os.path.join(directory, name)
-        try:
-            sub = os.stat(path)
-        except OSError as exc:  # a link that vanished or points nowhere readable
-            if name not in names.links:
-                problems.append(_os_problem(exc, path))
-            continue
-        if not stat.S_ISDIR(sub.st_mode):  # a link that points elsewhere now
+        sub = _directory_stat(path, name in names.links, problems)
+        if sub is None:
             continue
         key = (sub.st_dev, sub.st_ino)
         if key in visited:  # reached before, by this path or a link
@@ -368,6 +363,19 @@ def _listed_below(directory: str, parts: tuple[str, ...], names: _Listing,
         visited.add(key)
         below.append((path, (*parts, name), sub))
     return below
+
+
+def _directory_stat(path: str, link: bool, problems: list[Problem]) -> os.stat_result | None:
+    """The status of the directory at ``path``; None where it is no directory now (a
+    ``link`` that points elsewhere or nowhere; a directory that cannot be reached is a
+    problem)."""
+    try:
+        sub = os.stat(path)
+    except OSError as exc:  # a link that vanished or points nowhere readable
+        if not link:
+            problems.append(_os_problem(exc, path))
+        return None
+    return sub if stat.S_ISDIR(sub.st_mode) else None
 
 
 def _os_problem(exc: OSError, fallback: str) -> Problem:

@@ -168,8 +168,13 @@ def lost_summary(
     for attempt in listed:
         total.add(attempt, nested=id(attempt) in nested)
     ordered = _groups(listed, hardware, gpus or {})
-    unattributed = sum(1 for a in listed if a.state in _LOST and hardware[id(a)] is None)
-    return LostSummary(ordered, total, unattributed, sum(1 for a in listed if a.odd), len(nested))
+    return LostSummary(ordered, total, _unattributed(listed, hardware),
+                       sum(1 for a in listed if a.odd), len(nested))
+
+
+def _unattributed(listed: list[Attempt], hardware: dict[int, str | None]) -> int:
+    """The failed and killed attempts no hardware description could be given to."""
+    return sum(1 for a in listed if a.state in _LOST and hardware[id(a)] is None)
 
 
 def _groups(listed: list[Attempt], hardware: dict[int, str | None], counts: Mapping[str, int],
