@@ -13,7 +13,8 @@ import grp
 import os
 import stat
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
 
@@ -119,15 +120,19 @@ def _permissions(directory: str, mount: Mount | None, out: list[Finding]) -> Non
     except OSError:
         return
     if not st.st_mode & stat.S_IWGRP:
-        try:
-            group = grp.getgrgid(st.st_gid).gr_name
-        except KeyError:
-            group = str(st.st_gid)
         mode = stat.filemode(st.st_mode)
         _add(out, "group_cannot_write", "note", (
-            f"group {group} cannot write here (mode {mode}): jobs of other members of the "
-            "group cannot save (chmod g+ws for a shared directory)"
+            f"group {_group_name(st.st_gid)} cannot write here (mode {mode}): jobs of other "
+            "members of the group cannot save (chmod g+ws for a shared directory)"
         ))
+
+
+def _group_name(gid: int) -> str:
+    """The group's name, or its number where it has none."""
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
 
 
 def _space(directory: str, out: list[Finding]) -> int | None:
@@ -171,7 +176,6 @@ def _claim(name: str, info: ClaimInfo, me: dict[str, Any], claimed: bool,
         st = os.lstat(info.path)
     except OSError:
         return
-    age = time.time() - st.st_mtime
     who = info.whose()
     if info.kind == "unreadable":
         _add(out, "unreadable_claim", "slow", (
@@ -179,25 +183,40 @@ def _claim(name: str, info: ClaimInfo, me: dict[str, Any], claimed: bool,
             f"{stat.filemode(st.st_mode)}): saves wait for it, and take it as stale after "
             f"{_stale_text()} without a change; if its holder has ended, it must remove it "
             "(a sticky directory lets no one else)"))
-    elif info.same_machine() and info.holder_dead(me):
-        _add(out, "stale_claim", "note", f"{name}: stale claim of {who} (gone); " + (
-            "the next save clears it at once" if claimed else
-            "saves here take no claim and pass it by; one that takes the claim "
-            "clears it at once"
-        ) + _unremovable(info, st))
     elif info.same_machine():
+        _local_claim(name, who, info, st, me, claimed, out)
+    else:
+        _foreign_claim(name, who, info, st, claimed, out)
+
+
+def _local_claim(name: str, who: str, info: ClaimInfo, st: os.stat_result,
+                 me: dict[str, Any], claimed: bool, out: list[Finding]) -> None:
+    """A claim of this machine: stale where its holder is gone, else held."""
+    if not info.holder_dead(me):
         _add(out, "claim_held", "note", f"{name}: held by {who}, alive")
-    elif not claimed:
+        return
+    _add(out, "stale_claim", "note", f"{name}: stale claim of {who} (gone); " + (
+        "the next save clears it at once" if claimed else
+        "saves here take no claim and pass it by; one that takes the claim "
+        "clears it at once"
+    ) + _unremovable(info, st))
+
+
+def _foreign_claim(name: str, who: str, info: ClaimInfo, st: os.stat_result,
+                   claimed: bool, out: list[Finding]) -> None:
+    """A claim of another host: saves wait for it, or (taking no claim) do not see it."""
+    if not claimed:
         _add(out, "foreign_claim", "slow", (
             f"{name}: held by {who}: a writer of another host saves here, which "
             f"saves of this host do not see; set {CLAIM}=always "
             "for every writer of this directory"
         ))
-    else:
-        _add(out, "foreign_claim", "slow", (
-            f"{name}: held by {who}, last sign of life {age:.0f} s ago; saves wait, "
-            f"and break it after {_stale_text()} without one" + _unremovable(info, st)
-        ))
+        return
+    age = time.time() - st.st_mtime
+    _add(out, "foreign_claim", "slow", (
+        f"{name}: held by {who}, last sign of life {age:.0f} s ago; saves wait, "
+        f"and break it after {_stale_text()} without one" + _unremovable(info, st)
+    ))
 
 
 def _stale_text() -> str:
@@ -214,7 +233,7 @@ def _unremovable(info: ClaimInfo, st: os.stat_result) -> str:
     except OSError:
         return ""
     uid = os.geteuid()
-    if uid == 0 or st.st_uid == uid or not parent.st_mode & stat.S_ISVTX or parent.st_uid == uid:
+    if uid in (0, st.st_uid, parent.st_uid) or not parent.st_mode & stat.S_ISVTX:
         return ""
     return (
         f"; this user may not remove it (sticky directory): saves stop at it once it is "
@@ -258,25 +277,32 @@ def _protocol(
 ) -> tuple[str, str]:
     """What a save into ``resolved`` would hold now, and why (see ``claim_policy``)."""
     take, why = claim_policy.decide(resolved, mounts, parse_etab(etab))
-    env = CLAIM
+    setting = _checked_setting(claim, "auto", out)
+    _checked_setting(stale_after, 0.0, out)
+    protocol, reason = _PROTOCOLS[setting == "always", take]
+    return protocol, reason.format(why=why, env=CLAIM)
+
+
+#: (the setting is ``always``, auto would take the claim) -> (protocol, reason)
+_PROTOCOLS: dict[tuple[bool, bool], tuple[str, str]] = {
+    (True, True): (claim_policy.CLAIMED, "{why}; {env}=always takes it everywhere"),
+    (True, False): (claim_policy.CLAIMED, "{env}=always (auto would take the flock only: "
+                    "{why})"),
+    (False, True): (claim_policy.CLAIMED, "{why}"),
+    (False, False): (claim_policy.FLOCK_ONLY, "{why}; {env}=always to take the claim too"),
+}
+
+_T = TypeVar("_T")
+
+
+def _checked_setting(read: Callable[[], _T], fallback: _T, out: list[Finding]) -> _T:
+    """A setting's value; ``fallback`` and a finding where it is not valid."""
     try:
-        setting = claim()
+        return read()
     except InvalidSettingError as exc:
         _add(out, "bad_setting", "stop", f"{exc}; saves fail until it is set right "
              "(their records are kept)")
-        setting = "auto"
-    try:
-        stale_after()
-    except InvalidSettingError as exc:
-        _add(out, "bad_setting", "stop", f"{exc}; saves fail until it is set right "
-             "(their records are kept)")
-    if setting == "always":
-        if take:
-            return claim_policy.CLAIMED, f"{why}; {env}=always takes it everywhere"
-        return claim_policy.CLAIMED, f"{env}=always (auto would take the flock only: {why})"
-    if take:
-        return claim_policy.CLAIMED, why
-    return claim_policy.FLOCK_ONLY, f"{why}; {env}=always to take the claim too"
+        return fallback
 
 
 def doctor(directory: str | os.PathLike[str]) -> DirectoryReport:
@@ -305,6 +331,15 @@ def _not_there(path: str, where: str, findings: list[Finding]) -> str:
     return os.path.dirname(path)
 
 
+def _mount_fields(mount: Mount | None) -> dict[str, Any]:
+    """What the report says of the file system ``directory`` is on (nothing: unknown)."""
+    if mount is None:
+        return {"fs_type": None, "mount_point": None, "mount_source": None,
+                "mount_options": ()}
+    return {"fs_type": mount.fs_type, "mount_point": mount.mount_point,
+            "mount_source": mount.source, "mount_options": tuple(dict.fromkeys(mount.options))}
+
+
 def examine(
     directory: str | os.PathLike[str], mountinfo: str, etab: str = ""
 ) -> DirectoryReport:
@@ -330,10 +365,7 @@ def examine(
     return DirectoryReport(
         path=path,
         exists=exists,
-        fs_type=mount.fs_type if mount else None,
-        mount_point=mount.mount_point if mount else None,
-        mount_source=mount.source if mount else None,
-        mount_options=tuple(dict.fromkeys(mount.options)) if mount else (),
+        **_mount_fields(mount),
         locks_across_clients=verdict,
         locks_reason=reason,
         protocol=protocol,

@@ -26,14 +26,22 @@ def seed_times(
     continuation), from the stored runs of both (``ArtifactReport.stored_runs``)."""
     found: dict[Any, list[float]] = {}
     for slot, stored in enumerate((runs, continuation)):
-        stage = by_seed({"runs": list(stored)})[0]  # a seed's ranks count once
+        for key, seconds in _valid_seconds(slot, stored):
+            found.setdefault(key, [0.0, 0.0])[slot] += seconds
+    return [(base, resumed) for base, resumed in found.values()]
+
+
+def _valid_seconds(
+    slot: int, stored: Sequence[dict[str, Any]]
+) -> list[tuple[Any, float]]:
+    """The seeds of one stage (a seed's ranks once), each with its key and seconds; a
+    run without a ``run_idx`` is keyed by its ``slot`` and place."""
+    stage = by_seed({"runs": list(stored)})[0]
+    return [
+        (("seed", run["run_idx"]) if run.get("run_idx") is not None else (slot, position),
+         seconds)
         for position, (run, seconds) in enumerate(
             zip(stage["runs"], raw_seconds(stage), strict=True)
-        ):
-            if not is_valid_seconds(seconds):
-                continue
-            run_idx = run.get("run_idx")
-            key = ("seed", run_idx) if run_idx is not None else (slot, position)
-            times = found.setdefault(key, [0.0, 0.0])
-            times[slot] += seconds
-    return [(base, resumed) for base, resumed in found.values()]
+        )
+        if is_valid_seconds(seconds)
+    ]

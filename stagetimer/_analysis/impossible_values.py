@@ -24,7 +24,7 @@ def number(resources: Mapping[str, Any] | None, key: str) -> float | None:
         number = float(value)
     except OverflowError:  # an int beyond a float
         return None
-    return number if math.isfinite(number) and number >= 0 else None
+    return number if 0 <= number < math.inf else None
 
 
 #: Slack on CPU time against wall time x CPUs: the counters are read just outside the
@@ -50,17 +50,11 @@ def possible_resources(
     kept = dict(resources)
     for key in RESOURCE_FIELDS:
         if key in resources and number(resources, key) is None:
-            value = resources[key]
-            why = "negative" if type(value) in (int, float) and value < 0 else (
-                "not a finite number"
-            )
-            flags.append(f"{where}: {key} {_shown(value)} is {why}; no writer stores that, "
+            flags.append(f"{where}: {key} {_shown(resources[key])} is "
+                         f"{_why_impossible(resources[key])}; no writer stores that, "
                          "so it is left out")
             del kept[key]
-    cpu = number(kept, "cpu_seconds")
-    if cpu is not None and logical_cpus > 0 and (
-        cpu > run.seconds * logical_cpus + _CPU_SLACK_SECONDS
-    ):
+    if _cpu_beyond_wall(number(kept, "cpu_seconds"), run.seconds, logical_cpus):
         flags.append(
             f"{where}: cpu_seconds {_shown(resources['cpu_seconds'])} is more than "
             f"{run.seconds:.6g} s of wall time on {logical_cpus} logical CPUs give; no writer "
@@ -68,6 +62,18 @@ def possible_resources(
         )
         del kept["cpu_seconds"]
     return kept
+
+
+def _why_impossible(value: Any) -> str:
+    """Why a stored resource value no writer stores is impossible."""
+    return "negative" if type(value) in (int, float) and value < 0 else "not a finite number"
+
+
+def _cpu_beyond_wall(cpu: float | None, seconds: float, logical_cpus: int) -> bool:
+    """Whether ``cpu`` seconds are more than ``logical_cpus`` give in ``seconds`` of wall."""
+    if cpu is None or logical_cpus <= 0:
+        return False
+    return cpu > seconds * logical_cpus + _CPU_SLACK_SECONDS
 
 
 def possible_cpus(hardware_id: str, hw: Hardware, flags: list[str]) -> int:

@@ -96,11 +96,16 @@ def nested_flags(spans: list[Span]) -> list[bool]:
         return flags
     by_id = _parents(spans)
     for i in candidates:
-        child = spans[i]
-        parent = by_id.get(child[1])
-        if parent is not None and parent is not child and is_valid_seconds(child[3]):
-            flags[i] = _inside(child, parent)
+        flags[i] = _nested(spans[i], by_id.get(spans[i][1]))
     return flags
+
+
+def _nested(child: Span, parent: Span | None) -> bool:
+    """Whether ``child`` counts inside ``parent``, the run it names (None: none among
+    the spans): another run, and ``child`` has a valid duration and lies inside it."""
+    if parent is None or parent is child or not is_valid_seconds(child[3]):
+        return False
+    return _inside(child, parent)
 
 
 def _raw_spans(data: dict[str, Any]) -> Iterator[tuple[int, Span]]:

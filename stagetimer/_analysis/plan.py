@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -111,17 +111,22 @@ def suggest(
     if seconds is None:
         seconds = _UNREACHED * max(s for s, _ in durations)
         reached = None
-    memory = memory_quantile = None
-    if memory_peaks:
-        memory_level = _level(quantile, len(memory_peaks))
-        memory_quantile = _order_quantile(memory_peaks, quantile)
-        memory = _order_quantile(memory_peaks, memory_level)
-        if memory is None:
-            memory = math.ceil(_UNREACHED * max(memory_peaks))
+    memory, memory_quantile = _memory(memory_peaks, quantile)
     return Suggestion(
         stage, hardware_id, quantile, ended, len(durations) - ended, plain, seconds, reached,
         memory, memory_quantile, len(memory_peaks),
     )
+
+
+def _memory(memory_peaks: Sequence[int], quantile: float) -> tuple[int | None, int | None]:
+    """The memory to ask for (the quantile's upper bound, as for time) and the plain
+    quantile of ``memory_peaks``; None, None without any."""
+    if not memory_peaks:
+        return None, None
+    memory = _order_quantile(memory_peaks, _level(quantile, len(memory_peaks)))
+    if memory is None:
+        memory = math.ceil(_UNREACHED * max(memory_peaks))
+    return memory, _order_quantile(memory_peaks, quantile)
 
 
 def slurm_time(seconds: float) -> str:
@@ -165,10 +170,16 @@ def _runs_by_key(artifacts: list[Artifact],
             for run in stage["runs"]:
                 key = (run.get("hardware_id"), name)
                 durations.setdefault(key, []).append((float(run["seconds"]), True))
-                peak = (run.get("resources") or {}).get("memory_peak_bytes")
-                if type(peak) is int and peak > 0:
+                peak = _memory_peak(run)
+                if peak is not None:
                     memory.setdefault(key, []).append(peak)
     return durations, memory
+
+
+def _memory_peak(run: dict[str, Any]) -> int | None:
+    """A stored run's memory peak in bytes, where it recorded one (a count above 0)."""
+    peak = (run.get("resources") or {}).get("memory_peak_bytes")
+    return peak if type(peak) is int and peak > 0 else None
 
 
 def _machines(artifacts: list[Artifact]) -> dict[tuple[str, str], set[str | None]]:
@@ -184,6 +195,15 @@ def _machines(artifacts: list[Artifact]) -> dict[tuple[str, str], set[str | None
     return machines
 
 
+def _hardware_of(attempt: Attempt, machines: dict[tuple[str, str], set[str | None]],
+                 ) -> str | None:
+    """The hardware ``attempt`` ran on: its own, else the one its stage's runs all ran on."""
+    if attempt.hardware_id is not None:
+        return attempt.hardware_id
+    ids = machines.get((os.path.realpath(attempt.directory), attempt.stage), set())
+    return next(iter(ids)) if len(ids) == 1 else None
+
+
 def plan_from(
     artifacts: Iterable[Artifact], attempts: Iterable[Attempt] = (), quantile: float = 0.95
 ) -> list[Suggestion]:
@@ -196,11 +216,8 @@ def plan_from(
         seconds = _censored(attempt)
         if seconds is None:
             continue
-        hardware_id = attempt.hardware_id
-        if hardware_id is None:
-            ids = machines.get((os.path.realpath(attempt.directory), attempt.stage), set())
-            hardware_id = next(iter(ids)) if len(ids) == 1 else None
-        durations.setdefault((hardware_id, attempt.stage), []).append((seconds, False))
+        key = (_hardware_of(attempt, machines), attempt.stage)
+        durations.setdefault(key, []).append((seconds, False))
     found = []
     for key in sorted(durations, key=lambda k: (k[0] or "", k[1])):
         suggestion = suggest(key[1], key[0], durations[key], memory.get(key, []), quantile)

@@ -101,25 +101,34 @@ def _add_rows(rows: list[dict[str, Any]], artifact: Artifact, meta_keys: dict[st
     summaries: dict[str | None, tuple[Any, ...]] = {}
     for name, stage in artifact.timings.stages.items():
         continued = continued_stage(name)  # evaluate_auto_resume continues nothing
-        resumed = continued is not None
         base = name if continued is None else continued
         for run in stage.runs:
             hw = summaries.get(run.hardware_id)
             if hw is None:
-                found = described.get(run.hardware_id) if run.hardware_id else None
-                hw = summaries[run.hardware_id] = _hardware_columns(found)
+                hw = summaries[run.hardware_id] = _hardware_columns(
+                    described.get(run.hardware_id) if run.hardware_id else None)
             sw = software.get(run.software_id) if run.software_id else None
             row = dict(zip(RECORD_COLUMNS, (
-                artifact.path, name, base, resumed, run.run_idx, run.label, run.seconds,
-                run.started_at, run.hardware_id, run.software_id, *_code_columns(sw),
-                run.rank, run.world_size, run.cpus, job_id(run), *hw,
-                *(_NO_RESOURCES if run.resources is None else map(run.resources.get, _USED)),
+                artifact.path, name, base, continued is not None, run.run_idx, run.label,
+                run.seconds, run.started_at, run.hardware_id, run.software_id,
+                *_code_columns(sw), run.rank, run.world_size, run.cpus, job_id(run), *hw,
+                *_resource_columns(run),
             ), strict=True))
-            for key, value in run.metadata.items():
-                if key not in _RESERVED_META:
-                    meta_keys.setdefault(key)
-                    row[f"meta.{key}"] = value
+            _add_metadata(row, run, meta_keys)
             rows.append(row)
+
+
+def _resource_columns(run: RunTiming) -> Iterable[Any]:
+    """What the stage used, in ``RESOURCE_FIELDS``' order (None where not measured)."""
+    return _NO_RESOURCES if run.resources is None else map(run.resources.get, _USED)
+
+
+def _add_metadata(row: dict[str, Any], run: RunTiming, meta_keys: dict[str, None]) -> None:
+    """The run's metadata as ``meta.<key>`` columns (its job aside: the job_id column)."""
+    for key, value in run.metadata.items():
+        if key not in _RESERVED_META:
+            meta_keys.setdefault(key)
+            row[f"meta.{key}"] = value
 
 
 def records_from(artifacts: Iterable[Artifact]) -> list[dict[str, Any]]:

@@ -33,13 +33,21 @@ def run_parts(run_idxs: Sequence[Any], labels: Sequence[Any]) -> RunParts | None
     groups: dict[Any, list[Any]] = {}
     for idx, label in zip(run_idxs, labels, strict=True):
         groups.setdefault(idx, []).append(label)
-    runs, split = 0, False
-    for group in groups.values():
-        if len(group) > 1 and len(set(group)) == len(group):
-            runs, split = runs + 1, True
-        else:
-            runs += len(group)
-    if not split:
-        return None
+    runs = sum(map(_runs_of_seed, groups.values()))
+    if runs == len(labels):
+        return None  # no seed's records differ by label: each is a run
+    return runs, len(labels), _parts_name(labels)
+
+
+def _runs_of_seed(labels: list[Any]) -> int:
+    """One run in parts where a seed's labels are several and all different, else a
+    run per record."""
+    if len(labels) > 1 and len(set(labels)) == len(labels):
+        return 1
+    return len(labels)
+
+
+def _parts_name(labels: Sequence[Any]) -> str:
+    """"epochs" where every label reads as one (``epoch3``, ``Epoch 3``), else "parts"."""
     epochs = all(type(label) is str and _EPOCH.fullmatch(label) for label in labels)
-    return runs, len(labels), "epochs" if epochs else "parts"
+    return "epochs" if epochs else "parts"

@@ -10,6 +10,7 @@ rank. ``to_records`` keeps every rank's run.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import attrs
@@ -60,27 +61,31 @@ def longest_ranks(runs: Sequence[_Run]) -> tuple[list[_Run], list[tuple[float, i
     Works on stored runs (dicts) and on ``RunTiming`` objects alike.
     """
     kept: list[_Run] = []
-    where: dict[tuple[Any, Any, Any], int] = {}
-    seen: dict[tuple[Any, Any, Any], list[float]] = {}
+    places: dict[tuple[Any, Any, Any], int] = {}
+    seeds: dict[tuple[Any, Any, Any], list[_Run]] = {}
     for run in runs:
         key = _key(run)
         if key is None:
             kept.append(run)
-            continue
-        seconds = _seconds(run)
-        if key not in where:
-            where[key] = len(kept)
+        elif key in seeds:
+            seeds[key].append(run)
+        else:
+            places[key], seeds[key] = len(kept), [run]
             kept.append(run)
-            seen[key] = [] if seconds is None else [seconds]
-            continue
-        if seconds is None:
-            continue
-        best = _seconds(kept[where[key]])
-        if best is None or seconds > best:
-            kept[where[key]] = run
-        seen[key].append(seconds)
-    spreads = [(max(s) - min(s), len(s)) for s in seen.values() if len(s) > 1]
+    spreads: list[tuple[float, int]] = []
+    for key, ranks in seeds.items():
+        kept[places[key]], seconds = _longest(ranks)
+        if len(seconds) > 1:
+            spreads.append((max(seconds) - min(seconds), len(seconds)))
     return kept, spreads
+
+
+def _longest(ranks: list[_Run]) -> tuple[_Run, list[float]]:
+    """The first of the longest of one seed's ranks whose seconds a writer could have
+    written (the first rank where none could), and those seconds."""
+    valid = [(seconds, run) for run in ranks if (seconds := _seconds(run)) is not None]
+    longest = max(valid, key=itemgetter(0), default=(0.0, ranks[0]))[1]
+    return longest, [seconds for seconds, _ in valid]
 
 
 def by_seed(stage: dict[str, Any]) -> tuple[dict[str, Any], RankSpread | None]:

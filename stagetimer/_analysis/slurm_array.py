@@ -38,16 +38,21 @@ def _task_ids(text: str) -> set[int]:
     """``1,3,5-9:2%4`` as the ids it names."""
     ids: set[int] = set()
     for part in text.split("%", 1)[0].split(","):
-        match = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
-        if match is None:
-            raise ArrayUnreadable(f"ArrayTaskId={text!r} is not a list of task ids")
-        first = int(match[1])
-        last = int(match[2] or first)
-        step = int(match[3] or 1)
-        if last < first or step < 1 or last - first > _MAX_TASKS:
-            raise ArrayUnreadable(f"ArrayTaskId={text!r} is not a list of task ids")
-        ids.update(range(first, last + 1, step))
+        ids.update(_task_range(part, text))
     return ids
+
+
+def _task_range(part: str, text: str) -> range:
+    """One part of ``text``, ``5``, ``5-9`` or ``5-9:2``, as the ids it names."""
+    match = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
+    if match is None:
+        raise ArrayUnreadable(f"ArrayTaskId={text!r} is not a list of task ids")
+    first = int(match[1])
+    last = int(match[2] or first)
+    step = int(match[3] or 1)
+    if last < first or step < 1 or last - first > _MAX_TASKS:
+        raise ArrayUnreadable(f"ArrayTaskId={text!r} is not a list of task ids")
+    return range(first, last + 1, step)
 
 
 def parse_array(array_job_id: str, output: str) -> ArrayView:

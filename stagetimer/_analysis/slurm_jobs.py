@@ -115,19 +115,21 @@ def parse_scontrol(job_id: str, text: str) -> JobView | None:
     if line is None:
         return None
     fields = dict(re.findall(r"(?:^|\s)([A-Za-z]+)=(\S*)", line))
-    if fields.get("JobId") != job_id.split("_")[0] and job_id != (
-        f"{fields.get('ArrayJobId')}_{fields.get('ArrayTaskId')}"
-    ):
-        return None
     state = fields.get("JobState", "")
-    if not re.fullmatch(r"[A-Z_]{2,30}", state):
+    if not _is_view_of(fields, job_id) or not re.fullmatch(r"[A-Z_]{2,30}", state):
         return None
-    restarts = fields.get("Restarts")
+    restarts = fields.get("Restarts", "")
     return JobView(
         job_id, state, _time(fields.get("StartTime")), _time(fields.get("EndTime")),
-        int(restarts) if restarts is not None and restarts.isdigit() else None,
-        _uid(fields.get("UserId")),
+        int(restarts) if restarts.isdigit() else None, _uid(fields.get("UserId")),
     )
+
+
+def _is_view_of(fields: dict[str, str], job_id: str) -> bool:
+    """Whether ``scontrol``'s fields are of ``job_id``: the job, or the array's task."""
+    if fields.get("JobId") == job_id.split("_")[0]:
+        return True
+    return job_id == f"{fields.get('ArrayJobId')}_{fields.get('ArrayTaskId')}"
 
 
 def _sacct_record(job: str, line: str,
@@ -152,10 +154,15 @@ def parse_sacct(job_id: str, text: str) -> JobView | None:
         return None
     state, start, end, uid = records[-1]
     earlier = [job_cause(r[0]) for r in records[:-1]]
-    requeue = next((c for c in reversed(earlier) if c not in (None, "killed")), None)
-    restarts = len(records) - 1
-    return JobView(job_id, state, start, end, restarts, uid,
-                   requeue_cause=requeue or ("killed" if earlier else None), source="sacct")
+    return JobView(job_id, state, start, end, len(earlier), uid,
+                   requeue_cause=_requeue_cause(earlier), source="sacct")
+
+
+def _requeue_cause(earlier: list[str | None]) -> str | None:
+    """Why the job was requeued: the last cause its ``earlier`` runs' states name
+    (``killed`` where none names more); None where it has no earlier run."""
+    named = next((c for c in reversed(earlier) if c not in (None, "killed")), None)
+    return named or ("killed" if earlier else None)
 
 
 def _accounted(job_id: str, view: JobView | None) -> JobView | None:

@@ -155,25 +155,40 @@ def _walk(
         subdirs = _classify(names, entries, links=False)
         if names.timings:
             found.append((parts, directory, own))
-        if names.rescue:
-            rescued.append(directory)
-        if names.attempts:
-            attempted.append(directory)
-        below: list[tuple[str, tuple[str, ...], _Key | None]] = []
-        for name, entry in sorted(subdirs):
-            try:
-                st = entry.stat()
-            except OSError as exc:  # a link that vanished or points nowhere readable
-                problems.append(_os_problem(exc, entry.path))
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key in visited:  # reached before, by this path or a link
-                continue
-            visited.add(key)
-            below.append((entry.path, (*parts, name), key))
-        stack.extend(reversed(below))  # depth first, in name order
+        _note_marks(names, directory, rescued, attempted)
+        # depth first, in name order
+        stack.extend(reversed(_scanned_below(subdirs, parts, visited, problems)))
     found.sort(key=lambda hit: (hit[0], hit[1]))
     return found
+
+
+def _note_marks(names: _Listing, directory: str, rescued: list[str],
+                attempted: list[str]) -> None:
+    """Add ``directory`` to ``rescued`` where it holds rescue files, to ``attempted``
+    where it holds started markers."""
+    if names.rescue:
+        rescued.append(directory)
+    if names.attempts:
+        attempted.append(directory)
+
+
+def _scanned_below(subdirs: list[tuple[str, os.DirEntry[str]]], parts: tuple[str, ...],
+                   visited: set[_Key], problems: list[Problem],
+                   ) -> list[tuple[str, tuple[str, ...], _Key | None]]:
+    """The directories below a scanned one not reached before, in name order."""
+    below: list[tuple[str, tuple[str, ...], _Key | None]] = []
+    for name, entry in sorted(subdirs):
+        try:
+            st = entry.stat()
+        except OSError as exc:  # a link that vanished or points nowhere readable
+            problems.append(_os_problem(exc, entry.path))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in visited:  # reached before, by this path or a link
+            continue
+        visited.add(key)
+        below.append((entry.path, (*parts, name), key))
+    return below
 
 
 def _classify(names: _Listing, entries: list[os.DirEntry[str]], *, links: bool,
@@ -190,14 +205,22 @@ def _classify(names: _Listing, entries: list[os.DirEntry[str]], *, links: bool,
         elif entry.name == ATTEMPTS_DIR:
             names.attempts = True
         else:
-            try:
-                if entry.is_dir():  # follows links
-                    subdirs.append((entry.name, entry))
-                elif links and entry.is_symlink():
-                    names.links.append(entry.name)
-            except OSError:  # pragma: no cover - a dangling or unreadable entry
-                continue
+            _add_other(entry, names, subdirs, links=links)
     return subdirs
+
+
+def _add_other(entry: os.DirEntry[str], names: _Listing,
+               subdirs: list[tuple[str, os.DirEntry[str]]], *, links: bool) -> None:
+    """An entry that is none of stagetimer's files: to ``subdirs`` where it is a
+    directory (through a link too), with ``links`` to ``names.links`` where it is a
+    link to anything else."""
+    try:
+        if entry.is_dir():  # follows links
+            subdirs.append((entry.name, entry))
+        elif links and entry.is_symlink():
+            names.links.append(entry.name)
+    except OSError:  # pragma: no cover - a dangling or unreadable entry
+        pass
 
 
 @attrs.define
@@ -314,10 +337,7 @@ def _walk_listed(
             continue
         if names.timings:
             found.append((parts, directory, (st.st_dev, st.st_ino)))
-        if names.rescue:
-            rescued.append(directory)
-        if names.attempts:
-            attempted.append(directory)
+        _note_marks(names, directory, rescued, attempted)
         stack.extend(reversed(_listed_below(directory, parts, names, visited, problems)))
     found.sort(key=lambda hit: (hit[0], hit[1]))
     return found
@@ -334,13 +354,8 @@ def _listed_below(directory: str, parts: tuple[str, ...], names: _Listing,
     below: list[tuple[str, tuple[str, ...], os.stat_result]] = []
     for name in subdirs:
         path = os.path.join(directory, name)
-        try:
-            sub = os.stat(path)
-        except OSError as exc:  # a link that vanished or points nowhere readable
-            if name not in names.links:
-                problems.append(_os_problem(exc, path))
-            continue
-        if not stat.S_ISDIR(sub.st_mode):  # a link that points elsewhere now
+        sub = _directory_stat(path, name in names.links, problems)
+        if sub is None:
             continue
         key = (sub.st_dev, sub.st_ino)
         if key in visited:  # reached before, by this path or a link
@@ -348,6 +363,19 @@ def _listed_below(directory: str, parts: tuple[str, ...], names: _Listing,
         visited.add(key)
         below.append((path, (*parts, name), sub))
     return below
+
+
+def _directory_stat(path: str, link: bool, problems: list[Problem]) -> os.stat_result | None:
+    """The status of the directory at ``path``; None where it is no directory now (a
+    ``link`` that points elsewhere or nowhere; a directory that cannot be reached is a
+    problem)."""
+    try:
+        sub = os.stat(path)
+    except OSError as exc:  # a link that vanished or points nowhere readable
+        if not link:
+            problems.append(_os_problem(exc, path))
+        return None
+    return sub if stat.S_ISDIR(sub.st_mode) else None
 
 
 def _os_problem(exc: OSError, fallback: str) -> Problem:
@@ -405,28 +433,32 @@ def find_artifact_dirs(
     found = _Walked()
     found.count_attempts = attempted is not None
     for given in paths:
-        path = os.path.normpath(os.fspath(given))
-        try:
-            # os.path.isdir and isfile say False for a path they may not look at, which
-            # read as "no such file"; stat says why (EACCES: a directory above is unreadable)
-            os.stat(path)
-        except FileNotFoundError:
-            pass  # said below, in the words every reader uses
-        except OSError as exc:
-            found.problems.append(_os_problem(exc, path))
-            continue
-        if os.path.isfile(path):
-            _find_in_file(path, found)
-        elif not os.path.isdir(path):
-            missing = FileNotFoundError(errno.ENOENT, "no such file or directory", path)
-            found.problems.append(Problem(path, "no such file or directory", missing))
-        else:
-            _find_under(path, found, listings)
+        _find_at(os.path.normpath(os.fspath(given)), found, listings)
     if rescued is not None:
         rescued.extend(_once_each(found.rescue_dirs))
     if attempted is not None:
         attempted.extend(_once_each(found.attempt_dirs))
     return found.dirs, found.problems
+
+
+def _find_at(path: str, found: _Walked, listings: Listings | None) -> None:
+    """A given path: a ``timings.json``, a directory to walk, or a problem."""
+    try:
+        # os.path.isdir and isfile say False for a path they may not look at, which
+        # read as "no such file"; stat says why (EACCES: a directory above is unreadable)
+        os.stat(path)
+    except FileNotFoundError:
+        pass  # said below, in the words every reader uses
+    except OSError as exc:
+        found.problems.append(_os_problem(exc, path))
+        return
+    if os.path.isfile(path):
+        _find_in_file(path, found)
+    elif not os.path.isdir(path):
+        missing = FileNotFoundError(errno.ENOENT, "no such file or directory", path)
+        found.problems.append(Problem(path, "no such file or directory", missing))
+    else:
+        _find_under(path, found, listings)
 
 
 def _find_in_file(path: str, found: _Walked) -> None:
@@ -449,14 +481,13 @@ def _find_in_file(path: str, found: _Walked) -> None:
 def _find_under(path: str, found: _Walked, listings: Listings | None = None) -> None:
     """A given directory: every artifact directory under it; a problem when the walk met
     neither one nor a problem nor a rescue file."""
-    before, rescues_before = len(found.problems), len(found.rescue_dirs)
+    before = (len(found.problems), len(found.rescue_dirs))
     attempts_before = len(found.attempt_dirs)
     hits = _walk(path, found.problems, found.rescue_dirs, found.attempt_dirs, listings)
     for parts, directory, key in hits:
         found.add(directory, path, parts, key)
     markers = found.count_attempts and len(found.attempt_dirs) > attempts_before
-    if (not hits and not markers and len(found.problems) == before
-            and len(found.rescue_dirs) == rescues_before):
+    if not hits and not markers and (len(found.problems), len(found.rescue_dirs)) == before:
         message = f"no {TIMINGS_FILE} at or under this path"
         found.problems.append(
             Problem(path, message, FileNotFoundError(errno.ENOENT, message, path))

@@ -70,11 +70,8 @@ def _recorded(listed: list[Attempt], hosts: Mapping[str, str | None] | None,
                          dict[tuple[str, str], set[str]]]:
     """The descriptions recorded by each node, each host and each job (see above)."""
     by_node: dict[_Node, set[str]] = {}
-    by_host: dict[str, set[str]] = {}
+    by_host = _by_host(hosts or {})
     by_job: dict[tuple[str, str], set[str]] = {}
-    for hardware_id, host in (hosts or {}).items():
-        if host is not None:
-            by_host.setdefault(host, set()).add(hardware_id)
     for attempt in listed:
         if attempt.hardware_id is None:
             continue
@@ -87,6 +84,15 @@ def _recorded(listed: list[Attempt], hosts: Mapping[str, str | None] | None,
         if job is not None:
             by_job.setdefault(job, set()).add(hardware_id)
     return by_node, by_host, by_job
+
+
+def _by_host(hosts: Mapping[str, str | None]) -> dict[str, set[str]]:
+    """The descriptions each host names as its own (``hosts``: description -> host)."""
+    by_host: dict[str, set[str]] = {}
+    for hardware_id, host in hosts.items():
+        if host is not None:
+            by_host.setdefault(host, set()).add(hardware_id)
+    return by_host
 
 
 def _of_node(

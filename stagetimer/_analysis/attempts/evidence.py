@@ -96,6 +96,16 @@ def _process_here(writer: object) -> tuple[int, int, str, str, Any] | None:
     names, where that process would be on this machine and in this pid namespace."""
     if not isinstance(writer, dict):
         return None
+    place = _place_here(writer)
+    pid, started = writer.get("pid"), writer.get("start_time")
+    if place is None or not is_pid(pid) or type(started) is not int:
+        return None  # a pid alone is no process: pids are reused
+    return pid, started, *place
+
+
+def _place_here(writer: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """``(host, boot id, pid namespace)`` the writer names, where they are this machine's
+    boot and this pid namespace."""
     pidns = writer.get("pidns", UNRECORDED)
     host, boot = writer.get("host"), writer.get("boot_id")
     if not isinstance(host, str) or not isinstance(boot, str):
@@ -104,10 +114,7 @@ def _process_here(writer: object) -> tuple[int, int, str, str, Any] | None:
         # Another boot under this host name may be a reboot or another machine of the
         # same name, and another pid namespace's pids are not ours: no pid here decides.
         return None
-    pid, started = writer.get("pid"), writer.get("start_time")
-    if not is_pid(pid) or not isinstance(started, int) or isinstance(started, bool):
-        return None  # a pid alone is no process: pids are reused
-    return pid, started, host, boot, pidns
+    return host, boot, pidns
 
 
 def _same_machine(marker: Marker) -> _Clue | None:
@@ -138,13 +145,18 @@ def _slurm(view: JobView, job: dict[str, Any], marker: Marker) -> _Clue | None:
         return requeued
     ended = job_cause(view.state)
     if ended is not None:
-        end = f" at {_hhmm(view.end)}" if view.end is not None else ""
-        lower, upper = view.killed_between()
-        return _Clue("killed", f"Slurm job {view.job_id} is {view.state}{end}",
-                     lower=lower, upper=upper, cause=ended)
+        return _ended(view, ended)
     if view.running:
         return _Clue("running", f"Slurm job {view.job_id} is {view.state}")
     return None
+
+
+def _ended(view: JobView, cause: str) -> _Clue:
+    """Slurm says the job ended (``cause``): when, as closely as it says."""
+    end = f" at {_hhmm(view.end)}" if view.end is not None else ""
+    lower, upper = view.killed_between()
+    return _Clue("killed", f"Slurm job {view.job_id} is {view.state}{end}",
+                 lower=lower, upper=upper, cause=cause)
 
 
 def _requeued(view: JobView, recorded: int, marker: Marker) -> _Clue | None:
@@ -210,13 +222,18 @@ def _decided(marker: Marker, clues: list[_Clue], alive: Sign | None) -> Verdict:
     """The verdict of the first clue that decides (killed: from every clue that says so)."""
     decided = [c for c in clues if c.state is not None]
     if not decided:
-        lines = "; ".join(c.line for c in clues)
-        return Verdict("unknown", None, None, lines or "no evidence either way (no process "
-                       "on this machine, no scheduler's view, no heartbeat, no later attempt)")
+        return _undecided(clues)
     first = decided[0]
     if first.state != "killed":
         return Verdict(first.state or "unknown", None, None, first.line)
     return _killed(marker, [c for c in decided if c.state == "killed"], alive)
+
+
+def _undecided(clues: list[_Clue]) -> Verdict:
+    """No clue decides: ``unknown``, with what each said."""
+    lines = "; ".join(c.line for c in clues)
+    return Verdict("unknown", None, None, lines or "no evidence either way (no process "
+                   "on this machine, no scheduler's view, no heartbeat, no later attempt)")
 
 
 def _asked(job: object, slurm: Callable[[str], JobView | None], marker: Marker,
@@ -244,29 +261,40 @@ def _bounds(marker: Marker, clues: list[_Clue]) -> tuple[datetime.datetime, _Bou
     of the strongest clue (which says so where the clues disagree)."""
     lower = max([marker.started_at, *(c.lower for c in clues if c.lower is not None)])
     upper = min((c.upper for c in clues if c.upper is not None), default=None)
-    line = clues[0].line
     if upper is None or upper >= lower:
-        return lower, upper, line
-    # The evidence disagrees (the clocks of two machines, or ``now`` before the
-    # start): the strongest clue bounds the end alone, and never before the start.
-    lower = max(marker.started_at, clues[0].lower or marker.started_at)
-    upper = clues[0].upper
-    if upper is not None and upper < lower:
-        return lower, None, line + " (but that is before it started: clocks disagree, no " \
-            "upper end)"
-    return lower, upper, line
+        return lower, upper, clues[0].line
+    return _strongest_bounds(marker, clues[0])
+
+
+def _strongest_bounds(marker: Marker, clue: _Clue) -> tuple[datetime.datetime, _Bound, str]:
+    """Where the evidence disagrees (the clocks of two machines, or ``now`` before the
+    start): the strongest ``clue`` bounds the end alone, and never before the start."""
+    lower = max(marker.started_at, clue.lower or marker.started_at)
+    if clue.upper is not None and clue.upper < lower:
+        return lower, None, clue.line + " (but that is before it started: clocks " \
+            "disagree, no upper end)"
+    return lower, clue.upper, clue.line
 
 
 def _killed(marker: Marker, clues: list[_Clue], alive: Sign | None = None) -> Verdict:
     """A killed attempt: the cause Slurm names (else ``killed``), the tightest interval."""
     lower, upper, line = _bounds(marker, clues)
     cause = next((c.cause for c in clues if c.cause is not None), "killed")
-    others = [c.line for c in clues[1:] if c.cause is not None or c.upper is not None]
-    if others:
-        line += "; " + "; ".join(others[:2])
+    line = _with_others(line, clues)
     if alive is not None and alive.moment > lower:
-        # Its writer lived later: the attempt ended no earlier (but no later than the
-        # evidence of its end: a writer alive past it had left this attempt by then).
-        lower = alive.moment if upper is None else min(alive.moment, upper)
-        line += f"; its process was alive at {_hhmm(alive.moment)} ({alive.what})"
+        lower, line = _alive_later(alive, upper, line)
     return Verdict("killed", cause, (lower, upper), line)
+
+
+def _with_others(line: str, clues: list[_Clue]) -> str:
+    """The strongest clue's ``line``, with the next two clues that name a cause or an end."""
+    others = [c.line for c in clues[1:] if c.cause is not None or c.upper is not None]
+    return line + "; " + "; ".join(others[:2]) if others else line
+
+
+def _alive_later(alive: Sign, upper: _Bound, line: str) -> tuple[datetime.datetime, str]:
+    """Its writer lived past the start the evidence gives: the attempt ended no earlier
+    (but no later than the evidence of its end: a writer alive past it had left this
+    attempt by then)."""
+    lower = alive.moment if upper is None else min(alive.moment, upper)
+    return lower, line + f"; its process was alive at {_hhmm(alive.moment)} ({alive.what})"

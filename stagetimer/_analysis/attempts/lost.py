@@ -16,7 +16,7 @@ the page attribute it (``attribution``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -75,16 +75,12 @@ class LostGroup:
         self.attempts[attempt.state] = self.attempts.get(attempt.state, 0) + 1
         if attempt.odd:
             return  # counted, never summed
-        if attempt.state == "finished":
-            if is_valid_seconds(attempt.seconds) and not nested:
-                self.productive_seconds += attempt.seconds
-            return
-        if attempt.state == "failed":
-            seconds = attempt.seconds if is_valid_seconds(attempt.seconds) else 0.0
-            self._lose(attempt.cause or "raised", seconds, seconds)
-        elif attempt.state == "killed":
-            low, high = lost_bounds(attempt)
-            self._lose(attempt.cause or "killed", low, high)
+        lost = _LOST.get(attempt.state)
+        if lost is not None:
+            cause, bounds = lost
+            self._lose(attempt.cause or cause, *bounds(attempt))
+        elif attempt.state == "finished" and is_valid_seconds(attempt.seconds) and not nested:
+            self.productive_seconds += attempt.seconds
 
     def _lose(self, cause: str, low: float, high: float | None) -> None:
         self.lost_seconds[cause] = self.lost_seconds.get(cause, 0.0) + low
@@ -107,6 +103,12 @@ class LostGroup:
         }
 
 
+def _failed_bounds(attempt: Attempt) -> tuple[float, float | None]:
+    """A failed attempt lost its recorded seconds, exactly (none where none valid)."""
+    seconds = attempt.seconds if is_valid_seconds(attempt.seconds) else 0.0
+    return seconds, seconds
+
+
 def lost_bounds(attempt: Attempt) -> tuple[float, float | None]:
     """The least and the most a killed attempt lost (seconds from its start to each end
     of its interval; the most is None where the end is unbounded above)."""
@@ -117,6 +119,13 @@ def lost_bounds(attempt: Attempt) -> tuple[float, float | None]:
     low = 0.0 if ended[0] is None else max((ended[0] - start).total_seconds(), 0.0)
     high = None if ended[1] is None else max((ended[1] - start).total_seconds(), low)
     return low, high
+
+
+#: the states that lose time: the cause where the attempt names none, and what it lost
+_LOST: dict[str, tuple[str, Callable[[Attempt], tuple[float, float | None]]]] = {
+    "failed": ("raised", _failed_bounds),
+    "killed": ("killed", lost_bounds),
+}
 
 
 @attrs.define
@@ -159,10 +168,13 @@ def lost_summary(
     for attempt in listed:
         total.add(attempt, nested=id(attempt) in nested)
     ordered = _groups(listed, hardware, gpus or {})
-    unattributed = sum(1 for a in listed if hardware[id(a)] is None
-                       and a.state in ("failed", "killed"))
-    return LostSummary(ordered, total, unattributed, sum(1 for a in listed if a.odd),
-                       len(nested))
+    return LostSummary(ordered, total, _unattributed(listed, hardware),
+                       sum(1 for a in listed if a.odd), len(nested))
+
+
+def _unattributed(listed: list[Attempt], hardware: dict[int, str | None]) -> int:
+    """The failed and killed attempts no hardware description could be given to."""
+    return sum(1 for a in listed if a.state in _LOST and hardware[id(a)] is None)
 
 
 def _groups(listed: list[Attempt], hardware: dict[int, str | None], counts: Mapping[str, int],

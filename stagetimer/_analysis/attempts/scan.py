@@ -183,6 +183,12 @@ def _key(stage: str, run_idx: object, label: object, rank: object) -> _Key:
     return (stage, run_idx, label, rank)
 
 
+def _marker_key(marker: Marker) -> _Key:
+    """The run a marker's attempt is of: (stage, run_idx, label, rank)."""
+    data = marker.data
+    return _key(data["stage"], data.get("run_idx"), data.get("label"), data.get("rank"))
+
+
 def _later_starts(
     found: Sequence[Attempt], markers: Sequence[Marker]
 ) -> dict[_Key, list[datetime.datetime]]:
@@ -193,9 +199,7 @@ def _later_starts(
             key = _key(attempt.stage, attempt.run_idx, attempt.label, attempt.rank)
             starts.setdefault(key, []).append(attempt.started_at)
     for marker in markers:
-        data = marker.data
-        key = _key(data["stage"], data.get("run_idx"), data.get("label"), data.get("rank"))
-        starts.setdefault(key, []).append(marker.started_at)
+        starts.setdefault(_marker_key(marker), []).append(marker.started_at)
     for moments in starts.values():
         moments.sort()
     return starts
@@ -216,14 +220,17 @@ def _failed(marker: Marker) -> Verdict | None:
         return None
     ended = parse_utc(data.get("ended_at"))
     when = f" at {ended:%Y-%m-%d %H:%M:%S} UTC" if ended is not None else ""
-    name = _one_line(data.get("exception"))
-    if outcome == "raised":
-        how = f"raised {name or 'an exception'}"
-    elif name is not None:
-        how = f"was interrupted by {name}"
-    else:  # its process ended while the block was open
-        how = "was left open when its process exited"
+    how = _how_failed(outcome, _one_line(data.get("exception")))
     return Verdict("failed", outcome, None, f"its block {how}{when} (its marker says so)")
+
+
+def _how_failed(outcome: object, name: str | None) -> str:
+    """How a block failed, from its marker's ``outcome`` and exception's ``name``."""
+    if outcome == "raised":
+        return f"raised {name or 'an exception'}"
+    if name is not None:
+        return f"was interrupted by {name}"
+    return "was left open when its process exited"  # its process ended in the block
 
 
 @attrs.frozen
@@ -266,6 +273,17 @@ def _read_directory(directory: str, problems: list[Problem]) -> _Read | None:
     except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
         problems.append(read_problem(exc, os.path.join(directory, TIMINGS_FILE)))
         return None
+    found, inside = _runs_read(directory, data)
+    markers, bad = read_markers(directory)
+    problems.extend(Problem(b.path, b.message) for b in bad)
+    finished_ids = {a.attempt_id for a in found if a.attempt_id is not None}
+    return _Read(directory, found, markers, finished_ids, inside)
+
+
+def _runs_read(directory: str, data: dict[str, Any],
+               ) -> tuple[list[Attempt], list[tuple[str, datetime.datetime]]]:
+    """A directory's stored runs as finished attempts, and (parent's attempt id, end) of
+    each run that names the attempt it ran inside."""
     found: list[Attempt] = []
     inside: list[tuple[str, datetime.datetime]] = []
     for name, stage in raw_stages(data):
@@ -276,10 +294,7 @@ def _read_directory(directory: str, problems: list[Problem]) -> _Read | None:
             parent = _parent_id(run)
             if parent is not None and (end := _end_of(run)) is not None:
                 inside.append((parent, end))
-    markers, bad = read_markers(directory)
-    problems.extend(Problem(b.path, b.message) for b in bad)
-    finished_ids = {a.attempt_id for a in found if a.attempt_id is not None}
-    return _Read(directory, found, markers, finished_ids, inside)
+    return found, inside
 
 
 def _directory_attempts(
@@ -294,12 +309,8 @@ def _directory_attempts(
     # Only a trusted marker is evidence against another attempt.
     starts = _later_starts(found, [m for m in open_markers if m.distrust is None])
     for marker in open_markers:
-        data_ = marker.data
-        key = _key(data_["stage"], data_.get("run_idx"), data_.get("label"), data_.get("rank"))
-        later = _next_start(starts.get(key, []), marker.started_at)
-        verdict = _failed(marker)
-        if verdict is None:
-            verdict = judge(marker, now, slurm, later, signs.of(marker))
+        later = _next_start(starts.get(_marker_key(marker), []), marker.started_at)
+        verdict = _failed(marker) or judge(marker, now, slurm, later, signs.of(marker))
         found.append(_from_marker(read.directory, marker, verdict))
     return found
 

@@ -71,15 +71,16 @@ class SignsOfLife:
         if named is None:
             return
         writer = (named, marker.uid)
-        self._saw(writer, Sign(marker.started_at, "a marker it wrote"))
-        if heartbeat_of(marker) is not None:
-            self._saw(writer, Sign(marker.mtime, "a heartbeat of one of its markers"))
-        ended = parse_utc(marker.data.get("ended_at"))
-        if ended is not None and marker.data.get("outcome") is not None:
-            self._saw(writer, Sign(ended, "the end of an attempt of it that failed"))
-        end = None if done is None else _end(done.started_at, done.seconds)
-        if end is not None:
-            self._saw(writer, Sign(end, "the end of a run it finished"))
+        for moment, what in (
+            (marker.started_at, "a marker it wrote"),
+            (marker.mtime if heartbeat_of(marker) is not None else None,
+             "a heartbeat of one of its markers"),
+            (_failed_at(marker), "the end of an attempt of it that failed"),
+            (None if done is None else _end(done.started_at, done.seconds),
+             "the end of a run it finished"),
+        ):
+            if moment is not None:
+                self._saw(writer, Sign(moment, what))
 
     def of(self, marker: Marker) -> Sign | None:
         """The latest sign of life of ``marker``'s writer, or of its attempt itself,
@@ -89,6 +90,13 @@ class SignsOfLife:
         if writer is not None and (sign := self.writers.get((writer, marker.uid))) is not None:
             found = _later(found, sign)
         return found if found is not None and found.moment > marker.started_at else None
+
+
+def _failed_at(marker: Marker) -> datetime.datetime | None:
+    """When the attempt of a marker that says it failed ended (None: not said)."""
+    if marker.data.get("outcome") is None:
+        return None
+    return parse_utc(marker.data.get("ended_at"))
 
 
 def _end(started: datetime.datetime | None, seconds: float | None) -> datetime.datetime | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Sequence
+from operator import itemgetter
 
 import attrs
 
@@ -118,9 +119,9 @@ def kaplan_meier(
     ended_times = [s for s, ended in data if ended]  # ascending
     if not ended_times:
         return None
-    times, levels = _steps(data)
-    tail_mean = max(sum(s for s, _ in data) / len(ended_times), 1e-9)
-    if predictive and levels and levels[-1] == 0.0 and len(ended_times) > 1:
+    times, levels = _steps(data)  # a level per time some observation ended: not empty
+    tail_mean = max(sum(map(itemgetter(0), data)) / len(ended_times), 1e-9)
+    if predictive and levels[-1] == 0.0 and len(ended_times) > 1:
         levels[-1] = _last_level(levels, len(data))
         tail_mean = _mean_excess(ended_times)
     return Survival(tuple(times), tuple(levels), tail_mean, data[-1][0])

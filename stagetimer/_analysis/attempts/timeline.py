@@ -42,14 +42,17 @@ def suite_attempts(reports: Iterable[ArtifactReport]) -> list[Attempt]:
     for report in reports:
         if os.path.isdir(os.path.join(report.path, ATTEMPTS_DIR)):
             paths.append(report.path)
-            continue
-        for stats in report.stages:
-            runs = report.stored_runs(stats.name)
-            found.extend(finished_attempt(report.path, stats.name, run)
-                         for run in runs if type(run) is dict)
+        else:
+            found.extend(_stored_attempts(report))
     if paths:
         # One reading of every directory with markers: a writer's last sign of life in
         # one of them bounds its killed attempts in the others.
         read, _ = scan_attempts(paths)
         found.extend(read)
     return found
+
+
+def _stored_attempts(report: ArtifactReport) -> list[Attempt]:
+    """The attempts of a directory without markers: its stored runs, each finished."""
+    return [finished_attempt(report.path, stats.name, run) for stats in report.stages
+            for run in report.stored_runs(stats.name) if type(run) is dict]

@@ -68,11 +68,8 @@ def metadata_values(
     """
     found: dict[str, tuple[Any, int]] = {}
     for run in runs:
-        if key in run:
-            value = run[key]
-            text = _text(value)
-        else:
-            value, text = _ABSENT, ABSENT_TEXT
+        value = run.get(key, _ABSENT)
+        text = ABSENT_TEXT if value is _ABSENT else _text(value)
         known = found.get(text)
         found[text] = (value, 1) if known is None else (known[0], known[1] + 1)
     if len(runs) >= 3 and len(found) == len(runs):
@@ -97,14 +94,23 @@ def metadata_differences(
     found: list[MetadataDifference] = []
     for name, base, new in stages:
         base_runs, new_runs = base["runs"], new["runs"]
-        if not base_runs or not new_runs:
-            continue
-        for key in sorted(_keys(base_runs) | _keys(new_runs)):
-            left, right = metadata_values(base_runs, key), metadata_values(new_runs, key)
-            if left is None or right is None or left.keys() == right.keys():
-                continue
-            found.append(MetadataDifference(
-                name, key,
-                tuple(left[k][0] for k in sorted(left)), tuple(right[k][0] for k in sorted(right)),
-            ))
+        if base_runs and new_runs:
+            found.extend(_stage_differences(name, base_runs, new_runs))
     return tuple(found)
+
+
+def _stage_differences(name: str, base_runs: Sequence[dict[str, Any]],
+                       new_runs: Sequence[dict[str, Any]]) -> list[MetadataDifference]:
+    """The keys whose values differ between one stage's runs on each side."""
+    found: list[MetadataDifference] = []
+    for key in sorted(_keys(base_runs) | _keys(new_runs)):
+        left, right = metadata_values(base_runs, key), metadata_values(new_runs, key)
+        if left is None or right is None or left.keys() == right.keys():
+            continue
+        found.append(MetadataDifference(name, key, _values(left), _values(right)))
+    return found
+
+
+def _values(found: dict[str, tuple[Any, int]]) -> tuple[Any, ...]:
+    """The values of ``metadata_values``, in the order of their JSON texts."""
+    return tuple(found[text][0] for text in sorted(found))

@@ -178,18 +178,14 @@ def matched_differences(
     seeds: dict[tuple[Any, ...], list[float]] = {}
     matched = 0
     for key, value in zip(_keys(base_runs), base_values, strict=True):
-        partner = by_key.get(key) if key is not None else None
-        if partner is None:
+        if key is None or (partner := by_key.get(key)) is None:
             continue
         matched += 1
-        if key is None or key[2] is None:  # no rank: the run is its seed
+        if key[2] is None:  # no rank: the run is its seed
             differences.append(log(partner) - log(value))
             continue
-        seed = (key[0], key[1], key[3])  # run_idx, label, which occurrence
-        slowest = seeds.get(seed)
-        if slowest is None:
-            seeds[seed] = [value, partner]
-        else:
-            slowest[0], slowest[1] = max(slowest[0], value), max(slowest[1], partner)
+        # run_idx, label, which occurrence: the slowest rank on each side
+        slowest = seeds.setdefault((key[0], key[1], key[3]), [value, partner])
+        slowest[0], slowest[1] = max(slowest[0], value), max(slowest[1], partner)
     differences.extend(log(n) - log(b) for b, n in seeds.values())
     return differences, matched

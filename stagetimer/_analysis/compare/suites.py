@@ -120,28 +120,27 @@ _Side = tuple[
 
 def _measure_stages(shared: list[str], base: _Side, new: _Side, paired: bool) -> list[Measured]:
     """Each stage recorded on both sides measured, with what it used where recorded."""
-    (base_raw, base_stages, base_runs), (new_raw, new_stages, new_runs) = base, new
+    stages = zip(shared, base[2], new[2], strict=True)
     if paired:
         # matched rank by rank on the stored runs, each seed's ranks then one pair
-        measured = [
-            measure_paired(
-                name, b[0], n[0],
-                b if base_stages[name] is base_raw[name] else _stage_runs(base_raw[name]),
-                n if new_stages[name] is new_raw[name] else _stage_runs(new_raw[name]),
-            )
-            for name, b, n in zip(shared, base_runs, new_runs, strict=True)
-        ]
+        measured = [measure_paired(name, b[0], n[0], _stored_runs(base, name, b),
+                                   _stored_runs(new, name, n)) for name, b, n in stages]
     else:
-        measured = [
-            measure(name, b[0], n[0]) for name, b, n in zip(shared, base_runs, new_runs,
-                                                             strict=True)
-        ]
+        measured = [measure(name, b[0], n[0]) for name, b, n in stages]
     # what each stage used on both sides, where recorded (no verdict: not tested)
     for i, m in enumerate(measured):
-        used = side_by_side(base_stages[m.name]["runs"], new_stages[m.name]["runs"])
+        used = side_by_side(base[1][m.name]["runs"], new[1][m.name]["runs"])
         if used is not None:
             measured[i] = m._replace(resources=used)
     return measured
+
+
+def _stored_runs(side: _Side, name: str, compared: tuple[list[float], list[dict[str, Any]]],
+                 ) -> tuple[list[float], list[dict[str, Any]]]:
+    """The valid stored runs of stage ``name`` of one side, every rank's (``compared``,
+    the runs with a seed's ranks as one, where the stage has no ranks)."""
+    raw, stages, _ = side
+    return compared if stages[name] is raw[name] else _stage_runs(raw[name])
 
 
 def _seed_views(artifact: Artifact) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -281,22 +280,34 @@ def _compared(
     if _single(base_dirs) and _single(new_dirs):
         measured.append(_measure_pair(read(base_dirs[0]), read(new_dirs[0]), cache, None, paired))
     else:
-        by_relpath = {found.relpath: found for found in new_dirs}
-        unpaired_base = []
-        for found in base_dirs:
-            partner = by_relpath.pop(found.relpath, None)
-            if partner is None:
-                read(found)
-                unpaired_base.append(found.path)
-            else:
-                measured.append(
-                    _measure_pair(read(found), read(partner), cache, found.relpath, paired)
-                )
-        for found in by_relpath.values():
-            read(found)
-        unpaired = Unpaired(tuple(unpaired_base), tuple(f.path for f in by_relpath.values()))
+        unpaired = _measure_trees(base_dirs, new_dirs, read, measured,
+                                  lambda b, n, relpath: _measure_pair(b, n, cache, relpath,
+                                                                      paired))
     pairs, count = _judge(measured, threshold)
     return Comparison(tuple(pairs), unpaired, threshold, count, paired)
+
+
+def _measure_trees(
+    base_dirs: Sequence[_Dir],
+    new_dirs: Sequence[_Dir],
+    read: Callable[[_Dir], Artifact],
+    measured: list[tuple[Pair, list[Measured]]],
+    measure_pair: Callable[[Artifact, Artifact, str], tuple[Pair, list[Measured]]],
+) -> Unpaired:
+    """Measure the directories at equal paths under each root into ``measured``, one pair
+    at a time; read the others too, and return them as unpaired."""
+    by_relpath = {found.relpath: found for found in new_dirs}
+    unpaired_base = []
+    for found in base_dirs:
+        partner = by_relpath.pop(found.relpath, None)
+        if partner is None:
+            read(found)
+            unpaired_base.append(found.path)
+        else:
+            measured.append(measure_pair(read(found), read(partner), found.relpath))
+    for found in by_relpath.values():
+        read(found)
+    return Unpaired(tuple(unpaired_base), tuple(f.path for f in by_relpath.values()))
 
 
 def _single(directories: Sequence[_Dir]) -> bool:
