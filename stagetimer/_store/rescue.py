@@ -147,14 +147,19 @@ def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
     if content.uid not in trusted:  # replaced since it was first looked at
         return _not_trusted(content.uid)
     owner = content.owner
-    state = liveness(owner) if owner is not None else _legacy_liveness(content.path)
-    if state in _WRITER_MAY_RUN:
-        pid = owner.get("pid") if owner is not None else "?"
-        return _WRITER_MAY_RUN[state].format(pid=pid)
+    if owner is None:  # its writer is only named by a pid, never "elsewhere"
+        return _writer_may_run(_legacy_liveness(content.path), "?")
+    state = liveness(owner)
     if state == "elsewhere":
-        assert owner is not None
         return _too_recent(content.mtime, owner)
-    return None
+    return _writer_may_run(state, owner.get("pid"))
+
+
+def _writer_may_run(state: Liveness, pid: object) -> str | None:
+    """Why a file is left alone while process ``pid``, in ``state``, may be its writer;
+    None when no such process runs."""
+    template = _WRITER_MAY_RUN.get(state)
+    return None if template is None else template.format(pid=pid)
 
 
 def _too_recent(mtime: float, owner: dict[str, Any]) -> str | None:
@@ -317,15 +322,18 @@ def _put_back(data: dict[str, Any], folds: list[_Fold], prefer: Prefer) -> None:
     )
     made_by: dict[int, _Fold] = {}  # id of a run put back -> its fold
     for fold, record in order:
-        stage: Any = data.get(record.stage)
-        runs: list[Any] = stage["runs"] if is_stage(stage) else []
-        before = [r for r in runs if made_by.get(id(r)) is not fold]
+        before = _runs_before(data.get(record.stage), fold, made_by)
         verdict = _replay(data, fold, record, prefer, before)
-        if verdict == "refused":
-            continue
         if verdict == "stored":
             made_by[id(record.run)] = fold
-        fold.count(data, record, verdict, prefer)
+        if verdict != "refused":
+            fold.count(data, record, verdict, prefer)
+
+
+def _runs_before(stage: Any, fold: _Fold, made_by: dict[int, _Fold]) -> list[Any]:
+    """The runs of ``stage`` before the records of ``fold`` (those it put back are not)."""
+    runs: list[Any] = stage["runs"] if is_stage(stage) else []
+    return [r for r in runs if made_by.get(id(r)) is not fold]
 
 
 def _replay(
@@ -451,10 +459,15 @@ stored=2, already=0, refused=(), skipped=None)]
         )
     if isinstance(owners, (str, int)):
         owners = [owners]
-    path = os.fspath(directory)
+    path = _existing_directory(os.fspath(directory))
+    trusted = _trusted(path, owners)
+    return _recover_all(path, timeout, trusted, prefer)
+
+
+def _existing_directory(path: str) -> str:
+    """``path``; ``NotADirectoryError`` or ``FileNotFoundError`` when it is no directory."""
     if not os.path.isdir(path):
         if os.path.lexists(path):
             raise NotADirectoryError(f"{path}: not a directory")
         raise FileNotFoundError(f"{path}: no such directory")
-    trusted = _trusted(path, owners)
-    return _recover_all(path, timeout, trusted, prefer)
+    return path
