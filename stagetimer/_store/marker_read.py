@@ -359,10 +359,18 @@ def distrust(mode: int, uid: int, data: dict[str, Any]) -> str | None:
     place by any of them, and one owned by another user than the writer its content
     names was written by that user. Its owner is the only writer the file proves.
     """
-    if mode & 0o022:
-        who = "everyone" if mode & 0o002 else "its group"
-        return (f"is writable by {who} (mode {stat.S_IMODE(mode):04o}), so anyone of them "
-                "may have rewritten it: nothing it says is trusted")
+    return _writable_by_others(mode) or _names_other_writer(uid, data)
+
+
+def _writable_by_others(mode: int) -> str | None:
+    if not mode & 0o022:
+        return None
+    who = "everyone" if mode & 0o002 else "its group"
+    return (f"is writable by {who} (mode {stat.S_IMODE(mode):04o}), so anyone of them "
+            "may have rewritten it: nothing it says is trusted")
+
+
+def _names_other_writer(uid: int, data: dict[str, Any]) -> str | None:
     writer = data.get("writer")
     claimed = writer.get("uid") if type(writer) is dict else None
     if type(claimed) is int and claimed != uid:

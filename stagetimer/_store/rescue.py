@@ -386,24 +386,35 @@ def _not_trusted(uid: int) -> str:
 
 def _judge(path: str, trusted: set[int]) -> RescueContent | Recovered:
     """The rescue file's content when it may be folded now, else what was done with it."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return Recovered(path, 0, 0, skipped="removed meanwhile (its writer saved it)")
-    if stat.S_ISLNK(st.st_mode):
-        return Recovered(path, 0, 0, skipped="is a symbolic link: never read through")
-    if st.st_uid not in trusted:  # not even parsed
-        return Recovered(path, 0, 0, skipped=_not_trusted(st.st_uid))
+    why = _why_not_read(path, trusted)
+    if why is not None:
+        return Recovered(path, 0, 0, skipped=why)
     try:
         content = read_rescue(path)
     except SidecarCorruptError as exc:
         return Recovered(path, 0, 0, refused=(f"the whole file: {exc.problem}",))
     except FileNotFoundError:
-        return Recovered(path, 0, 0, skipped="removed meanwhile (its writer saved it)")
+        return Recovered(path, 0, 0, skipped=_GONE)
     why = _why_left_alone(content, trusted)
     if why is not None:
         return Recovered(path, 0, 0, skipped=why)
     return content
+
+
+_GONE = "removed meanwhile (its writer saved it)"
+
+
+def _why_not_read(path: str, trusted: set[int]) -> str | None:
+    """Why the rescue file at ``path`` is not even read (gone, a link, not trusted)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return _GONE
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link: never read through"
+    if st.st_uid not in trusted:  # not even parsed
+        return _not_trusted(st.st_uid)
+    return None
 
 
 def _recover_all(

@@ -27,19 +27,19 @@ __all__ = [
 _short = short_repr
 
 
+#: The JSON name of a value's type, by the Python types that hold it (a bool before int).
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    ((int, float), "a number"),
+    (str, "a string"),
+    (list, "an array"),
+)
+
+
 def json_type(value: object) -> str:
     """The JSON name of ``value``'s type."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+    return next((name for kinds, name in _JSON_TYPES if isinstance(value, kinds)), "an object")
 
 
 def _is_number(value: object) -> bool:
