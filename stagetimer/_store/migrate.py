@@ -144,19 +144,28 @@ def _walk(
     level: list[tuple[str, dict[str, str]]] = [("", {})]
     for component, matcher in zip(template.components, template.matchers, strict=True):
         following: list[tuple[str, dict[str, str]]] = []
-        for rel, values in level:
-            for entry, found in _candidates(os.path.join(root, rel), component, matcher, values):
-                child = os.path.join(rel, entry) if rel else entry
-                path = os.path.join(root, child)
-                if not os.path.isdir(path):
-                    continue
-                if not _inside(real_root, path):
-                    why = f"resolves to {os.path.realpath(path)}, outside --root"
-                    yield Outcome(child, None, "refused", why)
-                    continue
-                following.append((child, found))
+        for child, found in _children(root, level, component, matcher):
+            path = os.path.join(root, child)
+            if not os.path.isdir(path):
+                continue
+            if not _inside(real_root, path):
+                why = f"resolves to {os.path.realpath(path)}, outside --root"
+                yield Outcome(child, None, "refused", why)
+                continue
+            following.append((child, found))
         level = following
     yield from level
+
+
+def _children(
+    root: str, level: list[tuple[str, dict[str, str]]], component: str,
+    matcher: re.Pattern[str] | None,
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """The names one level below the directories of ``level`` (relative to ``root``) that
+    match one template component, each with the values found so far."""
+    for rel, values in level:
+        for entry, found in _candidates(os.path.join(root, rel), component, matcher, values):
+            yield (os.path.join(rel, entry) if rel else entry), found
 
 
 def _candidates(
