@@ -258,13 +258,17 @@ def _descriptions_needed(folds: list[_Fold]) -> tuple[dict[str, Any], dict[str, 
     needed: dict[str, Any] = {}
     software: dict[str, Any] = {}
     for fold in folds:
-        content = fold.content
-        for run in (r.run for r in fold.records):
-            if run.get("hardware_id") in content.hardware:
-                needed[run["hardware_id"]] = content.hardware[run["hardware_id"]]
-            if run.get("software_id") in content.software:
-                software[run["software_id"]] = content.software[run["software_id"]]
+        runs = [r.run for r in fold.records]
+        needed.update(_described(runs, "hardware_id", fold.content.hardware))
+        software.update(_described(runs, "software_id", fold.content.software))
     return needed, software
+
+
+def _described(
+    runs: list[dict[str, Any]], key: str, descriptions: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``descriptions`` the ``key`` (``hardware_id``, ``software_id``) of ``runs`` names."""
+    return {run[key]: descriptions[run[key]] for run in runs if run.get(key) in descriptions}
 
 
 def _fold_timings(
