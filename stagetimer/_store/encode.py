@@ -79,20 +79,23 @@ def _stage_pieces(
     name: str, stage: dict[str, Any], cache: TimingsCache | None, out: list[bytes | bytearray]
 ) -> None:
     out.append(b"{\n")
-    first = True
-    for key, value in stage.items():
-        out.append(b"    " if first else b",\n    ")
-        first = False
+    for i, (key, value) in enumerate(stage.items()):
+        out.append(b"    " if i == 0 else b",\n    ")
         if key == "runs" and value:
-            encoded = _runs_text(value, cache.runs_text.get(name) if cache else None)
-            if cache is not None:
-                cache.runs_text[name] = encoded
             out.append(b'"runs": [\n      ')
-            out.append(encoded[2])
+            out.append(_cached_runs_text(name, value, cache))
             out.append(b"\n    ]")
         else:
             out.append(f"{_encode(key)}: {_indented(value, 2)}".encode())
     out.append(b"\n  }")
+
+
+def _cached_runs_text(name: str, runs: list[Any], cache: TimingsCache | None) -> bytearray:
+    """The text of stage ``name``'s ``runs``, through (and into) the ``cache``."""
+    encoded = _runs_text(runs, cache.runs_text.get(name) if cache else None)
+    if cache is not None:
+        cache.runs_text[name] = encoded
+    return encoded[2]
 
 
 def timings_bytes(data: dict[str, Any], cache: TimingsCache | None = None) -> bytes:

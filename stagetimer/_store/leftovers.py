@@ -80,11 +80,20 @@ def _is_leftover(directory: str, name: str, prefix: str, locked: bool = True) ->
         return True  # the fixed name older versions used
     if not rest.startswith("-"):
         return False
-    parts = rest[1:].rsplit("-", 3)
+    pid = _pid_of_this_host(rest[1:])
+    if pid is not None:
+        return _writer_gone(pid, locked)
+    return _foreign_and_old(os.path.join(directory, name))
+
+
+def _pid_of_this_host(tail: str) -> int | None:
+    """The writer's pid a temporary name's ``<host>-<pid>-<random>-<n>`` gives where its
+    host is this one; None for another host's (or a name of another form)."""
+    parts = tail.rsplit("-", 3)
     mine = token().rsplit("-", 2)
     if len(parts) == 4 and parts[0] == mine[0] and parts[1].isdigit():
-        return _writer_gone(int(parts[1]), locked)
-    return _foreign_and_old(os.path.join(directory, name))
+        return int(parts[1])
+    return None
 
 
 def _writer_gone(pid: int, locked: bool) -> bool:

@@ -31,6 +31,7 @@ import math
 import os
 import stat
 import time
+from collections.abc import Callable
 from typing import Any, TypeGuard
 
 import attrs
@@ -144,38 +145,40 @@ def read_markers(directory: str) -> tuple[list[Marker], list[BadMarker]]:
     dfd = _open_markers(where)
     if not isinstance(dfd, int):
         return [], [] if dfd is None else [dfd]
-    found: list[Marker] = []
-    bad: list[BadMarker] = []
     try:
-        try:
-            names = sorted(os.listdir(dfd))
-        except OSError as exc:
-            return [], [BadMarker(where, f"cannot be listed ({exc.strerror or exc})")]
-        for name in names:
-            entry = _entry(dfd, where, name)
-            if isinstance(entry, Marker):
-                found.append(entry)
-            elif entry is not None:
-                bad.append(entry)
+        entries = _entries(dfd, where)
     finally:
         os.close(dfd)
-    return found, bad
+    found = [entry for entry in entries if isinstance(entry, Marker)]
+    return found, [entry for entry in entries if isinstance(entry, BadMarker)]
+
+
+def _entries(dfd: int, where: str) -> list[Marker | BadMarker]:
+    """The entries of the open markers' directory ``where`` read as markers, in name
+    order; one ``BadMarker`` where it cannot be listed."""
+    try:
+        names = sorted(os.listdir(dfd))
+    except OSError as exc:
+        return [BadMarker(where, f"cannot be listed ({exc.strerror or exc})")]
+    return [entry for name in names if (entry := _entry(dfd, where, name)) is not None]
 
 
 class _Refused(Exception):
     """Why one entry is not read as a marker."""
 
 
+#: What a file that is not a regular one is, by the test of its mode that says so.
+_KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
+
+
 def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
 
 
 def _read_capped(fd: int) -> bytes:
@@ -275,14 +278,15 @@ def writer_of(data: dict[str, Any]) -> Writer | None:
     writer = data.get("writer")
     if type(writer) is not dict:
         return None
-    host, boot = writer.get("host"), writer.get("boot_id")
-    pid, started = writer.get("pid"), writer.get("start_time")
-    if type(host) is not str or type(boot) is not str or type(pid) is not int or (
-        type(started) is not int
-    ):
+    if any(type(writer.get(key)) is not kind for key, kind in _WRITER_TYPES):
         return None
     pidns = writer.get("pidns")
-    return host, boot, pidns if type(pidns) is int else None, pid, started
+    return (writer["host"], writer["boot_id"], pidns if type(pidns) is int else None,
+            writer["pid"], writer["start_time"])
+
+
+#: The fields of a marker's ``writer`` that name its process, with their types.
+_WRITER_TYPES = (("host", str), ("boot_id", str), ("pid", int), ("start_time", int))
 
 
 def _shown(value: object) -> str:
@@ -355,10 +359,18 @@ def distrust(mode: int, uid: int, data: dict[str, Any]) -> str | None:
     place by any of them, and one owned by another user than the writer its content
     names was written by that user. Its owner is the only writer the file proves.
     """
-    if mode & 0o022:
-        who = "everyone" if mode & 0o002 else "its group"
-        return (f"is writable by {who} (mode {stat.S_IMODE(mode):04o}), so anyone of them "
-                "may have rewritten it: nothing it says is trusted")
+    return _writable_by_others(mode) or _names_other_writer(uid, data)
+
+
+def _writable_by_others(mode: int) -> str | None:
+    if not mode & 0o022:
+        return None
+    who = "everyone" if mode & 0o002 else "its group"
+    return (f"is writable by {who} (mode {stat.S_IMODE(mode):04o}), so anyone of them "
+            "may have rewritten it: nothing it says is trusted")
+
+
+def _names_other_writer(uid: int, data: dict[str, Any]) -> str | None:
     writer = data.get("writer")
     claimed = writer.get("uid") if type(writer) is dict else None
     if type(claimed) is int and claimed != uid:
@@ -377,19 +389,28 @@ def _check(name: str, data: Any) -> datetime.datetime:
         )
     if type(data.get("stage")) is not str or not data["stage"]:
         raise _Refused(f"holds stage {_short(data.get('stage'))}, expected a stage name")
+    started = _started(data)
+    _check_outcome(data.get("outcome"))
+    _check_types(data)
+    return started
+
+
+def _started(data: dict[str, Any]) -> datetime.datetime:
+    """The marker's ``started_at``; ``_Refused`` when it is no UTC time."""
     started = parse_utc(data.get("started_at"))
     if started is None:
         raise _Refused(
             f"holds started_at {_short(data.get('started_at'))}, expected a UTC time "
             "such as 2026-11-29T22:28:02.123Z"
         )
-    outcome = data.get("outcome")
+    return started
+
+
+def _check_outcome(outcome: object) -> None:
     if outcome is not None and outcome not in ATTEMPT_OUTCOMES:
         raise _Refused(
             f"holds outcome {_short(outcome)}, expected one of {', '.join(ATTEMPT_OUTCOMES)}"
         )
-    _check_types(data)
-    return started
 
 
 #: ``(key, allowed types)`` of each key of a marker (``MarkerContent``) whose value, where

@@ -145,6 +145,12 @@ def _open_directory(directory: str, make: bool) -> int:
     except FileNotFoundError:
         if not make:
             raise
+    return _make_directory(directory)
+
+
+def _make_directory(directory: str) -> int:
+    """A descriptor of ``directory``'s markers' directory, made now (durably, with its
+    parent's permission bits) or by another writer meanwhile."""
     os.makedirs(directory or ".", exist_ok=True)
     # The artifact directory as the user named it (it may be a link of theirs).
     pfd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
@@ -224,18 +230,19 @@ def remove(directory: str, attempt_ids: Iterable[str]) -> None:
 def attempt_ids(data: dict[str, Any], stages: Iterable[str] | None = None) -> set[str]:
     """Every ``attempt_id`` the runs of a parsed ``timings.json`` hold (of the stages
     ``stages`` only, where given)."""
-    found: set[str] = set()
     values = data.values() if stages is None else (data.get(name) for name in stages)
-    for value in values:
-        runs = value.get("runs") if type(value) is dict else None
-        if type(runs) is not list:
-            continue
-        for run in runs:
-            if type(run) is dict:
-                attempt_id = run.get("attempt_id")
-                if type(attempt_id) is str:
-                    found.add(attempt_id)
-    return found
+    return {
+        attempt_id
+        for value in values
+        for run in _runs(value)
+        if type(run) is dict and type(attempt_id := run.get("attempt_id")) is str
+    }
+
+
+def _runs(value: object) -> list[Any]:
+    """The ``runs`` list of a stage; none for any other value."""
+    runs = value.get("runs") if type(value) is dict else None
+    return runs if type(runs) is list else []
 
 
 class DroppedRuns:

@@ -79,10 +79,7 @@ def _matcher(component: str, names: list[str], where: str) -> re.Pattern[str] | 
     pattern, pos = "", 0
     for m in _PLACEHOLDER.finditer(component):
         name = m.group(1)
-        if not name.isidentifier():
-            raise TemplateError(f"{where}: {{{name}}} is not a valid placeholder")
-        if name in names:
-            raise TemplateError(f"{where} uses {{{name}}} twice")
+        _check_placeholder(name, names, where)
         names.append(name)
         pattern += re.escape(component[pos : m.start()]) + f"(?P<{name}>.+?)"
         pos = m.end()
@@ -92,21 +89,34 @@ def _matcher(component: str, names: list[str], where: str) -> re.Pattern[str] | 
     return re.compile(pattern + re.escape(component[pos:])) if pos else None
 
 
+def _check_placeholder(name: str, names: list[str], where: str) -> None:
+    """Refuse a placeholder that is not an identifier or that ``names`` already holds."""
+    if not name.isidentifier():
+        raise TemplateError(f"{where}: {{{name}}} is not a valid placeholder")
+    if name in names:
+        raise TemplateError(f"{where} uses {{{name}}} twice")
+
+
 def check_templates(source: str, destination: str) -> tuple[Template, Template]:
     """Parse both templates and check they use the same placeholders and differ."""
     src = parse_template(source, "--from")
     dst = parse_template(destination, "--to")
-    for a, b, a_opt, b_opt in ((src, dst, "--from", "--to"), (dst, src, "--to", "--from")):
-        missing = [n for n in a.names if n not in b.names]
-        if missing:
-            names = ", ".join(f"{{{n}}}" for n in missing)
-            raise TemplateError(
-                f"{names} appears in {a_opt} but not in {b_opt}: every placeholder must "
-                "appear on both sides"
-            )
+    _check_names_kept(src, dst, "--from", "--to")
+    _check_names_kept(dst, src, "--to", "--from")
     if src.components == dst.components:
         raise TemplateError("--from and --to are the same template")
     return src, dst
+
+
+def _check_names_kept(a: Template, b: Template, a_opt: str, b_opt: str) -> None:
+    """Refuse placeholders of ``a`` that ``b`` does not use."""
+    missing = [n for n in a.names if n not in b.names]
+    if missing:
+        names = ", ".join(f"{{{n}}}" for n in missing)
+        raise TemplateError(
+            f"{names} appears in {a_opt} but not in {b_opt}: every placeholder must "
+            "appear on both sides"
+        )
 
 
 @attrs.frozen
@@ -134,19 +144,28 @@ def _walk(
     level: list[tuple[str, dict[str, str]]] = [("", {})]
     for component, matcher in zip(template.components, template.matchers, strict=True):
         following: list[tuple[str, dict[str, str]]] = []
-        for rel, values in level:
-            for entry, found in _candidates(os.path.join(root, rel), component, matcher, values):
-                child = os.path.join(rel, entry) if rel else entry
-                path = os.path.join(root, child)
-                if not os.path.isdir(path):
-                    continue
-                if not _inside(real_root, path):
-                    why = f"resolves to {os.path.realpath(path)}, outside --root"
-                    yield Outcome(child, None, "refused", why)
-                    continue
-                following.append((child, found))
+        for child, found in _children(root, level, component, matcher):
+            path = os.path.join(root, child)
+            if not os.path.isdir(path):
+                continue
+            if not _inside(real_root, path):
+                why = f"resolves to {os.path.realpath(path)}, outside --root"
+                yield Outcome(child, None, "refused", why)
+                continue
+            following.append((child, found))
         level = following
     yield from level
+
+
+def _children(
+    root: str, level: list[tuple[str, dict[str, str]]], component: str,
+    matcher: re.Pattern[str] | None,
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """The names one level below the directories of ``level`` (relative to ``root``) that
+    match one template component, each with the values found so far."""
+    for rel, values in level:
+        for entry, found in _candidates(os.path.join(root, rel), component, matcher, values):
+            yield (os.path.join(rel, entry) if rel else entry), found
 
 
 def _candidates(
@@ -218,8 +237,11 @@ class _Merge:
         if not exists:
             self.notes[TIMINGS_FILE] = f"{len(stages)} stage{_s(len(stages))}"
             return _verbatim(self.t_raw, self.timings, dumps_timings)
+        return self._add_stages(data, [k for k in stages if k not in data])
+
+    def _add_stages(self, data: dict[str, Any], added: list[str]) -> str | None:
+        """The destination's ``data`` with the source's stages ``added`` (None: none)."""
         own = len(_stage_names(data))
-        added = [k for k in stages if k not in data]
         if not added:
             return None
         # Top-level legacy values describe the writer of the source's runs: they go into
@@ -333,8 +355,11 @@ def _migrate_one(
         changed = _apply(merge, dst_dir, dry_run, timeout)
     except (SidecarCorruptError, SchemaVersionError, OSError) as exc:
         return Outcome(rel, target, "failed", _failure(exc))
-    if not changed:
-        return Outcome(rel, target, "unchanged")
+    return _outcome(rel, target, merge) if changed else Outcome(rel, target, "unchanged")
+
+
+def _outcome(rel: str, target: str, merge: _Merge) -> Outcome:
+    """What a merge that changed the destination did, its notes timings first."""
     notes = sorted(merge.notes.items(), key=lambda item: item[0] != TIMINGS_FILE)
     details = "; ".join(f"{name}: {note}" for name, note in notes)
     return Outcome(rel, target, "merged" if merge.merged else "copied", details)

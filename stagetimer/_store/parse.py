@@ -82,35 +82,53 @@ def open_sidecar(path: str) -> tuple[int, os.stat_result] | None:
     ``SidecarCorruptError``. A symbolic link is never followed: it is refused as not a
     regular file (nothing is read through it). The caller closes the descriptor.
     """
+    fd = _open(path)
+    if fd is None:
+        return None
+    try:
+        return fd, _regular_stat(path, fd)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+#: Why a sidecar cannot be opened, by ``errno``; any other error is raised as it is.
+_OPEN_REFUSALS = {
+    errno.ENXIO: "is a socket, not a regular file",  # open(2) of a UNIX socket
+    errno.ELOOP: (  # O_NOFOLLOW on a symbolic link
+        "is a symbolic link, not a regular file (sidecars are never read through links; "
+        "replace it by the file itself)"
+    ),
+}
+
+
+def _open(path: str) -> int | None:
+    """A read-only descriptor on ``path``, None when it does not exist."""
     try:
         try:
-            fd = os.open(path, READ)
+            return os.open(path, READ)
         except FileNotFoundError:
             # Once more at once: on a network file system a name being replaced by another
             # client can be missing for one lookup. A file that is really missing costs one
             # system call more.
-            fd = os.open(path, READ)
+            return os.open(path, READ)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno == errno.ENXIO:  # open(2) of a UNIX socket
-            raise SidecarCorruptError(path, "is a socket, not a regular file") from None
-        if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symbolic link
-            raise SidecarCorruptError(
-                path, "is a symbolic link, not a regular file (sidecars are never read "
-                "through links; replace it by the file itself)"
-            ) from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SidecarCorruptError(path, f"is {file_kind(st.st_mode)}, not a regular file")
-        if st.st_size > MAX_BYTES:
-            raise _too_large(path, st.st_size)
-        return fd, st
-    except BaseException:
-        os.close(fd)
-        raise
+        why = _OPEN_REFUSALS.get(exc.errno or 0)
+        if why is None:
+            raise
+        raise SidecarCorruptError(path, why) from None
+
+
+def _regular_stat(path: str, fd: int) -> os.stat_result:
+    """The stat of open sidecar ``fd``: a regular file of at most ``MAX_BYTES``."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise SidecarCorruptError(path, f"is {file_kind(st.st_mode)}, not a regular file")
+    if st.st_size > MAX_BYTES:
+        raise _too_large(path, st.st_size)
+    return st
 
 
 def read_all(fd: int, size: int) -> bytes:
@@ -393,7 +411,13 @@ def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
     data = _loads(path, raw)
     if type(data) is not dict:
         raise SidecarCorruptError(path, f"top level is {json_type(data)}, expected an object")
-    version = data.get("schema_version")
+    _check_version(path, data.get("schema_version"))
+    check_hardware_shape(path, data)
+    return data
+
+
+def _check_version(path: str, version: object) -> None:
+    """Refuse a ``schema_version`` other than this one (``SchemaVersionError`` when newer)."""
     if type(version) is int and version > SCHEMA_VERSION:
         raise SchemaVersionError(path, version, SCHEMA_VERSION)
     # The integer itself: ``true`` and ``1.0`` equal 1 in Python, not in the format.
@@ -401,5 +425,3 @@ def parse_hardware(path: str, raw: bytes | None) -> dict[str, Any]:
         raise SidecarCorruptError(
             path, f"schema_version is {_short(version)}, expected {SCHEMA_VERSION}"
         )
-    check_hardware_shape(path, data)
-    return data

@@ -148,14 +148,19 @@ def _why_left_alone(content: RescueContent, trusted: set[int]) -> str | None:
     if content.uid not in trusted:  # replaced since it was first looked at
         return _not_trusted(content.uid)
     owner = content.owner
-    state = liveness(owner) if owner is not None else _legacy_liveness(content.path)
-    if state in _WRITER_MAY_RUN:
-        pid = owner.get("pid") if owner is not None else "?"
-        return _WRITER_MAY_RUN[state].format(pid=pid)
+    if owner is None:  # its writer is only named by a pid, never "elsewhere"
+        return _writer_may_run(_legacy_liveness(content.path), "?")
+    state = liveness(owner)
     if state == "elsewhere":
-        assert owner is not None
         return _too_recent(content.mtime, owner)
-    return None
+    return _writer_may_run(state, owner.get("pid"))
+
+
+def _writer_may_run(state: Liveness, pid: object) -> str | None:
+    """Why a file is left alone while process ``pid``, in ``state``, may be its writer;
+    None when no such process runs."""
+    template = _WRITER_MAY_RUN.get(state)
+    return None if template is None else template.format(pid=pid)
 
 
 def _too_recent(mtime: float, owner: dict[str, Any]) -> str | None:
@@ -254,13 +259,17 @@ def _descriptions_needed(folds: list[_Fold]) -> tuple[dict[str, Any], dict[str, 
     needed: dict[str, Any] = {}
     software: dict[str, Any] = {}
     for fold in folds:
-        content = fold.content
-        for run in (r.run for r in fold.records):
-            if run.get("hardware_id") in content.hardware:
-                needed[run["hardware_id"]] = content.hardware[run["hardware_id"]]
-            if run.get("software_id") in content.software:
-                software[run["software_id"]] = content.software[run["software_id"]]
+        runs = [r.run for r in fold.records]
+        needed.update(_described(runs, "hardware_id", fold.content.hardware))
+        software.update(_described(runs, "software_id", fold.content.software))
     return needed, software
+
+
+def _described(
+    runs: list[dict[str, Any]], key: str, descriptions: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``descriptions`` the ``key`` (``hardware_id``, ``software_id``) of ``runs`` names."""
+    return {run[key]: descriptions[run[key]] for run in runs if run.get(key) in descriptions}
 
 
 def _fold_timings(
@@ -318,15 +327,18 @@ def _put_back(data: dict[str, Any], folds: list[_Fold], prefer: Prefer) -> None:
     )
     made_by: dict[int, _Fold] = {}  # id of a run put back -> its fold
     for fold, record in order:
-        stage: Any = data.get(record.stage)
-        runs: list[Any] = stage["runs"] if is_stage(stage) else []
-        before = [r for r in runs if made_by.get(id(r)) is not fold]
+        before = _runs_before(data.get(record.stage), fold, made_by)
         verdict = _replay(data, fold, record, prefer, before)
-        if verdict == "refused":
-            continue
         if verdict == "stored":
             made_by[id(record.run)] = fold
-        fold.count(data, record, verdict, prefer)
+        if verdict != "refused":
+            fold.count(data, record, verdict, prefer)
+
+
+def _runs_before(stage: Any, fold: _Fold, made_by: dict[int, _Fold]) -> list[Any]:
+    """The runs of ``stage`` before the records of ``fold`` (those it put back are not)."""
+    runs: list[Any] = stage["runs"] if is_stage(stage) else []
+    return [r for r in runs if made_by.get(id(r)) is not fold]
 
 
 def _replay(
@@ -379,24 +391,35 @@ def _not_trusted(uid: int) -> str:
 
 def _judge(path: str, trusted: set[int]) -> RescueContent | Recovered:
     """The rescue file's content when it may be folded now, else what was done with it."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return Recovered(path, 0, 0, skipped="removed meanwhile (its writer saved it)")
-    if stat.S_ISLNK(st.st_mode):
-        return Recovered(path, 0, 0, skipped="is a symbolic link: never read through")
-    if st.st_uid not in trusted:  # not even parsed
-        return Recovered(path, 0, 0, skipped=_not_trusted(st.st_uid))
+    why = _why_not_read(path, trusted)
+    if why is not None:
+        return Recovered(path, 0, 0, skipped=why)
     try:
         content = read_rescue(path)
     except SidecarCorruptError as exc:
         return Recovered(path, 0, 0, refused=(f"the whole file: {exc.problem}",))
     except FileNotFoundError:
-        return Recovered(path, 0, 0, skipped="removed meanwhile (its writer saved it)")
+        return Recovered(path, 0, 0, skipped=_GONE)
     why = _why_left_alone(content, trusted)
     if why is not None:
         return Recovered(path, 0, 0, skipped=why)
     return content
+
+
+_GONE = "removed meanwhile (its writer saved it)"
+
+
+def _why_not_read(path: str, trusted: set[int]) -> str | None:
+    """Why the rescue file at ``path`` is not even read (gone, a link, not trusted)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return _GONE
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link: never read through"
+    if st.st_uid not in trusted:  # not even parsed
+        return _not_trusted(st.st_uid)
+    return None
 
 
 def _recover_all(
@@ -452,10 +475,15 @@ stored=2, already=0, refused=(), skipped=None)]
         )
     if isinstance(owners, (str, int)):
         owners = [owners]
-    path = os.fspath(directory)
+    path = _existing_directory(os.fspath(directory))
+    trusted = _trusted(path, owners)
+    return _recover_all(path, timeout, trusted, prefer)
+
+
+def _existing_directory(path: str) -> str:
+    """``path``; ``NotADirectoryError`` or ``FileNotFoundError`` when it is no directory."""
     if not os.path.isdir(path):
         if os.path.lexists(path):
             raise NotADirectoryError(f"{path}: not a directory")
         raise FileNotFoundError(f"{path}: no such directory")
-    trusted = _trusted(path, owners)
-    return _recover_all(path, timeout, trusted, prefer)
+    return path

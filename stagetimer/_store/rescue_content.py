@@ -87,14 +87,25 @@ def _header(
     records = payload.get("records")
     if type(records) is not list:
         raise SidecarCorruptError(path, f"'records' is {json_type(records)}, expected an array")
-    hardware, software = payload.get("hardware", {}), payload.get("software", {})
-    for key, value in (("hardware", hardware), ("software", software)):
-        if type(value) is not dict:
-            raise SidecarCorruptError(path, f"{key!r} is {json_type(value)}, expected an object")
+    hardware = _descriptions(path, payload, "hardware")
+    software = _descriptions(path, payload, "software")
+    return _expected_runs(path, payload), records, hardware, software, policy
+
+
+def _descriptions(path: str, payload: dict[str, Any], key: str) -> dict[str, Any]:
+    """The file's ``hardware`` or ``software`` descriptions (none where absent)."""
+    value = payload.get(key, {})
+    if type(value) is not dict:
+        raise SidecarCorruptError(path, f"{key!r} is {json_type(value)}, expected an object")
+    return value
+
+
+def _expected_runs(path: str, payload: dict[str, Any]) -> int | None:
+    """The writer's ``expected_runs``: none, or an int >= 1."""
     expected = payload.get("expected_runs")
     if expected is not None and (type(expected) is not int or expected < 1):
         raise SidecarCorruptError(path, f"expected_runs {short_repr(expected)} is not an int >= 1")
-    return expected, records, hardware, software, policy
+    return expected
 
 
 def _well_shaped(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from stagetimer._errors import InvalidRecordError
 from stagetimer._format import AUTO_RESUME_SUFFIX, can_continue
@@ -123,16 +123,19 @@ def _upsert_key(run: object) -> tuple[tuple[int, int | str], tuple[int, int | st
     return (_order(_run_idx(run)), _order(_rank(run)))
 
 
+def _keep_runs(data: dict[str, Any], name: str, kept: list[Any]) -> None:
+    """Stage ``name`` of ``data`` keeps only ``kept``; a stage left with none is removed."""
+    if kept:
+        _set_runs(data[name], kept)
+    else:
+        del data[name]
+
+
 def _clear_continuation(data: dict[str, Any], continuation: str, rank: object) -> None:
     """A reset of a stage clears its continuation's runs of the same rank (all of them
     where no run has a rank); a continuation left with none is removed."""
-    if not is_stage(data.get(continuation)):
-        return
-    kept = _other_ranks(data[continuation]["runs"], rank)
-    if kept:
-        _set_runs(data[continuation], kept)
-    else:
-        del data[continuation]
+    if is_stage(data.get(continuation)):
+        _keep_runs(data, continuation, _other_ranks(data[continuation]["runs"], rank))
 
 
 def _existing_stage(data: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -196,19 +199,29 @@ def apply_run(
     when the record is refused.
     """
     existing = _existing_stage(data, name)
-    if policy == "sequential" and run.get("run_idx") not in (None, 0) and existing is not None:
-        _append(existing, name, run, trusted_total)
-        return
-    old_runs: list[Any] = existing["runs"] if existing is not None else []
-    rank = run.get("rank")
-    if policy == "sequential":
-        # run_idx 0 or none: the stage's runs of this rank become [run]
-        runs = [*_other_ranks(old_runs, rank), run] if old_runs else [run]
+    if policy != "sequential":
+        runs = _upserted(_runs_of(existing), run)
+        _put_stage(data, name, existing, runs, _checked_total(name, add_seconds(0.0, runs), run))
+    elif existing is None or run.get("run_idx") in (None, 0):
+        _start_over(data, name, run, existing)
     else:
-        runs = _upserted(old_runs, run)
+        _append(existing, name, run, trusted_total)
+
+
+def _runs_of(existing: dict[str, Any] | None) -> list[Any]:
+    return existing["runs"] if existing is not None else []
+
+
+def _start_over(
+    data: dict[str, Any], name: str, run: dict[str, Any], existing: dict[str, Any] | None
+) -> None:
+    """A sequential run of ``run_idx`` 0 or none (or the first of its stage): the stage's
+    runs of its rank become ``[run]``, and a ``run_idx`` of 0 clears the continuation."""
+    rank = run.get("rank")
+    runs = [*_other_ranks(_runs_of(existing), rank), run]
     total = _checked_total(name, add_seconds(0.0, runs), run)
     # Refusals are over: from here on ``data`` changes.
-    if policy == "sequential" and run.get("run_idx") == 0 and can_continue(name):
+    if run.get("run_idx") == 0 and can_continue(name):
         _clear_continuation(data, name + AUTO_RESUME_SUFFIX, rank)
     _put_stage(data, name, existing, runs, total)
 
@@ -242,18 +255,22 @@ def insert_run(data: dict[str, Any], name: str, run: dict[str, Any]) -> None:
     that resets or replaces). Refused like ``apply_run`` when the name holds other data
     or the total overflows; nothing is changed then."""
     existing = _existing_stage(data, name)
-    runs: list[Any] = [] if existing is None else existing["runs"]
-    idx = run.get("run_idx")
-    position = len(runs)
-    if idx is not None:
-        for i, other in enumerate(runs):
-            other_idx = _run_idx(other)
-            if type(other_idx) is int and other_idx > idx:
-                position = i
-                break
+    runs = _runs_of(existing)
+    position = _insert_position(runs, run.get("run_idx"))
     grown = [*runs[:position], run, *runs[position:]]
     total = _checked_total(name, add_seconds(0.0, grown), run)
     _put_stage(data, name, existing, grown, total)
+
+
+def _insert_position(runs: list[Any], idx: Any) -> int:
+    """Where a run of ``run_idx`` ``idx`` goes in ``runs``: before the first run of a
+    greater integer ``run_idx``; last when there is none or ``idx`` is None."""
+    if idx is None:
+        return len(runs)
+    return next(
+        (i for i, other in enumerate(runs) if type(o := _run_idx(other)) is int and o > idx),
+        len(runs),
+    )
 
 
 def _started(run: object) -> str | None:
@@ -305,46 +322,46 @@ def replay_run(
         return "already"
     existing = _existing_stage(data, name)
     verdict = _against_place(run, before)
-    if verdict is not None:
-        return verdict
-    started = _started(run)
-    if started is None:
-        insert_run(data, name, run)
-        return "stored"
-    runs: list[Any] = existing["runs"] if existing is not None else []
-    _replay_newer(data, name, run, policy, started, runs)
-    return "stored"
+    if verdict is None:
+        _replay_newer(data, name, run, policy, _runs_of(existing))
+    return verdict or "stored"
 
 
 def _against_place(run: dict[str, Any], before: list[Any]) -> str | None:
     """``"unordered"`` when ``before`` holds a run of ``run``'s place and one of the two has
     no ``started_at`` (nothing tells which is newer: the caller decides), ``"older"`` when
     one of them started at the same time or later, else None."""
-    started = _started(run)
     key = run_key(run)
     times = [_started(r) for r in before if run_key(r) == key]
-    if times and (started is None or None in times):
+    if not times:
+        return None
+    started = _started(run)
+    if started is None or None in times:
         return "unordered"
-    if started is not None and any(t is not None and t >= started for t in times):
-        return "older"
-    return None
+    return "older" if max(cast("list[str]", times)) >= started else None
 
 
 def _replay_newer(
-    data: dict[str, Any], name: str, run: dict[str, Any], policy: str, started: str,
-    runs: list[Any],
+    data: dict[str, Any], name: str, run: dict[str, Any], policy: str, runs: list[Any]
 ) -> None:
     """Put ``run``, which no run of its place started after, into stage ``name`` (whose
-    runs are ``runs``) by ``policy``'s rules as they stood when it started."""
-    others = _other_ranks(runs, run.get("rank"))
-    mine = [r for r in runs if r not in others]
-    later = [r for r in mine if (_started(r) or "") > started]
-    if not later or policy == "upsert":
+    runs are ``runs``) by ``policy``'s rules as they stood when it started; in
+    ``run_idx`` order when it has no ``started_at``."""
+    started = _started(run)
+    if started is None:
+        insert_run(data, name, run)
+    elif policy == "upsert" or not _rank_started_after(runs, run, started):
         apply_run(data, name, run, policy)  # under upsert its place holds only older runs
     elif run.get("run_idx") in (None, 0):
         _reset_before(data, name, run, started)
     else:
         insert_run(data, name, run)
+
+
+def _rank_started_after(runs: list[Any], run: dict[str, Any], started: str) -> bool:
+    """Whether a run of ``run``'s rank in ``runs`` started after ``started``."""
+    others = _other_ranks(runs, run.get("rank"))
+    return any((_started(r) or "") > started for r in runs if r not in others)
 
 
 def _reset_before(data: dict[str, Any], name: str, run: dict[str, Any], started: str) -> None:
@@ -362,11 +379,7 @@ def _reset_before(data: dict[str, Any], name: str, run: dict[str, Any], started:
     _set_runs(stage, grown)
     continuation = name + AUTO_RESUME_SUFFIX
     if can_continue(name) and is_stage(data.get(continuation)):
-        left = kept(data[continuation]["runs"])
-        if left:
-            _set_runs(data[continuation], left)
-        else:
-            del data[continuation]
+        _keep_runs(data, continuation, kept(data[continuation]["runs"]))
 
 
 def keep_completed_prefix(data: dict[str, Any], completed_runs: int) -> None:
@@ -375,14 +388,16 @@ def keep_completed_prefix(data: dict[str, Any], completed_runs: int) -> None:
     A stage left with no run is removed.
     """
     for name, value in list(data.items()):
-        if not is_stage(value) or all(_run_idx(r) is None for r in value["runs"]):
-            continue
-        kept = [
-            r
-            for r in value["runs"]
-            if not isinstance(idx := _run_idx(r), int) or idx < completed_runs
-        ]
-        if kept:
-            _set_runs(value, kept)
-        else:
-            del data[name]
+        if _is_indexed(value):
+            _keep_runs(data, name, _completed(value["runs"], completed_runs))
+
+
+def _is_indexed(value: Any) -> bool:
+    """Whether ``value`` is a stage with at least one run that has a ``run_idx``."""
+    return is_stage(value) and any(_run_idx(r) is not None for r in value["runs"])
+
+
+def _completed(runs: list[Any], completed_runs: int) -> list[Any]:
+    """The runs of ``runs`` a resume keeps: those with no integer ``run_idx`` or a
+    ``run_idx`` below ``completed_runs``."""
+    return [r for r in runs if not isinstance(idx := _run_idx(r), int) or idx < completed_runs]

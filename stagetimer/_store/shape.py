@@ -27,19 +27,19 @@ __all__ = [
 _short = short_repr
 
 
+#: The JSON name of a value's type, by the Python types that hold it (a bool before int).
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    ((int, float), "a number"),
+    (str, "a string"),
+    (list, "an array"),
+)
+
+
 def json_type(value: object) -> str:
     """The JSON name of ``value``'s type."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+    return next((name for kinds, name in _JSON_TYPES if isinstance(value, kinds)), "an object")
 
 
 def _is_number(value: object) -> bool:
@@ -107,25 +107,22 @@ def _runs_fit(runs: list[Any]) -> bool:
     return True
 
 
+# A stage's own keys, checked where present: (key, whether a value fits, what is expected).
+_STAGE_KEYS: tuple[tuple[str, typing.Callable[[object], bool], str], ...] = (
+    ("runs", lambda value: type(value) is list, "an array"),
+    ("total_seconds", _is_number, "a number"),
+    ("expected_runs", lambda value: value is None or type(value) is int, "an integer"),
+)
+
+
 def _check_stage(path: str, name: str, stage: dict[str, Any]) -> None:
+    for key, fits, words in _STAGE_KEYS:
+        if key in stage and not fits(stage[key]):
+            raise SidecarCorruptError(
+                path,
+                f"stage {_short(name)} has {key!r} {json_type(stage[key])}, expected {words}",
+            )
     runs = stage["runs"]
-    if type(runs) is not list:
-        raise SidecarCorruptError(
-            path, f"stage {_short(name)} has 'runs' {json_type(runs)}, expected an array"
-        )
-    total = stage.get("total_seconds")
-    if "total_seconds" in stage and not _is_number(total):
-        raise SidecarCorruptError(
-            path,
-            f"stage {_short(name)} has 'total_seconds' {json_type(total)}, expected a number",
-        )
-    expected = stage.get("expected_runs")
-    if expected is not None and type(expected) is not int:
-        raise SidecarCorruptError(
-            path,
-            f"stage {_short(name)} has 'expected_runs' {json_type(expected)}, "
-            "expected an integer",
-        )
     if not _runs_fit(runs):
         for i, run in enumerate(runs):
             _check_run(path, name, i, run)
@@ -309,22 +306,20 @@ def check_hardware_shape(path: str, data: dict[str, Any]) -> None:
     """Refuse a ``timings_hardware.json`` mapping whose descriptions do not have the
     types of ``stagetimer.hardware.Hardware`` (and, under ``software``, of
     ``stagetimer.software.Software``); unknown keys are allowed."""
-    hardware = data.get("hardware")
-    if type(hardware) is not dict:
-        what = json_type(hardware) if "hardware" in data else "missing"
-        raise SidecarCorruptError(path, f"'hardware' is {what}, expected an object")
-    for key, entry in hardware.items():
-        problem = hardware_problem(entry)
+    _check_descriptions(path, data, "hardware", hardware_problem)
+    if "software" in data:  # absent when written before 0.3, or by a recorder told not to
+        _check_descriptions(path, data, "software", software_problem)
+
+
+def _check_descriptions(
+    path: str, data: dict[str, Any], section: str, problem_of: _Check
+) -> None:
+    """Refuse ``data[section]`` unless it is an object of descriptions ``problem_of`` passes."""
+    entries = data.get(section)
+    if type(entries) is not dict:
+        what = json_type(entries) if section in data else "missing"
+        raise SidecarCorruptError(path, f"{section!r} is {what}, expected an object")
+    for key, entry in entries.items():
+        problem = problem_of(entry)
         if problem is not None:
-            raise SidecarCorruptError(path, _at(f"hardware {short_repr(key)}", problem))
-    if "software" not in data:  # written before 0.3, or by a recorder told not to
-        return
-    software = data["software"]
-    if type(software) is not dict:
-        raise SidecarCorruptError(
-            path, f"'software' is {json_type(software)}, expected an object"
-        )
-    for key, entry in software.items():
-        problem = software_problem(entry)
-        if problem is not None:
-            raise SidecarCorruptError(path, _at(f"software {short_repr(key)}", problem))
+            raise SidecarCorruptError(path, _at(f"{section} {short_repr(key)}", problem))

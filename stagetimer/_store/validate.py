@@ -216,10 +216,16 @@ def check_run(name: object, run: object) -> None:
     check_seconds(run["seconds"])
     check_run_idx(run.get("run_idx"))
     check_label(run.get("label"))
-    for key in RUN_FIELDS:
-        value = run.get(key)
-        if key not in ("seconds", "run_idx", "label") and value is not None:
-            copy_metadata({"field " + key: value})  # strings, objects: JSON with UTF-8 form
+    _check_other_fields(run)
     metadata = {key: value for key, value in run.items() if key not in RUN_FIELDS}
     if metadata:
         copy_metadata(metadata)
+
+
+def _check_other_fields(run: dict[str, Any]) -> None:
+    """The run's fields other than those with a check of their own, as metadata is
+    checked: strings and objects must be JSON with a UTF-8 form."""
+    for key in RUN_FIELDS:
+        value = run.get(key)
+        if key not in ("seconds", "run_idx", "label") and value is not None:
+            copy_metadata({"field " + key: value})
