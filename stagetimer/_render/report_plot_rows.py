@@ -9,7 +9,7 @@ what this module computes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 
@@ -83,20 +83,26 @@ def rows(reports: Sequence[ArtifactReport]) -> list[Row]:
     return [_row(report, rel) for report, rel in zip(reports, relative, strict=True)]
 
 
-def _row(report: ArtifactReport, rel: str) -> Row:
-    """A directory's row: the first stage of each family as its bar, the rest as others."""
+def _stage_bars(report: ArtifactReport) -> Iterator[tuple[str, Bar]]:
+    """Each stage's bar, its continuation drawn as the bar's hatched end (not a bar of its
+    own); a stage without a stored run has none."""
     by_name = {s.name: s for s in report.stages}
-    bars: dict[str, Bar] = {}
-    others: dict[str, Bar] = {}
     for s in report.stages:
         if continued_stage(s.name) in by_name:
-            continue  # a continuation: drawn as the hatched end of its stage
-        bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
-        if bar is None:
             continue
-        family = _family(s.name)
+        bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
+        if bar is not None:
+            yield s.name, bar
+
+
+def _row(report: ArtifactReport, rel: str) -> Row:
+    """A directory's row: the first stage of each family as its bar, the rest as others."""
+    bars: dict[str, Bar] = {}
+    others: dict[str, Bar] = {}
+    for name, bar in _stage_bars(report):
+        family = _family(name)
         if family is None or family in bars:
-            others[s.name] = bar
+            others[name] = bar
         else:
             bars[family] = bar
     group, _, label = rel.rpartition("/")

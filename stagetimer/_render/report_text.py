@@ -112,9 +112,10 @@ def _stages_progress(report: ArtifactReport, tracked: Sequence[StageStats]) -> s
     """``directory_progress`` of two or more stages."""
     progress = [report.progress[s.name] for s in tracked]
     expected = max(s.expected_runs or 0 for s in tracked)
-    if all(p.complete for p in progress):
+    going = [p for p in progress if not p.complete]
+    if not going:
         return f"{len(tracked)} stages, {expected} of {expected} seeds each, done"
-    detail = ", ".join(f"{p.name} {p.done}" for p in progress if not p.complete)
+    detail = ", ".join(f"{p.name} {p.done}" for p in going)
     head = f"{len(tracked)} stages, {min(p.done for p in progress)} of {expected} seeds ({detail})"
     return f"{head}, {_to_go(suite_eta(_outermost(report, tracked)))}"
 
