@@ -8,6 +8,7 @@ LaTeX, for TeX.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from stagetimer._analysis.compute import (
@@ -40,16 +41,22 @@ def use_line(use: StageUse) -> str:
     if use.children_cpu_seconds:
         parts.append(f"children {format_duration(use.children_cpu_seconds)} CPU")
     if use.peak_bytes is not None:
-        limit = (
-            f"of {format_bytes(use.limit_bytes)}" if use.limit_bytes else "(no memory limit known)"
-        )
-        parts.append(f"peak {format_bytes(use.peak_bytes)} {limit}")
+        parts.append(_peak(use.peak_bytes, use.limit_bytes))
     if use.energy_joules is not None:
         energy = f"GPU energy {format_energy(use.energy_joules)}"
-        if use.energy_runs < use.runs:
-            energy += f" ({use.energy_runs} of {use.runs} runs)"
-        parts.append(energy)
+        parts.append(energy + _measured_for(use.energy_runs, use.runs, ""))
     return f"{use.name}: " + ", ".join(parts)
+
+
+def _peak(peak_bytes: int, limit_bytes: int | None) -> str:
+    """``peak 14.2 GiB of 16 GiB``, or ``... (no memory limit known)``."""
+    limit = f"of {format_bytes(limit_bytes)}" if limit_bytes else "(no memory limit known)"
+    return f"peak {format_bytes(peak_bytes)} {limit}"
+
+
+def _measured_for(measured: int, runs: int, words: str) -> str:
+    """`` (3 of 4 runs)`` after an energy measured for only some runs; nothing for all."""
+    return f" ({words}{measured} of {runs} runs)" if measured < runs else ""
 
 
 def used_lines(report: ArtifactReport) -> list[str]:
@@ -71,14 +78,20 @@ _SIDE_FIGURES = (
 def used_side_by_side(sides: dict[str, Any]) -> str:
     """``CPU use 0.98 -> 1.9, peak 3.2 GiB -> 2.9 GiB`` for a stage of ``compare`` (no
     verdict); ``-`` where a side did not record a figure."""
-    parts = []
-    for key, words, shown in _SIDE_FIGURES:
-        values = [None if side is None else side.get(key) for side in
-                  (sides.get("base"), sides.get("new"))]
-        if any(v is not None for v in values) and (key != _CHILDREN or any(values)):
-            base, new = ("-" if v is None else shown(v) for v in values)
-            parts.append(f"{words} {base} -> {new}")
-    return ", ".join(parts)
+    parts = (_side_figure(sides, *figure) for figure in _SIDE_FIGURES)
+    return ", ".join(part for part in parts if part is not None)
+
+
+def _side_figure(
+    sides: dict[str, Any], key: str, words: str, shown: Callable[[Any], str]
+) -> str | None:
+    """``peak 3.2 GiB -> 2.9 GiB``; None where neither side recorded the figure (or, for
+    children's CPU, where no child used any)."""
+    values = [(sides.get("base") or {}).get(key), (sides.get("new") or {}).get(key)]
+    if values == [None, None] or (key == _CHILDREN and not any(values)):
+        return None
+    base, new = ("-" if v is None else shown(v) for v in values)
+    return f"{words} {base} -> {new}"
 
 
 def _machine(hw: HardwareCompute) -> str:
@@ -104,8 +117,7 @@ def _cells(name: str, amounts: Amounts, gpus: bool) -> list[str]:
     energy = "-"
     if amounts.energy_runs:
         energy = f"{_hours(amounts.energy_kwh)} kWh"
-        if amounts.energy_runs < amounts.runs:
-            energy += f" ({amounts.energy_runs} of {amounts.runs} runs)"
+        energy += _measured_for(amounts.energy_runs, amounts.runs, "")
     cpu = _hours(amounts.cpu_core_hours)
     if amounts.cpu_recorded_runs < amounts.runs:
         cpu += "*"  # estimated from wall time x logical CPUs, at least in part
@@ -135,27 +147,34 @@ def sentence(statement: ComputeStatement) -> str:
     GPU-hours in all; in total 350 GPU-hours, ...``."""
     if not statement.hardware:
         return "No run with a described hardware was found."
-    said = []
-    for hw in statement.hardware:
-        total = hw.total
-        what = [f"{format_duration(total.wall_seconds)} of wall time"]
-        if hw.gpu_count:
-            what.append(f"{_hours(total.gpu_hours)} GPU-hours")
-        what.append(f"{_hours(total.cpu_core_hours)} CPU core-hours")
-        if total.energy_runs:
-            energy = f"{_hours(total.energy_kwh)} kWh of GPU energy"
-            if total.energy_runs < total.runs:
-                energy += f" (measured for {total.energy_runs} of {total.runs} runs)"
-            what.append(energy)
-        text = f"Experiments ran on {_machine(hw)}; they took " + ", ".join(what)
-        text += _with_lost(hw)
-        training = hw.families.get("training")
-        if training is not None and hw.gpu_count:
-            text += f"; training took {_hours(training.gpu_hours)} GPU-hours in all"
-        elif training is not None:
-            text += f"; training took {format_duration(training.wall_seconds)} of wall time"
-        said.append(text + ".")
-    return " ".join(said)
+    return " ".join(
+        f"Experiments ran on {_machine(hw)}; they took {_took(hw)}{_with_lost(hw)}{_training(hw)}."
+        for hw in statement.hardware
+    )
+
+
+def _took(hw: HardwareCompute) -> str:
+    """``3 h of wall time, 12 GPU-hours, 48 CPU core-hours, 3.1 kWh of GPU energy``."""
+    total = hw.total
+    what = [f"{format_duration(total.wall_seconds)} of wall time"]
+    if hw.gpu_count:
+        what.append(f"{_hours(total.gpu_hours)} GPU-hours")
+    what.append(f"{_hours(total.cpu_core_hours)} CPU core-hours")
+    if total.energy_runs:
+        energy = f"{_hours(total.energy_kwh)} kWh of GPU energy"
+        what.append(energy + _measured_for(total.energy_runs, total.runs, "measured for "))
+    return ", ".join(what)
+
+
+def _training(hw: HardwareCompute) -> str:
+    """``; training took 312 GPU-hours in all`` (its wall time on a machine without a GPU);
+    nothing where no stage is of the training family."""
+    training = hw.families.get("training")
+    if training is None:
+        return ""
+    if hw.gpu_count:
+        return f"; training took {_hours(training.gpu_hours)} GPU-hours in all"
+    return f"; training took {format_duration(training.wall_seconds)} of wall time"
 
 
 def _with_lost(hw: HardwareCompute) -> str:
@@ -180,21 +199,28 @@ def _lost_note(hw: HardwareCompute) -> list[str]:
     return [f"In all{said[1:]}."] if said else []
 
 
-def _text(statement: ComputeStatement) -> list[str]:
+def _text(statement: ComputeStatement, notes: list[str], paste: str) -> list[str]:
+    """The plain-text form: a table per hardware, the warnings and notes, the sentence."""
     lines: list[str] = []
     for hw in statement.hardware:
         lines += [f"{hw.hardware_id}: {_machine(hw)}"]
-        rows = [list(_HEADER), *_rows(hw)]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
-        for row in rows:
-            cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:],
-                                                                              strict=True)]
-            lines.append("  " + "  ".join(cells).rstrip())
+        lines += _aligned([list(_HEADER), *_rows(hw)])
         lines += [f"  {_footnote(hw)}", *(f"  {n}" for n in _lost_note(hw)), ""]
-    return lines
+    return [*lines, *(f"warning: {f}" for f in statement.flags), *notes, "", "To paste:", paste]
 
 
-def _markdown(statement: ComputeStatement) -> list[str]:
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """The text table's lines: the first column left-aligned, the figures right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
+    return [
+        "  " + "  ".join([row[0].ljust(widths[0]),
+                          *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]).rstrip()
+        for row in rows
+    ]
+
+
+def _markdown(statement: ComputeStatement, notes: list[str], paste: str) -> list[str]:
+    """The GitHub Markdown form."""
     lines: list[str] = []
     for hw in statement.hardware:
         lines += [f"**{markdown_text(_machine(hw))}** (`{hw.hardware_id}`)", ""]
@@ -202,10 +228,14 @@ def _markdown(statement: ComputeStatement) -> list[str]:
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(_HEADER) - 1)) + "|")
         lines += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in _rows(hw)]
         lines += ["", markdown_text(_footnote(hw)), *map(markdown_text, _lost_note(hw)), ""]
-    return lines
+    return [
+        *lines, *(f"**Warning:** {markdown_text(f)}\n" for f in statement.flags),
+        *(f"_{n}_\n" for n in notes), paste,
+    ]
 
 
-def _latex(statement: ComputeStatement) -> list[str]:
+def _latex(statement: ComputeStatement, notes: list[str], paste: str) -> list[str]:
+    """The LaTeX (booktabs) form, the notes as comments."""
     lines = ["% the compute statement; needs \\usepackage{booktabs}"]
     for hw in statement.hardware:
         lines += [
@@ -216,26 +246,28 @@ def _latex(statement: ComputeStatement) -> list[str]:
             "\\bottomrule", "\\end{tabular}\\par", f"{latex_text(_footnote(hw))}\\par",
             *(f"{latex_text(n)}\\par" for n in _lost_note(hw)), "",
         ]
-    return lines
+    return [
+        *lines, *(f"% Warning: {latex_text(f)}" for f in statement.flags),
+        *(f"% {n}" for n in notes), latex_text(paste),
+    ]
 
 
 def _left_out(statement: ComputeStatement) -> list[str]:
-    notes = []
-    if statement.undescribed_runs:
-        notes.append(f"{statement.undescribed_runs} run(s) left out: hardware not described")
-    if statement.invalid_runs:
-        notes.append(f"{statement.invalid_runs} run(s) left out: seconds no writer stores")
-    if statement.unattributed_lost_attempts:
-        notes.append(
-            f"{statement.unattributed_lost_attempts} failed or killed attempt(s) could not be "
-            "attributed to a hardware description: (not described) lost "
-            f"{format_duration(statement.unattributed_lost_seconds)}")
-    if statement.odd_attempts:
-        notes.append(f"{statement.odd_attempts} failed or killed attempt(s) left out: their "
-                     "markers hold values no writer could have written")
-    if statement.nested_runs:
-        notes.append(f"{NESTED_NOTE} ({statement.nested_runs} run(s) inside another run)")
-    return notes
+    """The notes on what the statement left out, each where its count is not zero."""
+    notes = (
+        (statement.undescribed_runs, "{} run(s) left out: hardware not described"),
+        (statement.invalid_runs, "{} run(s) left out: seconds no writer stores"),
+        (statement.unattributed_lost_attempts,
+         "{} failed or killed attempt(s) could not be attributed to a hardware description: "
+         "(not described) lost " + format_duration(statement.unattributed_lost_seconds)),
+        (statement.odd_attempts, "{} failed or killed attempt(s) left out: their markers hold "
+                                 "values no writer could have written"),
+        (statement.nested_runs, NESTED_NOTE + " ({} run(s) inside another run)"),
+    )
+    return [note.format(count) for count, note in notes if count]
+
+
+_FORMS = {"markdown": _markdown, "latex": _latex}
 
 
 def render_compute(statement: ComputeStatement, form: str = "text") -> str:
@@ -244,21 +276,6 @@ def render_compute(statement: ComputeStatement, form: str = "text") -> str:
         data = statement.to_dict()
         data["sentence"] = sentence(statement)
         return indented_json(data)
-    paste = sentence(statement)
-    notes = _left_out(statement)
-    flags = statement.flags
-    if form == "markdown":
-        lines = [
-            *_markdown(statement), *(f"**Warning:** {markdown_text(f)}\n" for f in flags),
-            *(f"_{n}_\n" for n in notes), paste,
-        ]
-    elif form == "latex":
-        lines = [
-            *_latex(statement), *(f"% Warning: {latex_text(f)}" for f in flags),
-            *(f"% {n}" for n in notes), latex_text(paste),
-        ]
-    else:
-        lines = [*_text(statement), *(f"warning: {f}" for f in flags), *notes, "", "To paste:",
-                 paste]
+    lines = _FORMS.get(form, _text)(statement, _left_out(statement), sentence(statement))
     return "\n".join(map(escape_text, lines)) + "\n"
 

@@ -218,16 +218,16 @@ UNITS = (
 def unit_for(values: list[float]) -> Unit:
     """The unit in which the largest of ``values`` reads best (seconds when there are none)."""
     top = max(valid_durations(values), default=1.0)
-    if top >= 2 * _DAY:
-        return UNITS[5]
-    if top >= 2 * 3600:
-        return UNITS[4]
-    if top >= 120:
-        return UNITS[3]
-    if top >= _S_1:  # 0.9995 s and up read 1.00 s
-        return UNITS[2]
-    if top >= _MS_1:  # 999.5 µs and up read 1.00 ms
-        return UNITS[1]
     if top == 0:
         return UNITS[2]
-    return UNITS[0]
+    return next((unit for least, unit in _UNIT_FROM if top >= least), UNITS[0])
+
+
+#: the unit for the largest value from each bound up, the largest first
+_UNIT_FROM = (
+    (2 * _DAY, UNITS[5]),
+    (2 * 3600, UNITS[4]),
+    (120, UNITS[3]),
+    (_S_1, UNITS[2]),  # 0.9995 s and up read 1.00 s
+    (_MS_1, UNITS[1]),  # 999.5 µs and up read 1.00 ms
+)

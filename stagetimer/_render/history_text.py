@@ -9,6 +9,7 @@ tables for a pull request or an issue.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from stagetimer._analysis.history.model import ChangePoint, History, Point, Series
@@ -51,10 +52,7 @@ def change_words(change: ChangePoint) -> list[str]:
     what = change.differences
     words: list[str] = []
     if what.commit_count:
-        shown = "; ".join(what.commits[:5])
-        more = what.commit_count - min(5, len(what.commits))
-        words.append(f"{what.commit_count} commit{'s' if what.commit_count != 1 else ''}: "
-                     f"{shown}" + (f"; and {more} more" if more > 0 else ""))
+        words.append(_commits(what.commit_count, what.commits))
     if what.software:
         found = [Difference(d.field, d.base, d.new) for d in what.software]
         words.append("software: " + format_software_differences(found))
@@ -63,6 +61,13 @@ def change_words(change: ChangePoint) -> list[str]:
         after = ", ".join(map(_value, d.new))
         words.append(f"metadata {d.key}: {before} -> {after}")
     return words
+
+
+def _commits(count: int, commits: Sequence[str]) -> str:
+    """``7 commits: a1b2c3 fix; ...; and 2 more`` (the first five shown)."""
+    more = count - min(5, len(commits))
+    return (f"{count} commit{'s' if count != 1 else ''}: {'; '.join(commits[:5])}"
+            + (f"; and {more} more" if more > 0 else ""))
 
 
 def _value(value: Any) -> str:
@@ -105,10 +110,7 @@ def _level(series: Series) -> str:
 def format_history(history: History) -> str:
     """The text ``stagetimer history`` prints."""
     points = sum(len(s.points) for s in history.series)
-    lines = [
-        f"history: {len(history.series)} series, {points} points, in "
-        + ("commit order" if history.order == "commit" else "time order")
-    ]
+    lines = [f"history: {len(history.series)} series, {points} points, in {_order(history)}"]
     lines.extend(f"note: {n}" for n in history.notes)
     lines.append("")
     lines += _changes_text(history)
@@ -144,6 +146,10 @@ def render_json(history: History) -> str:
     return layered_json(history.to_dict())
 
 
+def _order(history: History) -> str:
+    return "commit order" if history.order == "commit" else "time order"
+
+
 def ratio_range(change: ChangePoint) -> str:
     """A change's 95 % interval as ``0.791-0.836``; ``-`` for none."""
     if change.ratio_interval is None:
@@ -167,22 +173,23 @@ def _change_markdown(series: Series, change: ChangePoint) -> str:
 def render_markdown(history: History) -> str:
     """The change points and the series as GitHub Markdown tables."""
     changes = history.changes()
-    order = "commit order" if history.order == "commit" else "time order"
-    lines = [f"**stagetimer history**: {len(history.series)} series in {order}, "
+    lines = [f"**stagetimer history**: {len(history.series)} series in {_order(history)}, "
              f"{len(changes)} change point{'s' if len(changes) != 1 else ''} "
              f"(q ≤ 0.05 over {history.tests} tests)", ""]
-    lines.extend(f"- {markdown_text(n)}" for n in history.notes)
     if history.notes:
-        lines.append("")
+        lines += [*(f"- {markdown_text(n)}" for n in history.notes), ""]
     if changes:
         lines += ["| series | before | after | median before | median after | ratio | "
                   "95 % interval | q | what changed |",
-                  "|---|---|---|---:|---:|---:|---|---:|---|"]
-        lines += [_change_markdown(series, change) for series, change in changes]
-        lines.append("")
+                  "|---|---|---|---:|---:|---:|---|---:|---|",
+                  *(_change_markdown(series, change) for series, change in changes), ""]
     lines += ["| series | points | changes | now |", "|---|---:|---:|---|"]
-    for series in history.series:
-        now = markdown_text(_level(series) + (f"; {series.note}" if series.note else ""))
-        lines.append(f"| {markdown_text(series_label(series))} | {len(series.points)} "
-                     f"| {len(series.changes)} | {now} |")
+    lines += [_series_markdown(series) for series in history.series]
     return "\n".join(lines) + "\n"
+
+
+def _series_markdown(series: Series) -> str:
+    """A series' row of the Markdown table."""
+    now = markdown_text(_level(series) + (f"; {series.note}" if series.note else ""))
+    return (f"| {markdown_text(series_label(series))} | {len(series.points)} "
+            f"| {len(series.changes)} | {now} |")

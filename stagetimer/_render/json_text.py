@@ -28,14 +28,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def strict(value: Any) -> Any:
     """``value`` with every non-finite float as None: what strict JSON can hold."""
-    if type(value) is float:
+    if isinstance(value, float):  # a subclass too (numpy.float64): the encoder's repr
         return value if -_INF < value < _INF else None
     if isinstance(value, dict):
         return {k: strict(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [strict(v) for v in value]
-    if isinstance(value, float):  # a float subclass (numpy.float64): the encoder's repr
-        return value if -_INF < value < _INF else None
     return value
 
 

@@ -80,11 +80,16 @@ def _when(attempt: Attempt) -> str:
     if ended is None:
         return ""
     low, high = (None if t is None else t.strftime("%Y-%m-%d %H:%M:%S") for t in ended)
-    if low is not None and high is not None:
-        return f", ended between {low} and {high} UTC"
-    if high is not None:
-        return f", ended by {high} UTC"
-    return f", ended after {low} UTC" if low is not None else ""
+    return _ENDED[low is not None, high is not None].format(low=low, high=high)
+
+
+#: how an attempt's end is said, by whether its earliest and its latest end are known
+_ENDED = {
+    (True, True): ", ended between {low} and {high} UTC",
+    (False, True): ", ended by {high} UTC",
+    (True, False): ", ended after {low} UTC",
+    (False, False): "",
+}
 
 
 def attempt_parts(attempt: Attempt) -> list[str]:
@@ -144,15 +149,18 @@ def _nested_line(summary: LostSummary) -> list[str]:
             "inside another)"]
 
 
+def _said(summary: LostSummary) -> list[str]:
+    """What is said under the table: the GPU-hours lost, the notes, the nested attempts."""
+    gpu = _gpu_line(summary)
+    return ([] if gpu is None else [gpu]) + notes(summary) + _nested_line(summary)
+
+
 def _text(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     rows = [list(_HEADER), *_rows(summary)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
              for row in rows]
-    gpu = _gpu_line(summary)
-    if gpu is not None:
-        lines.append(gpu)
-    lines += notes(summary) + _nested_line(summary)
+    lines += _said(summary)
     if listed:
         lines += ["", "Attempts lost or not decided:"]
         lines += [f"  {attempt_line(a)}" for a in listed]
@@ -163,11 +171,7 @@ def _markdown(summary: LostSummary, listed: Sequence[Attempt]) -> list[str]:
     lines = ["| " + " | ".join(_HEADER) + " |",
              "|" + "|".join([":---", ":---"] + ["---:"] * 3 + [":---", "---:", ":---"]) + "|"]
     lines += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in _rows(summary)]
-    gpu = _gpu_line(summary)
-    if gpu is not None:
-        lines += ["", markdown_text(gpu)]
-    said = notes(summary) + _nested_line(summary)
-    lines += [item for note in said for item in ("", markdown_text(note))]
+    lines += [item for note in _said(summary) for item in ("", markdown_text(note))]
     if listed:
         lines += ["", "Attempts lost or not decided:", ""]
         lines += [f"- {markdown_text(attempt_line(a))}" for a in listed]

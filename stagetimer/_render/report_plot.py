@@ -121,22 +121,26 @@ def _draw_bar(
     if bar.resumed > 0:
         ax.barh(y, bar.resumed / scale, left=bar.base / scale, height=height, color="white",
                 edgecolor=colour, hatch="////", linewidth=0.8)
-    mean = (bar.base + bar.resumed) / scale
     if bar.stdev:
-        spread = bar.stdev / scale
-        low = max(mean - spread, mean / 10 if log else 0.0)
-        ax.plot([low, mean + spread], [y, y], color="0.15", linewidth=1.0,
-                solid_capstyle="butt", zorder=3)
-        flagged = spread > mean
-        if flagged:  # a whisker longer than the bar: say so, it is easy to miss
-            ax.annotate(
-                f"\N{PLUS-MINUS SIGN}{unit.number(bar.stdev)} {unit.name}", (mean + spread, y),
-                xytext=(3, 0), textcoords="offset points", fontsize=7, color="#cf222e",
-                va="center", fontweight="bold",
-            )
+        _draw_whisker(ax, y, bar.stdev, (bar.base + bar.resumed) / scale, unit, log)
     ax.scatter([s / scale for s in bar.seeds], [y] * len(bar.seeds), s=9, color="0.1",
                zorder=4, linewidths=0)
     return bar.stdev is not None and bar.stdev > bar.base + bar.resumed
+
+
+def _draw_whisker(ax: Axes, y: float, stdev: float, mean: float, unit: Unit, log: bool) -> None:
+    """The whisker ± 1 sd about ``mean`` (in ``unit``s), flagged with its value when it is
+    longer than the bar."""
+    spread = stdev / unit.seconds
+    low = max(mean - spread, mean / 10 if log else 0.0)
+    ax.plot([low, mean + spread], [y, y], color="0.15", linewidth=1.0,
+            solid_capstyle="butt", zorder=3)
+    if spread > mean:  # a whisker longer than the bar: say so, it is easy to miss
+        ax.annotate(
+            f"\N{PLUS-MINUS SIGN}{unit.number(stdev)} {unit.name}", (mean + spread, y),
+            xytext=(3, 0), textcoords="offset points", fontsize=7, color="#cf222e",
+            va="center", fontweight="bold",
+        )
 
 
 def _draw_family(
@@ -158,26 +162,37 @@ def _draw_others(
 ) -> bool:
     """Each other stage a thin bar of its own within the row, in the order of the legend;
     whether a whisker was flagged."""
-    names = list(colours)
     flagged = False
     for y, (_, row) in enumerate(lines):
-        if row is None or not row.others:
-            continue
-        present = [n for n in names if n in row.others]
-        height = 0.62 / len(present)
-        for i, name in enumerate(present):
-            offset = -0.31 + height * (i + 0.5)
-            flagged |= _draw_bar(ax, y + offset, row.others[name], colours[name], unit, log,
-                                 height * 0.9)
+        if row is not None and row.others:
+            flagged |= _draw_row_others(ax, y, row.others, colours, unit, log)
+    return flagged
+
+
+def _draw_row_others(
+    ax: Axes, y: int, others: dict[str, Bar], colours: dict[str, Any], unit: Unit, log: bool
+) -> bool:
+    """A row's other stages, thin bars side by side within its height; whether a whisker
+    was flagged."""
+    present = [n for n in colours if n in others]
+    height = 0.62 / len(present)
+    flagged = False
+    for i, name in enumerate(present):
+        offset = -0.31 + height * (i + 0.5)
+        flagged |= _draw_bar(ax, y + offset, others[name], colours[name], unit, log, height * 0.9)
     return flagged
 
 
 def _values(rows: Sequence[Row], panel: str) -> list[float]:
-    bars = (
-        [b for r in rows for b in r.others.values()] if panel == "other stages"
-        else [r.bars[panel] for r in rows if panel in r.bars]
-    )
+    """What a panel draws: its seeds' times and its whiskers' ends."""
+    bars = _bars(rows, panel)
     return [v for b in bars for v in (*b.seeds, b.base + b.resumed + (b.stdev or 0.0))]
+
+
+def _bars(rows: Sequence[Row], panel: str) -> list[Bar]:
+    if panel == "other stages":
+        return [b for r in rows for b in r.others.values()]
+    return [r.bars[panel] for r in rows if panel in r.bars]
 
 
 def _figure(plt: Any, lines: Sequence[tuple[str, Row | None]], labels: list[str],
@@ -211,13 +226,7 @@ def _draw_panel(
         flagged = _draw_others(ax, lines, colours, unit, log)
     else:
         flagged = _draw_family(ax, lines, panel, unit, log)
-    top = max(values, default=1.0) / unit.seconds
-    if log:
-        ax.set_xscale("log")
-        if flagged:  # room for the flag's text right of the longest whisker
-            ax.set_xlim(right=top * 30)
-    else:
-        ax.set_xlim(0, top * (1.4 if flagged else 1.12) or 1.0)
+    _scale(ax, max(values, default=1.0) / unit.seconds, log, flagged)
     ax.set_title(panel, loc="left", fontsize=10, fontweight="bold")
     ax.set_xlabel(f"{unit.name} per seed", fontsize=9)
     ax.grid(axis="x", color="0.88", linewidth=0.7, which="both" if log else "major")
@@ -225,6 +234,17 @@ def _draw_panel(
     ax.tick_params(axis="x", labelsize=8)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
+
+
+def _scale(ax: Axes, top: float, log: bool, flagged: bool) -> None:
+    """A panel's x axis up to ``top``, with room for a flag's text right of the longest
+    whisker."""
+    if not log:
+        ax.set_xlim(0, top * (1.4 if flagged else 1.12) or 1.0)
+        return
+    ax.set_xscale("log")
+    if flagged:
+        ax.set_xlim(right=top * 30)
 
 
 def _label_lines(first: Axes, lines: Sequence[tuple[str, Row | None]], labels: list[str]) -> None:
@@ -286,6 +306,14 @@ def _other_colours(rows: Sequence[Row]) -> dict[str, str]:
     return {n: _OTHER_PALETTE[i % len(_OTHER_PALETTE)] for i, n in enumerate(other_names)}
 
 
+def _title(shown: Sequence[ArtifactReport]) -> str:
+    """``Wall-clock time per stage: exp/ippo``, or ``...: 4 directories under exp``."""
+    common = escape_text(_common([r.path for r in shown]))
+    if len(shown) == 1:
+        return f"Wall-clock time per stage: {escape_text(shown[0].path)}"
+    return f"Wall-clock time per stage: {_plural(len(shown))} under {common}"
+
+
 def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
     """Draw ``reports`` into ``path`` (or its pages); returns the files written.
 
@@ -301,10 +329,8 @@ def plot_report(reports: Sequence[ArtifactReport], path: str) -> list[str]:
     colours = _other_colours(rows)
     pages = _layout(rows)
     paths = page_paths(path, len(pages))
-    common = escape_text(_common([r.path for r in shown]))
     suffix = os.path.splitext(path)[1].lower()[1:]
-    title = (f"Wall-clock time per stage: {escape_text(shown[0].path)}" if len(shown) == 1
-             else f"Wall-clock time per stage: {_plural(len(shown))} under {common}")
+    title = _title(shown)
     for number, (lines, target) in enumerate(zip(pages, paths, strict=True), 1):
         numbered = title if len(pages) == 1 else f"{title} (page {number} of {len(pages)})"
         # Text stays text in an SVG (searchable, editable on a slide), not glyph outlines.

@@ -9,7 +9,7 @@ what this module computes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 
@@ -47,11 +47,9 @@ class Row:
     others: dict[str, Bar]  # other stage -> its bar
 
 
-def _bar(
-    report: ArtifactReport, stage: StageStats | None, resume: StageStats | None
-) -> Bar | None:
+def _bar(report: ArtifactReport, stage: StageStats, resume: StageStats | None) -> Bar | None:
     times = seed_times(
-        report.stored_runs(stage.name) if stage is not None else [],
+        report.stored_runs(stage.name),
         report.stored_runs(resume.name) if resume is not None else [],
     )
     if not times:
@@ -82,25 +80,33 @@ def _family(name: str) -> str | None:
 
 def rows(reports: Sequence[ArtifactReport]) -> list[Row]:
     relative = relative_paths([r.path for r in reports])
-    rows = []
-    for report, rel in zip(reports, relative, strict=True):
-        by_name = {s.name: s for s in report.stages}
-        bars: dict[str, Bar] = {}
-        others: dict[str, Bar] = {}
-        for s in report.stages:
-            if continued_stage(s.name) in by_name:
-                continue  # a continuation: drawn as the hatched end of its stage
-            family = _family(s.name)
-            bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
-            if bar is None:
-                continue
-            if family is None or family in bars:
-                others[s.name] = bar
-            else:
-                bars[family] = bar
-        group, _, label = rel.rpartition("/")
-        rows.append(Row(escape_text(group), escape_text(label or rel), bars, others))
-    return rows
+    return [_row(report, rel) for report, rel in zip(reports, relative, strict=True)]
+
+
+def _stage_bars(report: ArtifactReport) -> Iterator[tuple[str, Bar]]:
+    """Each stage's bar, its continuation drawn as the bar's hatched end (not a bar of its
+    own); a stage without a stored run has none."""
+    by_name = {s.name: s for s in report.stages}
+    for s in report.stages:
+        if continued_stage(s.name) in by_name:
+            continue
+        bar = _bar(report, s, by_name.get(s.name + AUTO_RESUME_SUFFIX))
+        if bar is not None:
+            yield s.name, bar
+
+
+def _row(report: ArtifactReport, rel: str) -> Row:
+    """A directory's row: the first stage of each family as its bar, the rest as others."""
+    bars: dict[str, Bar] = {}
+    others: dict[str, Bar] = {}
+    for name, bar in _stage_bars(report):
+        family = _family(name)
+        if family is None or family in bars:
+            others[name] = bar
+        else:
+            bars[family] = bar
+    group, _, label = rel.rpartition("/")
+    return Row(escape_text(group), escape_text(label or rel), bars, others)
 
 def layout(rows: Sequence[Row]) -> list[list[tuple[str, Row | None]]]:
     """Pages of lines: a group heading ``("group", None)`` before its rows; a group is
@@ -115,6 +121,12 @@ def layout(rows: Sequence[Row]) -> list[list[tuple[str, Row | None]]]:
     return pages
 
 
+def _starts_a_page(room: int, left: int, fits_a_page: bool) -> bool:
+    """Whether the rows left go on a new page: fewer than three fit on this one, or the
+    group fits a page and would be split here (a group that fits a page is never split)."""
+    return room < 3 or (fits_a_page and room < left)
+
+
 def _place(pages: list[list[tuple[str, Row | None]]], group: str, members: list[Row], *,
            headed: bool) -> None:
     """Put a group's rows on the last page, and on new pages as they fill."""
@@ -124,8 +136,8 @@ def _place(pages: list[list[tuple[str, Row | None]]], group: str, members: list[
     while lines:
         page = pages[-1]
         room = ROWS_PER_PAGE - len(page) - heading
-        if page and (room < 3 or (fits_a_page and room < len(lines))):
-            pages.append([])  # a group that fits a page is never split
+        if page and _starts_a_page(room, len(lines), fits_a_page):
+            pages.append([])
             continue
         take, lines = lines[:room], lines[room:]
         if headed:

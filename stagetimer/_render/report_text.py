@@ -13,7 +13,7 @@ from typing import Any
 
 from stagetimer._analysis.eta import Eta, StageProgress, suite_eta
 from stagetimer._analysis.nesting import NESTED_NOTE
-from stagetimer._analysis.report import ArtifactReport, StageStats, wall_span
+from stagetimer._analysis.report import ArtifactReport, LegacyRun, StageStats, wall_span
 from stagetimer._analysis.wall_span import start_range
 from stagetimer._escape import escape_text
 from stagetimer._format import HARDWARE_FILE, continued_stage
@@ -112,9 +112,10 @@ def _stages_progress(report: ArtifactReport, tracked: Sequence[StageStats]) -> s
     """``directory_progress`` of two or more stages."""
     progress = [report.progress[s.name] for s in tracked]
     expected = max(s.expected_runs or 0 for s in tracked)
-    if all(p.complete for p in progress):
+    going = [p for p in progress if not p.complete]
+    if not going:
         return f"{len(tracked)} stages, {expected} of {expected} seeds each, done"
-    detail = ", ".join(f"{p.name} {p.done}" for p in progress if not p.complete)
+    detail = ", ".join(f"{p.name} {p.done}" for p in going)
     head = f"{len(tracked)} stages, {min(p.done for p in progress)} of {expected} seeds ({detail})"
     return f"{head}, {_to_go(suite_eta(_outermost(report, tracked)))}"
 
@@ -131,17 +132,18 @@ def _table(report: ArtifactReport) -> list[str]:
     several = len(report.hardware) > 1
     header = [*_HEADER, "hardware"] if several else _HEADER
     rows = [header, *(_table_row(s, several) for s in report.stages)]
-    widths = [max(map(len, column)) for column in zip(*rows, strict=False)]
-    # One format per table: the first column left-aligned, the numbers right-aligned
-    # (str.format pads as ljust/rjust do), the hardware column as it is.
-    template = "  " + "  ".join(
-        [f"{{0:<{widths[0]}}}", *(f"{{{i}:>{widths[i]}}}" for i in range(1, 8))]
-        + (["{8}"] if several else [])
-    )
+    template = _template([max(map(len, column)) for column in zip(*rows, strict=False)], several)
     lines = [template.format(*row).rstrip() for row in rows]
     if any(s.flagged_runs for s in report.stages):
         lines.append("  * some runs hold values no writer stores; see the warnings")
     return lines
+
+
+def _template(widths: list[int], several: bool) -> str:
+    """One format per table: the first column left-aligned, the numbers right-aligned
+    (str.format pads as ljust/rjust do), the hardware column as it is."""
+    cells = [f"{{0:<{widths[0]}}}", *(f"{{{i}:>{widths[i]}}}" for i in range(1, 8))]
+    return "  " + "  ".join([*cells, "{8}"] if several else cells)
 
 
 def _table_row(s: StageStats, several: bool) -> list[str]:
@@ -203,32 +205,40 @@ def _run_row(stage: str, run: RunTiming) -> list[str]:
     seconds = format_duration(run.seconds)
     if not is_valid_seconds(run.seconds):
         seconds += " (invalid)"
-    label = run.label or "-"
-    if run.rank is not None:  # each rank's run of a distributed launch is listed
-        rank = f"rank {run.rank} of {run.world_size}"
-        label = rank if run.label is None else f"{run.label} ({rank})"
     return [
-        stage, "-" if run.run_idx is None else str(run.run_idx), label,
+        stage, "-" if run.run_idx is None else str(run.run_idx), _run_label(run),
         run.started_at or "-", seconds, _metadata_text(run.metadata),
     ]
 
 
+def _run_label(run: RunTiming) -> str:
+    """The run's label, ``-`` for none; with its rank where each rank's run of a
+    distributed launch is listed (``seed 3 (rank 1 of 4)``)."""
+    if run.rank is None:
+        return run.label or "-"
+    rank = f"rank {run.rank} of {run.world_size}"
+    return rank if run.label is None else f"{run.label} ({rank})"
+
+
 def _render_artifact(report: ArtifactReport, runs: bool) -> list[str]:
-    lines = [report.path]
     if not report.stages:
-        lines.append("  (no stages recorded)")
-    else:
-        lines += _table(report)
-    if (progress := directory_progress(report)) is not None:
-        lines.append(f"  progress: {progress}")
-    lines.extend(f"  ranks: {line}" for s in report.stages if (line := rank_line(s)) is not None)
-    lines += used_lines(report)  # what the stages used besides wall time
-    lines += _measured_on(report)
-    lines.extend(f"  warning: {warning}" for warning in report.warnings)
-    lines += _legacy_lines(report)
-    if runs and report.stages:
-        lines += _run_rows(report)
-    return lines
+        return [report.path, "  (no stages recorded)", *_notes(report)]
+    lines = [report.path, *_table(report), *_notes(report)]
+    return lines + _run_rows(report) if runs else lines
+
+
+def _notes(report: ArtifactReport) -> list[str]:
+    """The lines under a directory's table: progress, ranks, what the stages used, the
+    hardware, warnings and legacy metadata."""
+    progress = directory_progress(report)
+    return [
+        *([] if progress is None else [f"  progress: {progress}"]),
+        *(f"  ranks: {line}" for s in report.stages if (line := rank_line(s)) is not None),
+        *used_lines(report),  # what the stages used besides wall time
+        *_measured_on(report),
+        *(f"  warning: {warning}" for warning in report.warnings),
+        *_legacy_lines(report),
+    ]
 
 
 def _measured_on(report: ArtifactReport) -> list[str]:
@@ -254,14 +264,15 @@ def _legacy_lines(report: ArtifactReport) -> list[str]:
     lines = ["  legacy metadata, recorded by the writer (about the machine that wrote the file):"]
     if report.legacy_top_level:
         lines.append(f"    file: {_legacy_values(report.legacy_top_level)}")
-    for run in report.legacy_runs:
-        where = run.stage
-        if run.run_idx is not None:
-            where += f" run {run.run_idx}"
-        if run.label is not None:
-            where += f" ({run.label})"
-        lines.append(f"    {where}: {_legacy_values(run.values)}")
+    lines.extend(f"    {_where(run)}: {_legacy_values(run.values)}" for run in report.legacy_runs)
     return lines
+
+
+def _where(run: LegacyRun) -> str:
+    """``ippo_train run 3 (seed 3)``: the stage, with the run's index and label where known."""
+    index = "" if run.run_idx is None else f" run {run.run_idx}"
+    label = "" if run.label is None else f" ({run.label})"
+    return f"{run.stage}{index}{label}"
 
 
 def suite_line(reports: Sequence[ArtifactReport]) -> str:
@@ -273,23 +284,33 @@ def suite_line(reports: Sequence[ArtifactReport]) -> str:
     the wall span is the time the suite took, from the runs' ``started_at``.
     """
     runs, total, _ = suite_totals(reports)
+    return (
+        f"suite: {len(reports)} director{'y' if len(reports) == 1 else 'ies'}, "
+        f"{_plural(runs, 'run')}, {format_duration(total)} in all"
+        f"{_span(reports)}{_started(reports)}{_suite_progress(reports)}"
+    )
+
+
+def _span(reports: Sequence[ArtifactReport]) -> str:
+    """`` (the sum of the runs), a wall span of 1 h 05 min (first start to last end)``;
+    nothing where no run's start is known."""
+    span = wall_span(reports)
+    if span is None:
+        return ""
+    return (f" (the sum of the runs), a wall span of {format_duration(span[1] - span[0])} "
+            "(first start to last end)")
+
+
+def _started(reports: Sequence[ArtifactReport]) -> str:
+    """``, started 2026-... to 2026-...``; nothing where no stage holds a start."""
     starts = [
         start for r in reports for s in r.stages
         for start in (s.first_started_at, s.last_started_at) if start
     ]
-    line = (
-        f"suite: {len(reports)} director{'y' if len(reports) == 1 else 'ies'}, "
-        f"{_plural(runs, 'run')}, {format_duration(total)} in all"
-    )
-    if (span := wall_span(reports)) is not None:
-        line += (
-            f" (the sum of the runs), a wall span of {format_duration(span[1] - span[0])} "
-            "(first start to last end)"
-        )
-    if starts:
-        first, last = start_range(starts)  # by time: the stages' forms may differ
-        line += f", started {first} to {last}"
-    return line + _suite_progress(reports)
+    if not starts:
+        return ""
+    first, last = start_range(starts)  # by time: the stages' forms may differ
+    return f", started {first} to {last}"
 
 
 def _suite_progress(reports: Sequence[ArtifactReport]) -> str:
@@ -297,10 +318,14 @@ def _suite_progress(reports: Sequence[ArtifactReport]) -> str:
     going = [p for r in reports for p in r.progress.values() if not p.complete]
     if not going:
         return ""
-    summed = [p for r in reports for p in _outermost(r, [
-        s for s in r.stages if s.name in r.progress and not r.progress[s.name].complete
-    ])]
+    summed = [p for r in reports for p in _outermost(r, _going(r))]
     return f"; {_plural(len(going), 'stage')} in progress, {_to_go(suite_eta(summed))}"
+
+
+def _going(report: ArtifactReport) -> list[StageStats]:
+    """The directory's stages whose progress is known and not complete."""
+    return [s for s in report.stages
+            if s.name in report.progress and not report.progress[s.name].complete]
 
 
 def render_text(reports: Sequence[ArtifactReport], *, runs: bool = False) -> str:

@@ -43,16 +43,21 @@ def _cell(summary: Summary | None, unit: Unit, median: bool, pm: str) -> str:
     if summary is None or summary.runs == 0:
         return ""
     if median and summary.runs > 1:
-        assert summary.median is not None and summary.q1 is not None and summary.q3 is not None
-        return (
-            f"{unit.number(summary.median)} [{unit.number(summary.q1)}, "
-            f"{unit.number(summary.q3)}] ({summary.runs})"
-        )
-    centre = summary.median if median else summary.mean
+        return _quartiles(summary, unit)
+    centre = _centre(summary, median)
     assert centre is not None
     if summary.stdev is None:
         return f"{unit.number(centre)} ({summary.runs})"
     return f"{unit.number(centre)} {pm} {unit.number(summary.stdev)} ({summary.runs})"
+
+
+def _quartiles(summary: Summary, unit: Unit) -> str:
+    """``412 [398, 430] (5)``: the median, the quartiles and the runs (two or more)."""
+    assert summary.median is not None and summary.q1 is not None and summary.q3 is not None
+    return (
+        f"{unit.number(summary.median)} [{unit.number(summary.q1)}, "
+        f"{unit.number(summary.q3)}] ({summary.runs})"
+    )
 
 
 def _same(text: str) -> str:
@@ -152,15 +157,19 @@ def _csv_cells(s: Summary | None, kinds: list[str]) -> list[str]:
     return [str(s.runs) if k == "runs" else _number(values[k]) for k in kinds]
 
 
+def _csv_columns(table: SuiteTable, kinds: list[str]) -> list[str]:
+    """``artifact``, the label columns, ``<stage>_<kind>_seconds`` and ``<stage>_runs`` per
+    stage, ``total_seconds``."""
+    stages = [f"{name}_{k}_seconds" if k != "runs" else f"{name}_runs"
+              for name in table.stages for k in kinds]
+    return ["artifact", *table.label_columns, *stages, "total_seconds"]
+
+
 def _csv(table: SuiteTable) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    columns = ["artifact", *table.label_columns]
     kinds = ["mean", "stdev", "runs"] + (["median", "q1", "q3"] if table.median else [])
-    for name in table.stages:
-        columns += [f"{name}_{k}_seconds" if k != "runs" else f"{name}_runs" for k in kinds]
-    columns.append("total_seconds")
-    writer.writerow([spreadsheet_safe(c) for c in columns])
+    writer.writerow([spreadsheet_safe(c) for c in _csv_columns(table, kinds)])
     for path, labels, row, total in zip(
         table.paths, table.labels, table.cells, table.totals, strict=True
     ):
@@ -172,12 +181,14 @@ def _csv(table: SuiteTable) -> str:
     return out.getvalue()
 
 
+_FORMS: dict[str, Callable[[SuiteTable], str]] = {
+    "markdown": _markdown, "latex": _latex, "csv": _csv,
+}
+
+
 def render_table(table: SuiteTable, form: str = "markdown") -> str:
     """The table as GitHub Markdown, LaTeX (booktabs) or CSV (raw seconds)."""
-    if form == "markdown":
-        return _markdown(table)
-    if form == "latex":
-        return _latex(table)
-    if form == "csv":
-        return _csv(table)
+    render = _FORMS.get(form)
+    if render is not None:
+        return render(table)
     raise ValueError(f"table format {form!r}: expected one of {', '.join(FORMATS)}")

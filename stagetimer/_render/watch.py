@@ -11,7 +11,7 @@ import json
 from typing import Any, TypeVar
 
 from stagetimer._analysis.eta import Eta, StageProgress
-from stagetimer._analysis.watch import Snapshot
+from stagetimer._analysis.watch import DirectoryProgress, Snapshot
 from stagetimer._escape import escape_text
 from stagetimer._render.duration import format_duration
 from stagetimer._render.json_text import json_escaped, strict_json
@@ -147,18 +147,46 @@ def _kept(now: dict[_K, _V], before: dict[_K, _V], key: _K) -> _V | None:
 
 def _table(path: str, rows: tuple[tuple[str, ...], ...]) -> list[str]:
     """A directory's lines, escaped: its path and its stages' table."""
-    lines = [path]
     if not rows:
-        lines.append("  (no stage started yet)")
-        return [escape_text(line) for line in lines]
+        return [escape_text(path), escape_text("  (no stage started yet)")]
     table = (_HEADER, *rows)
     widths = [max(len(row[i]) for row in table) for i in range(len(_HEADER))]
-    for row in table:
-        cells = [row[0].ljust(widths[0])]
-        cells += [cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:-1],
-                                                           strict=True)]
-        lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
-    return [escape_text(line) for line in lines]
+    return [escape_text(path), *(escape_text(_aligned(row, widths)) for row in table)]
+
+
+def _aligned(row: tuple[str, ...], widths: list[int]) -> str:
+    """A row of the table: the stage left-aligned, the counts right-aligned, the estimate
+    as it is."""
+    counts = (cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:-1], strict=True))
+    return "  " + "  ".join([row[0].ljust(widths[0]), *counts, row[-1]]).rstrip()
+
+
+def _suite_words(snapshot: Snapshot) -> str:
+    """``about 2 h to go (90 %: 3 h)``, or why there is no estimate."""
+    if snapshot.complete:
+        return "everything expected is done"
+    if snapshot.eta is None:
+        return "no estimate yet"
+    return (f"about {format_duration(snapshot.eta.p50)} to go "
+            f"(90 %: {format_duration(snapshot.eta.p90)})")
+
+
+def _directory_lines(directory: DirectoryProgress, drawn: Drawn) -> list[str]:
+    """A directory's table, the one drawn before where its cells are the same."""
+    key = (directory.path, tuple(
+        (s.name, s.done, s.running, s.failed, s.killed, s.unknown, s.pending,
+         format_duration(s.elapsed_seconds), s.complete, s.eta)
+        for s in directory.stages
+    ))
+    table = drawn.table(key)
+    if table is None:
+        table = drawn.tables[key] = _table(directory.path, tuple(
+            (s.name, str(s.done), str(s.running), str(s.failed), str(s.killed),
+             str(s.unknown), str(s.pending), format_duration(s.elapsed_seconds),
+             eta_text(s))
+            for s in directory.stages
+        ))
+    return table
 
 
 def snapshot_lines(snapshot: Snapshot, drawn: Drawn | None = None) -> list[str]:
@@ -167,30 +195,10 @@ def snapshot_lines(snapshot: Snapshot, drawn: Drawn | None = None) -> list[str]:
     ``drawn``: what the blocks before this one drew (a watch's refreshes), reused where a
     directory shows the same cells."""
     when = snapshot.time.strftime("%Y-%m-%d %H:%M:%S UTC")
-    if snapshot.complete:
-        suite = "everything expected is done"
-    elif snapshot.eta is None:
-        suite = "no estimate yet"
-    else:
-        suite = (f"about {format_duration(snapshot.eta.p50)} to go "
-                 f"(90 %: {format_duration(snapshot.eta.p90)})")
     drawn = drawn if drawn is not None else Drawn()
-    lines = [escape_text(f"stagetimer watch  {when}  suite: {suite}")]
+    lines = [escape_text(f"stagetimer watch  {when}  suite: {_suite_words(snapshot)}")]
     for directory in snapshot.directories:
-        key = (directory.path, tuple(
-            (s.name, s.done, s.running, s.failed, s.killed, s.unknown, s.pending,
-             format_duration(s.elapsed_seconds), s.complete, s.eta)
-            for s in directory.stages
-        ))
-        table = drawn.table(key)
-        if table is None:
-            table = drawn.tables[key] = _table(directory.path, tuple(
-                (s.name, str(s.done), str(s.running), str(s.failed), str(s.killed),
-                 str(s.unknown), str(s.pending), format_duration(s.elapsed_seconds),
-                 eta_text(s))
-                for s in directory.stages
-            ))
-        lines += table
+        lines += _directory_lines(directory, drawn)
     drawn.turn()
     lines += [escape_text(f"could not read: {problem}") for problem in snapshot.problems]
     lines += [escape_text(f"left out: {line}") for line in snapshot.left_out]
