@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stagetimer._format import ATTEMPTS_DIR, MARKER_FIELDS, MARKER_SUFFIX
-from stagetimer._system.durable import fsync_directory, write_file
+from stagetimer._system.durable import fsync_directory, write_all, write_file
 from stagetimer._system.openflags import CLOEXEC, CREATE_NEW, NOFOLLOW, NONBLOCK
 
 __all__ = [
@@ -173,13 +173,6 @@ def _make_directory(directory: str) -> int:
         os.close(pfd)
 
 
-def _write_all(fd: int, content: bytes) -> None:
-    view = memoryview(content)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.fsync(fd)
-
-
 def create(directory: str, attempt_id: str, content: bytes) -> None:
     """Write a new marker, durably; ``OSError`` when it cannot be written.
 
@@ -194,7 +187,7 @@ def create(directory: str, attempt_id: str, content: bytes) -> None:
         try:
             try:
                 os.fchmod(fd, MARKER_MODE)  # whatever the umask: only its writer may write
-                _write_all(fd, content)
+                write_all(fd, content)
             finally:
                 os.close(fd)
             os.fsync(dfd)
