@@ -87,22 +87,34 @@ def _run(beats: _Beats) -> None:
     while beats.post.get(_RUNNER) is me:  # else another took over: leave it the work
         due = dict(beats.due)  # one atomic copy
         if not due:
-            beats.post.pop(_RUNNER, None)
-            # A stage that started meanwhile may have seen this thread at its post.
-            if beats.due and beats.post.setdefault(_RUNNER, me) is me:
+            if _back_at_post(beats, me):
                 continue
             return  # ``start`` makes a new one when a stage beats again
         upcoming = {key: upcoming.get(key, first) for key, (_, _, first) in due.items()}
-        now = time.monotonic()
-        soonest = min(upcoming.values())
-        if soonest > now:
-            with contextlib.suppress(queue.Empty):
-                beats.wake.get(timeout=soonest - now)
-            continue
-        for attempt_id, (directory, interval, _) in due.items():
-            if upcoming[attempt_id] <= now and attempt_id in beats.due:  # not stopped
-                upcoming[attempt_id] = now + interval
-                _touch(directory, attempt_id)
+        _beat_or_wait(beats, due, upcoming)
+
+
+def _back_at_post(beats: _Beats, me: threading.Thread) -> bool:
+    """Leave the post; take it again (True) when a stage that started meanwhile may have
+    seen this thread at it."""
+    beats.post.pop(_RUNNER, None)
+    return bool(beats.due) and beats.post.setdefault(_RUNNER, me) is me
+
+
+def _beat_or_wait(
+    beats: _Beats, due: dict[str, tuple[str, float, float]], upcoming: dict[str, float]
+) -> None:
+    """Touch the markers whose beat is due now, or wait for the soonest (or a wake-up)."""
+    now = time.monotonic()
+    soonest = min(upcoming.values())
+    if soonest > now:
+        with contextlib.suppress(queue.Empty):
+            beats.wake.get(timeout=soonest - now)
+        return
+    for attempt_id, (directory, interval, _) in due.items():
+        if upcoming[attempt_id] <= now and attempt_id in beats.due:  # not stopped
+            upcoming[attempt_id] = now + interval
+            _touch(directory, attempt_id)
 
 
 def _touch(directory: str, attempt_id: str) -> None:

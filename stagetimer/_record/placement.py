@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from itertools import groupby
 
 __all__ = ["RANK_VARIABLES", "format_cpu_list", "placed_cpus", "rank_of"]
 
@@ -28,9 +29,7 @@ def _number(text: str | None) -> int | None:
 
     ``str.isdigit`` alone also passes digits ``int`` refuses (``"²"``) or reads
     (``"٣"``), and ``int`` refuses more than 4300 digits: each made every save fail."""
-    if text is None:
-        return None
-    text = text.strip()
+    text = (text or "").strip()  # unset: empty, which is no number
     # isdigit: no sign, no space inside; isascii: 0-9 only; 19 digits hold any int64
     if not (text.isascii() and text.isdigit()) or len(text) > 19:
         return None
@@ -50,14 +49,20 @@ def rank_of(environ: Mapping[str, str] | None = None) -> tuple[int, int] | None:
     >>> rank_of({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}) is None
     True
     """
-    if environ is None:
-        environ = os.environ
+    found = os.environ if environ is None else environ
     for rank_name, size_name in RANK_VARIABLES:
-        rank, size = _number(environ.get(rank_name)), _number(environ.get(size_name))
-        if rank is None or size is None or rank >= size:
-            continue
-        return (rank, size) if size > 1 else None
+        pair = _rank_below_size(found.get(rank_name), found.get(size_name))
+        if pair is not None:
+            return pair if pair[1] > 1 else None
     return None
+
+
+def _rank_below_size(rank_text: str | None, size_text: str | None) -> tuple[int, int] | None:
+    """One launcher's ``(rank, world_size)``; None unless both parse and the rank is below."""
+    rank, size = _number(rank_text), _number(size_text)
+    if rank is None or size is None or rank >= size:
+        return None
+    return rank, size
 
 
 def placed_cpus() -> str | None:
@@ -83,15 +88,11 @@ def format_cpu_list(cpus: Iterable[int]) -> str:
     CPU. Here, not beside the parser: a recorder's save path does not import the
     hardware probes before its first save needs them.
     """
-    parts: list[str] = []
-    first = last = -2
-    for cpu in sorted(cpus):
-        if cpu == last + 1:
-            last = cpu
-            continue
-        if first >= 0:
-            parts.append(f"{first}-{last}" if last > first else str(first))
-        first = last = cpu
-    if first >= 0:
-        parts.append(f"{first}-{last}" if last > first else str(first))
-    return ",".join(parts)
+    # Consecutive CPUs share ``cpu - position`` in the sorted list: one group per range.
+    spans = groupby(enumerate(sorted(cpus)), lambda position_cpu: position_cpu[1] - position_cpu[0])
+    return ",".join(_cpu_range([cpu for _, cpu in span]) for _, span in spans)
+
+
+def _cpu_range(cpus: list[int]) -> str:
+    """One range of consecutive CPUs, as the kernel writes it: ``"4-7"``, or ``"4"``."""
+    return f"{cpus[0]}-{cpus[-1]}" if len(cpus) > 1 else str(cpus[0])

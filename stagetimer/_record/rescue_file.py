@@ -128,13 +128,7 @@ class RescueFile:
         return taken
 
     def _payload(self, records: list[Pending]) -> dict[str, Any]:
-        pid = self.owner["pid"]
-        entries = [
-            {"id": f"{pid}-{p.serial}", "stage": p.name, "run": p.run_or_bare()} for p in records
-        ]
-        for entry, p in zip(entries, records, strict=True):
-            if p.policy not in (None, self.policy):
-                entry["policy"] = p.policy  # a part of a run (a callback's epoch)
+        entries = [self._entry(p) for p in records]
         hardware, software = descriptions(records)  # of the records just resolved
         payload: dict[str, Any] = {
             "format": RESCUE_FORMAT,
@@ -149,6 +143,12 @@ class RescueFile:
         if self.expected_runs is not None:
             payload["expected_runs"] = self.expected_runs
         return payload
+
+    def _entry(self, p: Pending) -> dict[str, Any]:
+        entry = {"id": f"{self.owner['pid']}-{p.serial}", "stage": p.name, "run": p.run_or_bare()}
+        if p.policy not in (None, self.policy):
+            entry["policy"] = p.policy  # a part of a run (a callback's epoch)
+        return entry
 
     def _remove(self) -> str:
         if self.path is not None:
@@ -168,17 +168,21 @@ class RescueFile:
         self.printed.update(p.serial for p in fresh)
         reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OSError) else str(exc)
         if fresh:
-            try:
-                line = json.dumps(self._payload(fresh), ensure_ascii=False)
-                directory = os.path.abspath(self.directory)
-            except Exception:  # pragma: no cover - at shutdown, json itself may be gone
-                line = repr([(p.name, p.finished.seconds) for p in fresh])
-                directory = self.directory
-            to_stderr(
-                f"stagetimer: could not save {len(fresh)} record(s) for {directory} nor "
-                f"write a rescue file ({reason}); here they are as JSON: {line}\n"
-            )
+            to_stderr(self._printed(fresh, reason))
         return (
             f"no rescue file could be written ({reason}): the records were printed to "
             "standard error as JSON"
+        )
+
+    def _printed(self, fresh: list[Pending], reason: str) -> str:
+        """The line to standard error that carries ``fresh`` as JSON."""
+        try:
+            line = json.dumps(self._payload(fresh), ensure_ascii=False)
+            directory = os.path.abspath(self.directory)
+        except Exception:  # pragma: no cover - at shutdown, json itself may be gone
+            line = repr([(p.name, p.finished.seconds) for p in fresh])
+            directory = self.directory
+        return (
+            f"stagetimer: could not save {len(fresh)} record(s) for {directory} nor "
+            f"write a rescue file ({reason}); here they are as JSON: {line}\n"
         )

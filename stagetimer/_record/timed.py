@@ -63,6 +63,8 @@ class TimedFunction(Protocol[P, R_co]):
 
 
 _Timer = Callable[[tuple[Any, ...], dict[str, Any]], "Stage | None"]
+#: A run index found per call: a parameter's name, or a callable of the bound arguments.
+_Finder = str | Callable[[Mapping[str, Any]], "int | None"]
 
 
 def _stage_maker(
@@ -80,19 +82,7 @@ def _stage_maker(
         # A constant index needs no binding: a call that does not bind raises inside the
         # stage, which records nothing.
         return lambda args, kwargs: checked_stage(name, run_idx, label, recorder, metadata)
-    if not isinstance(run_idx, str) and not callable(run_idx):
-        raise InvalidRecordError(
-            f"run_idx {run_idx!r} is not valid: expected an int, the name of a parameter "
-            f"of {func.__qualname__} or a callable",
-            run_idx,
-        )
-    signature = inspect.signature(func)
-    if isinstance(run_idx, str) and run_idx not in signature.parameters:
-        raise InvalidRecordError(
-            f"run_idx {run_idx!r} is not a parameter of {func.__qualname__}{signature}",
-            run_idx,
-        )
-    find = run_idx
+    signature, find = _finder(func, run_idx)
 
     def make(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Stage | None:
         try:
@@ -106,6 +96,24 @@ def _stage_maker(
         return checked_stage(name, idx, label, recorder, metadata)
 
     return make
+
+
+def _finder(func: Callable[..., Any], run_idx: RunIdx) -> tuple[inspect.Signature, _Finder]:
+    """``func``'s signature and ``run_idx``, checked to be the name of one of its parameters
+    or a callable."""
+    if not isinstance(run_idx, str) and not callable(run_idx):
+        raise InvalidRecordError(
+            f"run_idx {run_idx!r} is not valid: expected an int, the name of a parameter "
+            f"of {func.__qualname__} or a callable",
+            run_idx,
+        )
+    signature = inspect.signature(func)
+    if isinstance(run_idx, str) and run_idx not in signature.parameters:
+        raise InvalidRecordError(
+            f"run_idx {run_idx!r} is not a parameter of {func.__qualname__}{signature}",
+            run_idx,
+        )
+    return signature, run_idx
 
 
 def _time_generator(timing: Stage, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:

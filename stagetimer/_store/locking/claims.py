@@ -181,14 +181,18 @@ def read_claim(path: str) -> ClaimInfo | None:
         return _unopened(path)
     finally:
         os.close(fd)
+    holder = _holder_record(raw)
+    key = (holder.get("token") if holder else raw, st.st_ino, st.st_size, st.st_mtime_ns)
+    return ClaimInfo(path, holder, key, uid=st.st_uid)
+
+
+def _holder_record(raw: bytes) -> dict[str, Any] | None:
+    """A claim's content as its holder's record; None when it is not a JSON object."""
     try:
         holder = json.loads(raw)
     except ValueError:
-        holder = None
-    if not isinstance(holder, dict):
-        holder = None
-    key = (holder.get("token") if holder else raw, st.st_ino, st.st_size, st.st_mtime_ns)
-    return ClaimInfo(path, holder, key, uid=st.st_uid)
+        return None
+    return holder if isinstance(holder, dict) else None
 
 
 def blocked(info: ClaimInfo) -> str | None:
@@ -264,6 +268,12 @@ def breakable(info: ClaimInfo, me: dict[str, Any], stale: float, now: float) -> 
             return state == "dead"
         # Another user's process hidden by hidepid holds that pid: whether it is the
         # holder is unknown, so the stale rule decides, as for another machine's.
+    return _stale(info, stale, now)
+
+
+def _stale(info: ClaimInfo, stale: float, now: float) -> bool:
+    """The stale rule: whether ``info`` has been seen unchanged for ``stale`` seconds (a
+    first sighting, or a change, starts the count at ``now``)."""
     if info.kind == "file" and info.holder is None:
         # Empty or not ours to parse: a live writer fills its claim right after creating
         # it, so one that stays so died in between (a wrong guess costs that writer only

@@ -48,22 +48,23 @@ def holders(path: str, locks_text: str | None = None) -> list[LockHolder]:
     """The processes that hold a lock on the file ``path`` now (none when it is free,
     missing, or ``/proc/locks`` cannot be read). Waiters are left out."""
     try:
-        st = os.lstat(path)
+        wanted = _device(os.lstat(path))
     except OSError:
         return []
     text = read_text("/", "/proc/locks") if locks_text is None else locks_text
-    wanted = _device(st)
-    found: list[LockHolder] = []
-    for line in (text or "").splitlines():
-        fields = line.split()
-        if "->" in fields or len(fields) < 6 or fields[5] != wanted:
-            continue
-        try:
-            pid = int(fields[4])
-        except ValueError:
-            continue
-        found.append(_holder(pid))
-    return found
+    lines = (text or "").splitlines()
+    return [_holder(pid) for line in lines if (pid := _holding_pid(line, wanted)) is not None]
+
+
+def _holding_pid(line: str, device: str) -> int | None:
+    """The pid of one ``/proc/locks`` line that holds a lock on ``device``, else None."""
+    fields = line.split()
+    if "->" in fields or len(fields) < 6 or fields[5] != device:
+        return None  # a waiter, a short line or another file
+    try:
+        return int(fields[4])
+    except ValueError:
+        return None
 
 
 def _holder(pid: int) -> LockHolder:
