@@ -65,12 +65,25 @@ def test_the_import_contracts_are_kept() -> None:
     assert "0 broken" in result.stdout
 
 
+def _imported_names(module: str) -> list[str]:
+    """Names imported ``from module`` anywhere in the package (a hook in disguise)."""
+    return [
+        alias.name
+        for _, path in _modules()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == module
+        for alias in node.names
+    ]
+
+
 @pytest.mark.parametrize("hook", ["os.register_at_fork", "atexit.register"])
 def test_the_process_has_one_fork_hook_and_one_exit_hook(hook: str) -> None:
     """Every reset after fork and every exit duty goes through one home, in one order."""
     calls = _calls(hook)
     assert len(calls) == 1, calls
     assert calls[0].startswith("stagetimer._system.process_state:"), calls
+    owner, name = hook.split(".")
+    assert name not in _imported_names(owner)
 
 
 def _cycle(graph: grimp.ImportGraph) -> list[str]:

@@ -6,14 +6,13 @@ Forks and exits happen in interpreters of their own (a hang is a timeout).
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.process_life import REPO, run_script
+from helpers.process_life import run_script
 
 from stagetimer._system import process_state
 
@@ -165,44 +164,6 @@ def test_a_forked_child_starts_with_none_of_its_parents_state(tmp_path: Path) ->
     # the child: nothing pending, no beats, no claims, no unfinished writes;
     # the parent: all of it unchanged
     assert ["[0, 0, [], [], []]", "True"] == done.stdout.splitlines()
-
-
-def _calls(attribute: str, owner: str) -> list[str]:
-    """Where ``owner.attribute(...)`` is called in the package, as ``file:line``."""
-    found = []
-    for path in sorted((REPO / "stagetimer").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == attribute
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == owner
-            ):
-                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
-    return found
-
-
-def _imported_names(module: str) -> list[str]:
-    """Names imported ``from module`` anywhere in the package (a hook in disguise)."""
-    return [
-        alias.name
-        for path in (REPO / "stagetimer").rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ImportFrom) and node.module == module
-        for alias in node.names
-    ]
-
-
-@pytest.mark.parametrize(
-    ("owner", "attribute"), [("os", "register_at_fork"), ("atexit", "register")]
-)
-def test_the_package_has_one_hook_of_each_kind_in_process_state(
-    owner: str, attribute: str
-) -> None:
-    (where,) = _calls(attribute, owner)
-    assert where.startswith("stagetimer/_system/process_state.py:")
-    assert attribute not in _imported_names(owner)
 
 
 @pytest.mark.parametrize(
