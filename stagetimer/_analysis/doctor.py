@@ -20,9 +20,7 @@ import attrs
 
 from stagetimer._errors import InvalidSettingError, SchemaVersionError, SidecarCorruptError
 from stagetimer._format import HARDWARE_FILE, TIMINGS_FILE
-from stagetimer._settings import CLAIM, claim
-from stagetimer._settings import CLAIM_STALE_SECONDS as STALE_ENV
-from stagetimer._settings import claim_stale_seconds as stale_after
+from stagetimer._settings import CLAIM, CLAIM_STALE_SECONDS, claim, claim_stale_seconds
 from stagetimer._store.locking import holders as lock_holders
 from stagetimer._store.locking import policy as claim_policy
 from stagetimer._store.locking.claims import (
@@ -221,9 +219,9 @@ def _foreign_claim(name: str, who: str, info: ClaimInfo, st: os.stat_result,
 
 def _stale_text() -> str:
     try:
-        return f"{stale_after():g} s"
+        return f"{claim_stale_seconds():g} s"
     except InvalidSettingError:
-        return f"the stale time ({STALE_ENV} is not valid, see above)"
+        return f"the stale time ({CLAIM_STALE_SECONDS} is not valid, see above)"
 
 
 def _unremovable(info: ClaimInfo, st: os.stat_result) -> str:
@@ -278,7 +276,7 @@ def _protocol(
     """What a save into ``resolved`` would hold now, and why (see ``claim_policy``)."""
     take, why = claim_policy.decide(resolved, mounts, parse_etab(etab))
     setting = _checked_setting(claim, "auto", out)
-    _checked_setting(stale_after, 0.0, out)
+    _checked_setting(claim_stale_seconds, 0.0, out)
     protocol, reason = _PROTOCOLS[setting == "always", take]
     return protocol, reason.format(why=why, env=CLAIM)
 

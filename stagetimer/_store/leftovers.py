@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from stagetimer._format import RESCUE_PREFIX, TIMINGS_FILE
-from stagetimer._settings import claim_stale_seconds as stale_after
+from stagetimer._settings import claim_stale_seconds
 from stagetimer._store.locking.claims import (
     CLAIM_SUFFIX,
     breakable,
@@ -124,7 +124,7 @@ def _foreign_and_old(path: str) -> bool:
 def _claim_leftover(directory: str, name: str, me: dict[str, Any]) -> bool:
     """Whether ``name``, a claim's own file or one moved aside, belongs to no live writer."""
     info = read_claim(os.path.join(directory, name))
-    return info is not None and breakable(info, me, stale_after(), time.monotonic())
+    return info is not None and breakable(info, me, claim_stale_seconds(), time.monotonic())
 
 
 def _left_by_dead_writer(directory: str, base: str, name: str) -> bool:
